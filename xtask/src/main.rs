@@ -1,1 +1,135 @@
-fn main() {}
+//! Project automation for edgefit, run as `cargo xtask <command>`.
+//!
+//! Everything a new developer or CI needs is reachable from two commands:
+//! `cargo xtask demo` (set up, build, serve the page) and `cargo xtask test` (set up, run every
+//! test). Each command sets up whatever is missing first (see [`setup`]), so a fresh clone needs
+//! nothing but Rust, Node.js/npm and Python with pip.
+
+mod build;
+mod serve;
+mod setup;
+mod testing;
+mod util;
+
+use anyhow::{bail, Context, Result};
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [options]
+
+commands:
+  setup                          install whatever is missing (wasm32 target, wasm-bindgen-cli,
+                                 chromium + chromedriver, npm packages, the default model)
+  build                          setup, then build the static site into build/site and the CLI
+  serve [--port P] [--host H]    serve build/site over HTTP (default 127.0.0.1:8080)
+  demo  [--port P] [--host H]    build, then serve and print the URL
+  test                           setup, then run every check and test (native, wasm in Node,
+                                 wasm in headless Chromium, the page end to end)
+";
+
+fn main() {
+    if let Err(err) = run() {
+        eprintln!("\nerror: {err:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
+    let mut args = std::env::args().skip(1);
+    let Some(cmd) = args.next() else {
+        eprint!("{USAGE}");
+        bail!("no command given");
+    };
+    let rest: Vec<String> = args.collect();
+    match cmd.as_str() {
+        "setup" => {
+            no_args(&cmd, &rest)?;
+            setup::setup()
+        }
+        "build" => {
+            no_args(&cmd, &rest)?;
+            build::build()
+        }
+        "serve" => {
+            let (host, port) = host_port(&rest)?;
+            serve::serve_forever(&util::root().join("build/site"), &host, port)
+        }
+        "demo" => {
+            let (host, port) = host_port(&rest)?;
+            build::build()?;
+            serve::serve_forever(&util::root().join("build/site"), &host, port)
+        }
+        "test" => {
+            no_args(&cmd, &rest)?;
+            testing::test()
+        }
+        "help" | "-h" | "--help" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => {
+            eprint!("{USAGE}");
+            bail!("unknown command `{other}`: the commands are setup, build, serve, demo, test")
+        }
+    }
+}
+
+fn no_args(cmd: &str, rest: &[String]) -> Result<()> {
+    if let Some(first) = rest.first() {
+        bail!("`{cmd}` takes no arguments, got `{first}`");
+    }
+    Ok(())
+}
+
+/// Parses `[--port P] [--host H]` (also `--port=P`, `--host=H`).
+fn host_port(rest: &[String]) -> Result<(String, u16)> {
+    let mut host = "127.0.0.1".to_string();
+    let mut port: u16 = 8080;
+    let mut it = rest.iter();
+    while let Some(arg) = it.next() {
+        let (key, inline) = match arg.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_string())),
+            None => (arg.as_str(), None),
+        };
+        let mut value = || -> Result<String> {
+            match &inline {
+                Some(v) => Ok(v.clone()),
+                None => it
+                    .next()
+                    .cloned()
+                    .with_context(|| format!("`{key}` needs a value")),
+            }
+        };
+        match key {
+            "--port" => {
+                let v = value()?;
+                port = v
+                    .parse()
+                    .with_context(|| format!("`--port {v}` is not a port number (0-65535)"))?;
+            }
+            "--host" => host = value()?,
+            _ => bail!("unknown option `{arg}`: expected --port P or --host H"),
+        }
+    }
+    Ok((host, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn host_port_defaults_and_overrides() {
+        assert_eq!(host_port(&[]).unwrap(), ("127.0.0.1".to_string(), 8080));
+        assert_eq!(
+            host_port(&s(&["--port", "9000", "--host=0.0.0.0"])).unwrap(),
+            ("0.0.0.0".to_string(), 9000)
+        );
+        assert!(host_port(&s(&["--port", "x"])).is_err());
+        assert!(host_port(&s(&["--port"])).is_err());
+        assert!(host_port(&s(&["--verbose"])).is_err());
+    }
+}

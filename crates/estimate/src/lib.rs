@@ -1,9 +1,66 @@
 //! # edgefit-estimate
 //!
 //! Owns the pure budget estimator and the device thermal model: given a model's shape
-//! (`ModelSpec`), a deployment (weight format, KV format, context, prompt and generated tokens)
-//! and a device profile, it predicts memory, time-to-first-token, sustained decode speed and
-//! temperature rise, and explains every number. It has no clock and does no I/O, so the page,
-//! the CLI and the engine's reports all get the same answer for the same inputs.
+//! ([`ModelSpec`]), a deployment ([`Deployment`]: weight format, KV format, context, prompt and
+//! generated tokens, compute unit, thermal policy) and a device profile ([`DeviceProfile`]), it
+//! predicts memory, time-to-first-token, decode speed as the cache grows, heat and throttling
+//! over minutes, and the golden-four verdicts, and explains every number
+//! ([`Report::explain`]).
 //!
-//! Nothing is implemented yet: issue 3 delivers the estimator.
+//! Why a crate of its own: the question "will this model, shaped this way, fit and run well on
+//! that phone, and for how long before it throttles?" must be answerable before anything is
+//! ported, identically in the CLI, the page and the engine's reports. So this crate has no
+//! clock, no I/O and no dependency on the engine (serde, serde_json and thiserror only; JSON is
+//! parsed from strings), and builds for wasm32 as it is.
+//!
+//! It is exact where arithmetic can be exact and honest where it is a model:
+//! - **bytes are exact**: [`WeightFormat::matrix_bytes`] and [`kv_bytes_per_token`] are the
+//!   single source of truth for weight and KV-cache sizes; the engine allocates with them, so
+//!   the estimated KV bytes equal the allocated ones by construction ([`format`] documents every
+//!   layout);
+//! - **parameter counts are exact** for llama, mistral, qwen2, gemma, gemma2 and phi3 shapes,
+//!   including grouped-query attention, decoupled head dims and pruned per-layer shapes
+//!   ([`spec`]); the bundled presets match the published totals to the parameter;
+//! - **time is a roofline** per op (compute, memory and an optional instruction-bound kernel
+//!   roof) with the device's efficiency factors ([`latency`]);
+//! - **heat is a lumped two-node RC model** with a step-wise governor ([`thermal`]).
+//!
+//! ## Entry points
+//! ```
+//! use edgefit_estimate::{device, estimate, preset, Deployment, WeightFormat};
+//! let spec = preset("llama-3.2-1b")?;
+//! let phone = device("snapdragon-8-gen3")?;
+//! let dep = Deployment { weights: WeightFormat::W4g32, ..Deployment::default() };
+//! let report = estimate(&spec, &dep, &phone)?;
+//! assert!(report.memory.total_bytes > report.memory.weights_bytes);
+//! # Ok::<(), edgefit_estimate::EstimateError>(())
+//! ```
+//! Model shapes also come from [`ModelSpec::from_hf_config`], [`GgufMetadata::to_spec`] and
+//! [`ModelSpec::pruned`]; devices from [`DeviceProfile::from_json`] and, in a browser tab,
+//! [`DeviceProfile::this_browser`] with measured figures.
+
+pub mod deploy;
+pub mod device;
+pub mod error;
+pub mod explain;
+pub mod format;
+pub mod gguf;
+pub mod hf;
+pub mod latency;
+pub mod memory;
+pub mod report;
+pub mod spec;
+pub mod thermal;
+pub mod verdict;
+
+pub use deploy::{Deployment, Policy, Thresholds, MAX_BATCH, MAX_CONTEXT};
+pub use device::{device, device_ids, BrowserMeasurements, DeviceProfile, Loader, UnitProfile};
+pub use error::{EstimateError, Result};
+pub use explain::Explanation;
+pub use format::{kv_bytes, kv_bytes_per_token, ComputeDtype, ComputeUnit, KvFormat, WeightFormat};
+pub use gguf::{GgufMetadata, GgufTensorInfo, GgufValue};
+pub use hf::{preset, preset_ids, preset_info, PresetInfo};
+pub use memory::{weight_bytes, ComponentBytes, MemoryReport};
+pub use report::{estimate, Report};
+pub use spec::{Family, LayerPrune, LayerSpec, ModelSpec, ParamBreakdown, PruneRatios, Pruning};
+pub use verdict::{Experience, Verdict, Verdicts};

@@ -1,0 +1,318 @@
+//! A loaded model ready to generate, one token per [`Engine::step`], with measurements.
+//!
+//! The engine never reads a clock itself: the caller injects a [`Platform`] (`Instant` and
+//! peak RSS natively, `performance.now()` and the wasm memory size in the browser), so the same
+//! code measures the same things everywhere.
+
+use std::io::{Read, Seek};
+
+use serde::Serialize;
+
+use crate::error::{EngineError, Result};
+use crate::kv_cache::KvCache;
+use crate::model::{Logits, Model};
+use crate::sampler::{Sampler, SamplerConfig};
+use crate::tokenizer::{TextStream, TextTokenizer, TokenizerInfo};
+
+/// What the engine needs from where it runs.
+pub trait Platform {
+    /// Milliseconds from an arbitrary fixed origin, monotonic.
+    fn now_ms(&self) -> f64;
+    /// Peak memory of the process so far in bytes (peak RSS natively; the wasm linear memory
+    /// size in a browser, which only grows).
+    fn peak_bytes(&self) -> u64;
+}
+
+/// Settings of one generation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GenerateOptions {
+    /// Wrap the prompt in the model's chat template.
+    pub chat: bool,
+    pub max_tokens: usize,
+    pub sampler: SamplerConfig,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        GenerateOptions {
+            chat: false,
+            max_tokens: 64,
+            sampler: SamplerConfig::default(),
+        }
+    }
+}
+
+/// Why a generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FinishReason {
+    /// The model produced a stop token.
+    Stop,
+    /// `max_tokens` were generated.
+    Length,
+}
+
+/// Measurements of the model load and the latest generation.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Metrics {
+    pub load_ms: f64,
+    pub prompt_tokens: usize,
+    pub generated_tokens: usize,
+    /// From `start` to the first generated token (tokenize + prefill + sample).
+    pub ttft_ms: f64,
+    /// Prompt tokens per second of the prefill forward pass.
+    pub prefill_tok_s: f64,
+    /// Generated tokens after the first, per second of decoding them.
+    pub decode_tok_s: f64,
+    pub weights_bytes: u64,
+    /// Bytes of KV cache holding the tokens held.
+    pub kv_bytes: u64,
+    /// Bytes of KV cache allocated.
+    pub kv_reserved_bytes: u64,
+    pub peak_bytes: u64,
+    pub finish_reason: Option<FinishReason>,
+    /// Milliseconds of each decode step (forward + sample), in order.
+    pub token_ms: Vec<f64>,
+}
+
+/// The model's shape and tokenizer summary, for display.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelInfo {
+    pub name: String,
+    pub arch: String,
+    pub n_layers: usize,
+    pub hidden: usize,
+    pub n_heads: usize,
+    pub n_kv_heads: usize,
+    pub head_dim: usize,
+    pub ffn: usize,
+    pub vocab: usize,
+    pub context_length: usize,
+    pub params: u64,
+    pub weights_bytes: u64,
+    pub chat_template: bool,
+    pub tokenizer: TokenizerInfo,
+}
+
+struct Generation {
+    prompt: Vec<u32>,
+    options: GenerateOptions,
+    sampler: Sampler,
+    stream: TextStream,
+    /// The sampled token not yet fed through the model.
+    pending: Option<u32>,
+    started_ms: f64,
+    first_token_ms: Option<f64>,
+    finished: bool,
+}
+
+/// A model, its tokenizer, a KV cache and the generation in progress.
+pub struct Engine {
+    model: Model,
+    tokenizer: TextTokenizer,
+    cache: KvCache,
+    platform: Box<dyn Platform>,
+    generation: Option<Generation>,
+    metrics: Metrics,
+}
+
+impl Engine {
+    /// Wraps a loaded model. `load_ms` is how long loading took, as measured by the caller.
+    pub fn new(model: Model, tokenizer: TextTokenizer, platform: Box<dyn Platform>, load_ms: f64) -> Self {
+        let cache = model.new_cache(model.config.context_length);
+        let metrics = Metrics {
+            load_ms,
+            weights_bytes: model.weights.bytes(),
+            peak_bytes: platform.peak_bytes(),
+            ..Metrics::default()
+        };
+        Engine {
+            model,
+            tokenizer,
+            cache,
+            platform,
+            generation: None,
+            metrics,
+        }
+    }
+
+    /// Loads a GGUF model, timing the load with `platform`'s clock.
+    pub fn load_gguf<R: Read + Seek>(
+        reader: &mut R,
+        platform: Box<dyn Platform>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Self> {
+        let t0 = platform.now_ms();
+        let (model, tokenizer) = crate::gguf::load_gguf(reader, progress)?;
+        let load_ms = platform.now_ms() - t0;
+        Ok(Engine::new(model, tokenizer, platform, load_ms))
+    }
+
+    /// The model.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The tokenizer.
+    pub fn tokenizer(&self) -> &TextTokenizer {
+        &self.tokenizer
+    }
+
+    /// Shape and tokenizer summary.
+    pub fn info(&self) -> ModelInfo {
+        let c = &self.model.config;
+        ModelInfo {
+            name: c.name.clone(),
+            arch: c.arch.clone(),
+            n_layers: c.n_layers,
+            hidden: c.hidden,
+            n_heads: c.n_heads,
+            n_kv_heads: c.n_kv_heads,
+            head_dim: c.head_dim,
+            ffn: c.ffn,
+            vocab: c.vocab,
+            context_length: c.context_length,
+            params: c.params(),
+            weights_bytes: self.model.weights.bytes(),
+            chat_template: self.tokenizer.has_chat_template(),
+            tokenizer: self.tokenizer.info(),
+        }
+    }
+
+    /// Begins a generation: validates the options, renders and tokenizes the prompt, clears the
+    /// KV cache. The prefill runs on the first [`step`](Self::step).
+    pub fn start(&mut self, prompt: &str, options: GenerateOptions) -> Result<()> {
+        let started_ms = self.platform.now_ms();
+        self.generation = None;
+        let sampler = Sampler::new(options.sampler)?;
+        if options.max_tokens == 0 {
+            return Err(EngineError::Setting {
+                name: "max_tokens",
+                value: "0".to_string(),
+                expected: "at least 1".to_string(),
+            });
+        }
+        let text = if options.chat {
+            self.tokenizer.apply_chat_template(prompt)?
+        } else {
+            prompt.to_string()
+        };
+        let tokens = self.tokenizer.encode(&text)?;
+        if tokens.is_empty() {
+            return Err(EngineError::Setting {
+                name: "prompt",
+                value: "\"\"".to_string(),
+                expected: "at least one token of text".to_string(),
+            });
+        }
+        // The last generated token is never fed back, hence the − 1.
+        let needed = tokens.len() + options.max_tokens - 1;
+        if needed > self.cache.max_tokens() {
+            return Err(EngineError::ContextFull {
+                needed,
+                limit: self.cache.max_tokens(),
+            });
+        }
+        self.cache.reset();
+        self.metrics = Metrics {
+            load_ms: self.metrics.load_ms,
+            prompt_tokens: tokens.len(),
+            weights_bytes: self.model.weights.bytes(),
+            ..Metrics::default()
+        };
+        self.generation = Some(Generation {
+            prompt: tokens,
+            options,
+            sampler,
+            stream: TextStream::default(),
+            pending: None,
+            started_ms,
+            first_token_ms: None,
+            finished: false,
+        });
+        self.refresh_memory();
+        Ok(())
+    }
+
+    /// Produces the next piece of text: the first call runs the prefill. Returns `None` once the
+    /// generation has finished (stop token or `max_tokens`); the piece may be empty while a
+    /// multi-byte character is incomplete.
+    pub fn step(&mut self) -> Result<Option<String>> {
+        let gen = self.generation.as_mut().ok_or(EngineError::NotStarted)?;
+        if gen.finished {
+            return Ok(None);
+        }
+        let t0 = self.platform.now_ms();
+        let logits = match gen.pending {
+            None => {
+                let l = self.model.forward(&gen.prompt, &mut self.cache, Logits::Last)?;
+                let ms = self.platform.now_ms() - t0;
+                self.metrics.prefill_tok_s = rate(gen.prompt.len(), ms);
+                l
+            }
+            Some(tok) => self.model.forward(&[tok], &mut self.cache, Logits::Last)?,
+        };
+        let next = gen.sampler.sample(&logits);
+        let now = self.platform.now_ms();
+        match gen.first_token_ms {
+            None => {
+                gen.first_token_ms = Some(now);
+                self.metrics.ttft_ms = now - gen.started_ms;
+            }
+            Some(first) => {
+                self.metrics.token_ms.push(now - t0);
+                // Decode rate counts the tokens after the first over the time since it.
+                self.metrics.decode_tok_s = rate(self.metrics.generated_tokens, now - first);
+            }
+        }
+        self.refresh_memory();
+        let gen = self.generation.as_mut().ok_or(EngineError::NotStarted)?;
+        if self.tokenizer.is_stop(next) {
+            gen.finished = true;
+            self.metrics.finish_reason = Some(FinishReason::Stop);
+            let rest = gen.stream.flush(&self.tokenizer)?;
+            return Ok(if rest.is_empty() { None } else { Some(rest) });
+        }
+        self.metrics.generated_tokens += 1;
+        let mut piece = gen.stream.push(&self.tokenizer, next)?;
+        if self.metrics.generated_tokens >= gen.options.max_tokens {
+            gen.finished = true;
+            self.metrics.finish_reason = Some(FinishReason::Length);
+            piece.push_str(&gen.stream.flush(&self.tokenizer)?);
+        } else {
+            gen.pending = Some(next);
+        }
+        Ok(Some(piece))
+    }
+
+    /// Runs [`start`](Self::start) then [`step`](Self::step) to the end, calling `on_piece`
+    /// with each piece of text; returns the whole text.
+    pub fn generate(&mut self, prompt: &str, options: GenerateOptions, on_piece: &mut dyn FnMut(&str)) -> Result<String> {
+        self.start(prompt, options)?;
+        let mut text = String::new();
+        while let Some(piece) = self.step()? {
+            on_piece(&piece);
+            text.push_str(&piece);
+        }
+        Ok(text)
+    }
+
+    /// Measurements so far.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    fn refresh_memory(&mut self) {
+        self.metrics.kv_bytes = self.cache.bytes();
+        self.metrics.kv_reserved_bytes = self.cache.reserved_bytes();
+        self.metrics.peak_bytes = self.platform.peak_bytes();
+    }
+}
+
+fn rate(tokens: usize, ms: f64) -> f64 {
+    if ms > 0.0 {
+        tokens as f64 * 1000.0 / ms
+    } else {
+        0.0
+    }
+}

@@ -1,0 +1,244 @@
+//! Loading LLaMA-family GGUF files with candle-core's GGUF reader.
+//!
+//! Every tensor is dequantized to f32 one at a time (Q4_0, Q4_1, Q8_0, F16, F32 and the other
+//! ggml types candle reads), so peak memory while loading is the f32 model plus one tensor.
+//! Shapes are checked against the metadata before a tensor's bytes are read, so a hostile header
+//! cannot make the loader allocate more than the model it claims to be.
+
+use std::collections::HashMap;
+use std::io::{Read, Seek};
+
+use candle_core::quantized::gguf_file::{Content, Value};
+use candle_core::Device;
+
+use crate::config::LlamaConfig;
+use crate::error::{EngineError, Result};
+use crate::model::{LayerWeights, Model, Weights};
+use crate::tokenizer::{GgufTokenizerFields, TextTokenizer};
+
+/// Architectures whose GGUF tensors follow the llama naming and layout.
+const LLAMA_ARCHS: [&str; 2] = ["llama", "mistral"];
+
+/// Reads a GGUF model and its tokenizer. `progress(done, total)` is called after each tensor
+/// with the number of tensors read.
+pub fn load_gguf<R: Read + Seek>(
+    reader: &mut R,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<(Model, TextTokenizer)> {
+    let content = Content::read(reader).map_err(|e| EngineError::Format(format!("GGUF header: {e}")))?;
+    let md = &content.metadata;
+    let arch = get_str(md, "general.architecture")?;
+    if !LLAMA_ARCHS.contains(&arch.as_str()) {
+        return Err(EngineError::Unsupported(format!(
+            "architecture `{arch}` (supported: {})",
+            LLAMA_ARCHS.join(", ")
+        )));
+    }
+    let key = |k: &str| format!("{arch}.{k}");
+    let tokenizer = TextTokenizer::from_gguf(tokenizer_fields(md)?)?;
+    let hidden = get_usize(md, &key("embedding_length"))?;
+    let n_heads = get_usize(md, &key("attention.head_count"))?;
+    let n_kv_heads = opt_usize(md, &key("attention.head_count_kv"))?.unwrap_or(n_heads);
+    let head_dim = match opt_usize(md, &key("attention.key_length"))? {
+        Some(d) => d,
+        None if n_heads > 0 => hidden / n_heads,
+        None => 0,
+    };
+    if let Some(v) = opt_usize(md, &key("attention.value_length"))? {
+        if v != head_dim {
+            return Err(EngineError::Unsupported(format!(
+                "value head size {v} differs from key head size {head_dim}"
+            )));
+        }
+    }
+    if let Some(r) = opt_usize(md, &key("rope.dimension_count"))? {
+        if r != head_dim {
+            return Err(EngineError::Unsupported(format!(
+                "partial RoPE ({r} of {head_dim} dimensions per head)"
+            )));
+        }
+    }
+    if content.tensor_infos.contains_key("rope_freqs.weight") {
+        return Err(EngineError::Unsupported(
+            "RoPE frequency scaling (rope_freqs.weight, as in Llama 3.1+)".to_string(),
+        ));
+    }
+    let embed_rows = content
+        .tensor_infos
+        .get("token_embd.weight")
+        .map(|t| t.shape.dims().first().copied().unwrap_or(0))
+        .ok_or_else(|| EngineError::tensor("token_embd.weight", "missing"))?;
+    let config = LlamaConfig {
+        name: opt_str(md, "general.name").unwrap_or_default(),
+        arch: arch.clone(),
+        n_layers: get_usize(md, &key("block_count"))?,
+        hidden,
+        n_heads,
+        n_kv_heads,
+        head_dim,
+        ffn: get_usize(md, &key("feed_forward_length"))?,
+        vocab: opt_usize(md, &key("vocab_size"))?.unwrap_or(embed_rows),
+        context_length: get_usize(md, &key("context_length"))?,
+        rope_base: opt_f32(md, &key("rope.freq_base"))?.unwrap_or(10_000.0),
+        rms_eps: opt_f32(md, &key("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-5),
+        tied_embeddings: !content.tensor_infos.contains_key("output.weight"),
+    };
+    config.validate()?;
+    if tokenizer.vocab_size() > config.vocab {
+        return Err(EngineError::Config(format!(
+            "tokenizer has {} tokens but the model's vocabulary is {}",
+            tokenizer.vocab_size(),
+            config.vocab
+        )));
+    }
+
+    let total = 2 + usize::from(!config.tied_embeddings) + 9 * config.n_layers;
+    let mut done = 0usize;
+    let mut read = |name: &str, rows: usize, cols: usize| -> Result<Vec<f32>> {
+        let v = read_tensor(&content, reader, name, rows, cols)?;
+        done += 1;
+        progress(done, total);
+        Ok(v)
+    };
+    let (h, qd, kvd, ffn, vocab) = (config.hidden, config.q_dim(), config.kv_dim(), config.ffn, config.vocab);
+    let embed = read("token_embd.weight", vocab, h)?;
+    let mut layers = Vec::with_capacity(config.n_layers);
+    for i in 0..config.n_layers {
+        let n = |s: &str| format!("blk.{i}.{s}.weight");
+        layers.push(LayerWeights {
+            attn_norm: read(&n("attn_norm"), 1, h)?,
+            wq: read(&n("attn_q"), qd, h)?,
+            wk: read(&n("attn_k"), kvd, h)?,
+            wv: read(&n("attn_v"), kvd, h)?,
+            wo: read(&n("attn_output"), h, qd)?,
+            ffn_norm: read(&n("ffn_norm"), 1, h)?,
+            w_gate: read(&n("ffn_gate"), ffn, h)?,
+            w_up: read(&n("ffn_up"), ffn, h)?,
+            w_down: read(&n("ffn_down"), h, ffn)?,
+        });
+    }
+    let final_norm = read("output_norm.weight", 1, h)?;
+    let output = if config.tied_embeddings {
+        None
+    } else {
+        Some(read("output.weight", vocab, h)?)
+    };
+    let weights = Weights {
+        embed,
+        layers,
+        final_norm,
+        output,
+    };
+    Ok((Model::new(config, weights), tokenizer))
+}
+
+/// Reads one tensor, checking it is `rows × cols` (a vector when `rows == 1`) before reading.
+fn read_tensor<R: Read + Seek>(content: &Content, reader: &mut R, name: &str, rows: usize, cols: usize) -> Result<Vec<f32>> {
+    let info = content
+        .tensor_infos
+        .get(name)
+        .ok_or_else(|| EngineError::tensor(name, "missing"))?;
+    let dims = info.shape.dims();
+    let ok = if rows == 1 { dims == [cols] || dims == [1, cols] } else { dims == [rows, cols] };
+    if !ok {
+        return Err(EngineError::tensor(name, format!("shape {dims:?}, expected [{rows}, {cols}]")));
+    }
+    let q = info
+        .read(reader, content.tensor_data_offset, &Device::Cpu)
+        .map_err(|e| EngineError::tensor(name, e.to_string()))?;
+    let t = q
+        .dequantize(&Device::Cpu)
+        .and_then(|t| t.flatten_all())
+        .and_then(|t| t.to_vec1::<f32>())
+        .map_err(|e| EngineError::tensor(name, format!("dequantizing {:?}: {e}", info.ggml_dtype)))?;
+    if let Some(bad) = t.iter().position(|v| !v.is_finite()) {
+        return Err(EngineError::tensor(name, format!("value {} at index {bad} is not finite", t[bad])));
+    }
+    Ok(t)
+}
+
+fn tokenizer_fields(md: &HashMap<String, Value>) -> Result<GgufTokenizerFields> {
+    let strings = |key: &str| -> Result<Vec<String>> {
+        match md.get(key) {
+            None => Ok(Vec::new()),
+            Some(v) => {
+                let arr = v.to_vec().map_err(|_| EngineError::metadata(key, "is not an array"))?;
+                arr.iter()
+                    .map(|x| x.to_string().cloned().map_err(|_| EngineError::metadata(key, "holds a non-string")))
+                    .collect()
+            }
+        }
+    };
+    let token_types = match md.get("tokenizer.ggml.token_type") {
+        None => Vec::new(),
+        Some(v) => v
+            .to_vec()
+            .map_err(|_| EngineError::metadata("tokenizer.ggml.token_type", "is not an array"))?
+            .iter()
+            .map(|x| x.to_i32().map_err(|_| EngineError::metadata("tokenizer.ggml.token_type", "holds a non-i32")))
+            .collect::<Result<_>>()?,
+    };
+    let id = |key: &str| -> Result<Option<u32>> { opt_usize(md, key).map(|o| o.map(|v| v as u32)) };
+    Ok(GgufTokenizerFields {
+        model: get_str(md, "tokenizer.ggml.model")?,
+        pre: opt_str(md, "tokenizer.ggml.pre").unwrap_or_default(),
+        tokens: strings("tokenizer.ggml.tokens")?,
+        token_types,
+        merges: strings("tokenizer.ggml.merges")?,
+        bos: id("tokenizer.ggml.bos_token_id")?,
+        eos: id("tokenizer.ggml.eos_token_id")?,
+        add_bos: match md.get("tokenizer.ggml.add_bos_token") {
+            None => false,
+            Some(v) => v
+                .to_bool()
+                .map_err(|_| EngineError::metadata("tokenizer.ggml.add_bos_token", "is not a bool"))?,
+        },
+        chat_template: opt_str(md, "tokenizer.chat_template"),
+    })
+}
+
+fn get_str(md: &HashMap<String, Value>, key: &str) -> Result<String> {
+    match md.get(key) {
+        None => Err(EngineError::metadata(key, "missing")),
+        Some(v) => v
+            .to_string()
+            .cloned()
+            .map_err(|_| EngineError::metadata(key, "is not a string")),
+    }
+}
+
+fn opt_str(md: &HashMap<String, Value>, key: &str) -> Option<String> {
+    md.get(key).and_then(|v| v.to_string().ok().cloned())
+}
+
+fn opt_usize(md: &HashMap<String, Value>, key: &str) -> Result<Option<usize>> {
+    let Some(v) = md.get(key) else { return Ok(None) };
+    let n: Option<u64> = match v {
+        Value::U8(x) => Some(*x as u64),
+        Value::U16(x) => Some(*x as u64),
+        Value::U32(x) => Some(*x as u64),
+        Value::U64(x) => Some(*x),
+        Value::I8(x) => u64::try_from(*x).ok(),
+        Value::I16(x) => u64::try_from(*x).ok(),
+        Value::I32(x) => u64::try_from(*x).ok(),
+        Value::I64(x) => u64::try_from(*x).ok(),
+        _ => return Err(EngineError::metadata(key, "is not an integer")),
+    };
+    match n.and_then(|n| usize::try_from(n).ok()) {
+        Some(n) => Ok(Some(n)),
+        None => Err(EngineError::metadata(key, format!("{v:?} is not a valid count"))),
+    }
+}
+
+fn get_usize(md: &HashMap<String, Value>, key: &str) -> Result<usize> {
+    opt_usize(md, key)?.ok_or_else(|| EngineError::metadata(key, "missing"))
+}
+
+fn opt_f32(md: &HashMap<String, Value>, key: &str) -> Result<Option<f32>> {
+    match md.get(key) {
+        None => Ok(None),
+        Some(Value::F32(x)) => Ok(Some(*x)),
+        Some(Value::F64(x)) => Ok(Some(*x as f32)),
+        Some(_) => Err(EngineError::metadata(key, "is not a float")),
+    }
+}

@@ -1,0 +1,207 @@
+//! Loading the HF layout: `config.json` + `tokenizer.json` (+ `tokenizer_config.json`) +
+//! `*.safetensors` (F32, F16 or BF16 tensors).
+//!
+//! HF checkpoints store q/k projections for the "rotate half" RoPE layout (pairs `i` and
+//! `i + d/2`); this loader permutes their rows into the GGUF layout (pairs `2i`, `2i+1`), the
+//! same permutation llama.cpp's converter applies, so the forward pass has one RoPE.
+
+use std::collections::HashMap;
+
+use safetensors::{Dtype, SafeTensors};
+use serde::Deserialize;
+
+use crate::config::LlamaConfig;
+use crate::error::{EngineError, Result};
+use crate::model::{LayerWeights, Model, Weights};
+use crate::tokenizer::TextTokenizer;
+
+#[derive(Debug, Deserialize)]
+struct HfConfig {
+    model_type: Option<String>,
+    #[serde(rename = "_name_or_path")]
+    name: Option<String>,
+    hidden_size: usize,
+    num_hidden_layers: usize,
+    num_attention_heads: usize,
+    num_key_value_heads: Option<usize>,
+    head_dim: Option<usize>,
+    intermediate_size: usize,
+    vocab_size: usize,
+    rms_norm_eps: Option<f32>,
+    rope_theta: Option<f32>,
+    max_position_embeddings: Option<usize>,
+    tie_word_embeddings: Option<bool>,
+    hidden_act: Option<String>,
+    rope_scaling: Option<serde_json::Value>,
+    eos_token_id: Option<serde_json::Value>,
+}
+
+/// Builds a model from HF files already in memory. `shards` are the bytes of each
+/// `.safetensors` file.
+pub fn load_hf(
+    config_json: &str,
+    tokenizer_json: &[u8],
+    tokenizer_config_json: Option<&str>,
+    shards: &[&[u8]],
+) -> Result<(Model, TextTokenizer)> {
+    let hf: HfConfig =
+        serde_json::from_str(config_json).map_err(|e| EngineError::Config(format!("config.json: {e}")))?;
+    let arch = hf.model_type.clone().unwrap_or_default();
+    if !["llama", "mistral"].contains(&arch.as_str()) {
+        return Err(EngineError::Unsupported(format!(
+            "config.json model_type `{arch}` (supported: llama, mistral)"
+        )));
+    }
+    if let Some(act) = &hf.hidden_act {
+        if act != "silu" {
+            return Err(EngineError::Unsupported(format!("hidden_act `{act}` (only silu)")));
+        }
+    }
+    if hf.rope_scaling.as_ref().is_some_and(|v| !v.is_null()) {
+        return Err(EngineError::Unsupported("rope_scaling in config.json".to_string()));
+    }
+    let config = LlamaConfig {
+        name: hf.name.clone().unwrap_or_default(),
+        arch,
+        n_layers: hf.num_hidden_layers,
+        hidden: hf.hidden_size,
+        n_heads: hf.num_attention_heads,
+        n_kv_heads: hf.num_key_value_heads.unwrap_or(hf.num_attention_heads),
+        head_dim: hf
+            .head_dim
+            .unwrap_or(if hf.num_attention_heads > 0 { hf.hidden_size / hf.num_attention_heads } else { 0 }),
+        ffn: hf.intermediate_size,
+        vocab: hf.vocab_size,
+        context_length: hf.max_position_embeddings.unwrap_or(2048),
+        rope_base: hf.rope_theta.unwrap_or(10_000.0),
+        rms_eps: hf.rms_norm_eps.unwrap_or(1e-5),
+        tied_embeddings: hf.tie_word_embeddings.unwrap_or(false),
+    };
+    config.validate()?;
+    let eos = match &hf.eos_token_id {
+        Some(serde_json::Value::Number(n)) => n.as_u64().map(|v| v as u32),
+        Some(serde_json::Value::Array(a)) => a.first().and_then(|v| v.as_u64()).map(|v| v as u32),
+        _ => None,
+    };
+    let tokenizer = TextTokenizer::from_hf(tokenizer_json, tokenizer_config_json, eos)?;
+
+    let mut files = Vec::with_capacity(shards.len());
+    for (i, s) in shards.iter().enumerate() {
+        files.push(SafeTensors::deserialize(s).map_err(|e| EngineError::Format(format!("safetensors shard {i}: {e}")))?);
+    }
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for (i, f) in files.iter().enumerate() {
+        for name in f.names() {
+            index.insert(name.to_string(), i);
+        }
+    }
+    let read = |name: &str, rows: usize, cols: usize| -> Result<Vec<f32>> {
+        let file = index.get(name).ok_or_else(|| EngineError::tensor(name, "missing"))?;
+        let view = files[*file].tensor(name).map_err(|e| EngineError::tensor(name, e.to_string()))?;
+        let shape = view.shape();
+        let ok = if rows == 1 { shape == [cols] } else { shape == [rows, cols] };
+        if !ok {
+            return Err(EngineError::tensor(name, format!("shape {shape:?}, expected [{rows}, {cols}]")));
+        }
+        to_f32(name, view.dtype(), view.data())
+    };
+    let (h, qd, kvd, ffn, vocab, hd) =
+        (config.hidden, config.q_dim(), config.kv_dim(), config.ffn, config.vocab, config.head_dim);
+    let embed = read("model.embed_tokens.weight", vocab, h)?;
+    let mut layers = Vec::with_capacity(config.n_layers);
+    for i in 0..config.n_layers {
+        let n = |s: &str| format!("model.layers.{i}.{s}.weight");
+        layers.push(LayerWeights {
+            attn_norm: read(&n("input_layernorm"), 1, h)?,
+            wq: rotate_half_to_pairs(&read(&n("self_attn.q_proj"), qd, h)?, hd, h),
+            wk: rotate_half_to_pairs(&read(&n("self_attn.k_proj"), kvd, h)?, hd, h),
+            wv: read(&n("self_attn.v_proj"), kvd, h)?,
+            wo: read(&n("self_attn.o_proj"), h, qd)?,
+            ffn_norm: read(&n("post_attention_layernorm"), 1, h)?,
+            w_gate: read(&n("mlp.gate_proj"), ffn, h)?,
+            w_up: read(&n("mlp.up_proj"), ffn, h)?,
+            w_down: read(&n("mlp.down_proj"), h, ffn)?,
+        });
+    }
+    let final_norm = read("model.norm.weight", 1, h)?;
+    let output = if config.tied_embeddings {
+        None
+    } else {
+        Some(read("lm_head.weight", vocab, h)?)
+    };
+    let weights = Weights {
+        embed,
+        layers,
+        final_norm,
+        output,
+    };
+    Ok((Model::new(config, weights), tokenizer))
+}
+
+/// Reorders the rows of a q/k projection (`heads × head_dim` rows of `cols`) from HF's
+/// rotate-half layout to adjacent pairs: new row `2i + j` of a head is old row `j·d/2 + i`.
+pub(crate) fn rotate_half_to_pairs(w: &[f32], head_dim: usize, cols: usize) -> Vec<f32> {
+    permute_heads(w, head_dim, cols, |i, j, half| j * half + i, |i, j| 2 * i + j)
+}
+
+/// The inverse of [`rotate_half_to_pairs`] (used to write HF files from GGUF-layout weights).
+pub(crate) fn pairs_to_rotate_half(w: &[f32], head_dim: usize, cols: usize) -> Vec<f32> {
+    permute_heads(w, head_dim, cols, |i, j, _| 2 * i + j, |i, j| j * (head_dim / 2) + i)
+}
+
+fn permute_heads(
+    w: &[f32],
+    head_dim: usize,
+    cols: usize,
+    src: impl Fn(usize, usize, usize) -> usize,
+    dst: impl Fn(usize, usize) -> usize,
+) -> Vec<f32> {
+    let half = head_dim / 2;
+    let mut out = vec![0.0f32; w.len()];
+    for (head_in, head_out) in w.chunks_exact(head_dim * cols).zip(out.chunks_exact_mut(head_dim * cols)) {
+        for i in 0..half {
+            for j in 0..2 {
+                let (s, d) = (src(i, j, half), dst(i, j));
+                head_out[d * cols..(d + 1) * cols].copy_from_slice(&head_in[s * cols..(s + 1) * cols]);
+            }
+        }
+    }
+    out
+}
+
+fn to_f32(name: &str, dtype: Dtype, data: &[u8]) -> Result<Vec<f32>> {
+    let v: Vec<f32> = match dtype {
+        Dtype::F32 => data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+        Dtype::F16 => data
+            .chunks_exact(2)
+            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        Dtype::BF16 => data
+            .chunks_exact(2)
+            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        other => return Err(EngineError::tensor(name, format!("dtype {other:?} (supported: F32, F16, BF16)"))),
+    };
+    if let Some(bad) = v.iter().position(|x| !x.is_finite()) {
+        return Err(EngineError::tensor(name, format!("value {} at index {bad} is not finite", v[bad])));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permutations_are_inverse_and_move_rows_as_documented() {
+        let (hd, cols, heads) = (8, 3, 2);
+        let w: Vec<f32> = (0..heads * hd * cols).map(|v| v as f32).collect();
+        let p = rotate_half_to_pairs(&w, hd, cols);
+        assert_eq!(pairs_to_rotate_half(&p, hd, cols), w);
+        // Head 0: new row 1 (pair 0, second element) is old row 4 (= d/2 + 0).
+        assert_eq!(&p[cols..2 * cols], &w[4 * cols..5 * cols]);
+        // Head 1: new row 2 is old row 1.
+        let base = hd * cols;
+        assert_eq!(&p[base + 2 * cols..base + 3 * cols], &w[base + cols..base + 2 * cols]);
+    }
+}

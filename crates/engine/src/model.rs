@@ -1,0 +1,313 @@
+//! Weights of a LLaMA-family model and its forward pass.
+//!
+//! Weights are f32 for now (issue 4 makes w4 the default). Every matrix is row-major with one
+//! row per output feature, so a linear layer is `y = x · Wᵀ` ([`edgefit_kernels::matmul_t`]).
+//!
+//! RoPE uses the GGUF llama layout: within each head, element pairs `(2i, 2i+1)` rotate by
+//! `pos · base^(−2i/d)`. llama.cpp's converter permutes HF's q/k weights into that layout, and
+//! the safetensors loader applies the same permutation, so one rotation serves both sources.
+
+use edgefit_kernels::{dot, matmul_t, Kernel};
+
+use crate::config::LlamaConfig;
+use crate::error::Result;
+use crate::kv_cache::KvCache;
+
+/// One transformer block's weights.
+#[derive(Debug, Clone)]
+pub struct LayerWeights {
+    pub attn_norm: Vec<f32>,
+    /// `q_dim × hidden`
+    pub wq: Vec<f32>,
+    /// `kv_dim × hidden`
+    pub wk: Vec<f32>,
+    /// `kv_dim × hidden`
+    pub wv: Vec<f32>,
+    /// `hidden × q_dim`
+    pub wo: Vec<f32>,
+    pub ffn_norm: Vec<f32>,
+    /// `ffn × hidden`
+    pub w_gate: Vec<f32>,
+    /// `ffn × hidden`
+    pub w_up: Vec<f32>,
+    /// `hidden × ffn`
+    pub w_down: Vec<f32>,
+}
+
+/// All weights of a model.
+#[derive(Debug, Clone)]
+pub struct Weights {
+    /// `vocab × hidden`
+    pub embed: Vec<f32>,
+    pub layers: Vec<LayerWeights>,
+    pub final_norm: Vec<f32>,
+    /// `vocab × hidden`; `None` when tied to `embed`.
+    pub output: Option<Vec<f32>>,
+}
+
+impl Weights {
+    /// Bytes of weight storage held.
+    pub fn bytes(&self) -> u64 {
+        let layer: usize = self
+            .layers
+            .iter()
+            .map(|l| {
+                l.attn_norm.len()
+                    + l.wq.len()
+                    + l.wk.len()
+                    + l.wv.len()
+                    + l.wo.len()
+                    + l.ffn_norm.len()
+                    + l.w_gate.len()
+                    + l.w_up.len()
+                    + l.w_down.len()
+            })
+            .sum();
+        let floats =
+            self.embed.len() + layer + self.final_norm.len() + self.output.as_ref().map_or(0, Vec::len);
+        (floats * std::mem::size_of::<f32>()) as u64
+    }
+}
+
+/// Which logits a forward pass returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Logits {
+    /// Only for the last token (generation).
+    Last,
+    /// For every input token (evaluation, golden tests).
+    All,
+}
+
+/// A loaded model: its shape, its weights and the kernel its matrix products use.
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub config: LlamaConfig,
+    pub weights: Weights,
+    pub kernel: Kernel,
+    inv_freq: Vec<f32>,
+}
+
+impl Model {
+    /// Wraps validated weights. The loaders check every tensor's shape before calling this.
+    pub fn new(config: LlamaConfig, weights: Weights) -> Self {
+        let half = config.head_dim / 2;
+        let inv_freq = (0..half)
+            .map(|i| config.rope_base.powf(-(2.0 * i as f32) / config.head_dim as f32))
+            .collect();
+        Model {
+            config,
+            weights,
+            kernel: Kernel::DEFAULT,
+            inv_freq,
+        }
+    }
+
+    /// A KV cache sized for this model holding at most `max_tokens` (capped at the context).
+    pub fn new_cache(&self, max_tokens: usize) -> KvCache {
+        KvCache::new(
+            self.config.n_layers,
+            self.config.kv_dim(),
+            max_tokens.min(self.config.context_length),
+        )
+    }
+
+    /// Runs `tokens` through the model after the tokens already in `cache`, appends their keys
+    /// and values to it, and returns logits (`vocab` per returned position).
+    pub fn forward(&self, tokens: &[u32], cache: &mut KvCache, which: Logits) -> Result<Vec<f32>> {
+        let c = &self.config;
+        let t_len = tokens.len();
+        if t_len == 0 {
+            return Ok(Vec::new());
+        }
+        cache.check_room(t_len)?;
+        for &t in tokens {
+            if t as usize >= c.vocab {
+                return Err(crate::EngineError::Setting {
+                    name: "token",
+                    value: t.to_string(),
+                    expected: format!("a token id below the vocabulary size {}", c.vocab),
+                });
+            }
+        }
+        let (h, qd, kvd, hd) = (c.hidden, c.q_dim(), c.kv_dim(), c.head_dim);
+        let start = cache.len();
+        let k = self.kernel;
+
+        let mut x = Vec::with_capacity(t_len * h);
+        for &t in tokens {
+            let t = t as usize;
+            x.extend_from_slice(&self.weights.embed[t * h..(t + 1) * h]);
+        }
+
+        // cos/sin for every (position, pair), shared by all layers.
+        let half = hd / 2;
+        let mut cos = vec![0.0f32; t_len * half];
+        let mut sin = vec![0.0f32; t_len * half];
+        for t in 0..t_len {
+            let pos = (start + t) as f32;
+            for (i, f) in self.inv_freq.iter().enumerate() {
+                let (s, co) = (pos * f).sin_cos();
+                cos[t * half + i] = co;
+                sin[t * half + i] = s;
+            }
+        }
+
+        let mut normed = vec![0.0f32; t_len * h];
+        let mut q = vec![0.0f32; t_len * qd];
+        let mut kk = vec![0.0f32; t_len * kvd];
+        let mut vv = vec![0.0f32; t_len * kvd];
+        let mut att = vec![0.0f32; t_len * qd];
+        let mut proj = vec![0.0f32; t_len * h];
+        let mut gate = vec![0.0f32; t_len * c.ffn];
+        let mut up = vec![0.0f32; t_len * c.ffn];
+        let mut scores = vec![0.0f32; start + t_len];
+        let group = c.n_heads / c.n_kv_heads;
+        let scale = 1.0 / (hd as f32).sqrt();
+
+        for (li, lw) in self.weights.layers.iter().enumerate() {
+            rms_norm(&x, &lw.attn_norm, c.rms_eps, &mut normed);
+            matmul_t(k, &normed, t_len, h, &lw.wq, qd, &mut q);
+            matmul_t(k, &normed, t_len, h, &lw.wk, kvd, &mut kk);
+            matmul_t(k, &normed, t_len, h, &lw.wv, kvd, &mut vv);
+            rope(&mut q, qd, hd, &cos, &sin);
+            rope(&mut kk, kvd, hd, &cos, &sin);
+            cache.append(li, &kk, &vv);
+            let keys = cache.keys(li);
+            let values = cache.values(li);
+
+            for t in 0..t_len {
+                let visible = start + t + 1; // causal: positions 0..=start+t
+                for head in 0..c.n_heads {
+                    let kvh = head / group;
+                    let qh = &q[t * qd + head * hd..t * qd + (head + 1) * hd];
+                    let sc = &mut scores[..visible];
+                    for (j, s) in sc.iter_mut().enumerate() {
+                        let kj = &keys[j * kvd + kvh * hd..j * kvd + (kvh + 1) * hd];
+                        *s = dot(k, qh, kj) * scale;
+                    }
+                    softmax(sc);
+                    let out = &mut att[t * qd + head * hd..t * qd + (head + 1) * hd];
+                    out.fill(0.0);
+                    for (j, p) in sc.iter().enumerate() {
+                        let vj = &values[j * kvd + kvh * hd..j * kvd + (kvh + 1) * hd];
+                        for (o, v) in out.iter_mut().zip(vj) {
+                            *o += p * v;
+                        }
+                    }
+                }
+            }
+            matmul_t(k, &att, t_len, qd, &lw.wo, h, &mut proj);
+            add_in_place(&mut x, &proj);
+
+            rms_norm(&x, &lw.ffn_norm, c.rms_eps, &mut normed);
+            matmul_t(k, &normed, t_len, h, &lw.w_gate, c.ffn, &mut gate);
+            matmul_t(k, &normed, t_len, h, &lw.w_up, c.ffn, &mut up);
+            for (g, u) in gate.iter_mut().zip(&up) {
+                *g = silu(*g) * u;
+            }
+            matmul_t(k, &gate, t_len, c.ffn, &lw.w_down, h, &mut proj);
+            add_in_place(&mut x, &proj);
+        }
+        cache.commit(t_len);
+
+        let rows = match which {
+            Logits::Last => &x[(t_len - 1) * h..],
+            Logits::All => &x[..],
+        };
+        let n_rows = rows.len() / h;
+        let mut final_x = vec![0.0f32; rows.len()];
+        rms_norm(rows, &self.weights.final_norm, c.rms_eps, &mut final_x);
+        let head = self.weights.output.as_ref().unwrap_or(&self.weights.embed);
+        let mut logits = vec![0.0f32; n_rows * c.vocab];
+        matmul_t(k, &final_x, n_rows, h, head, c.vocab, &mut logits);
+        Ok(logits)
+    }
+}
+
+/// `out = x / sqrt(mean(x²) + eps) · w`, row by row (`w.len()` values per row).
+fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
+    let n = w.len();
+    for (row, o) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+        let ms = row.iter().map(|v| v * v).sum::<f32>() / n as f32;
+        let inv = 1.0 / (ms + eps).sqrt();
+        for ((o, v), g) in o.iter_mut().zip(row).zip(w) {
+            *o = v * inv * g;
+        }
+    }
+}
+
+/// Rotates adjacent pairs `(2i, 2i+1)` of every head of every row (GGUF llama layout).
+fn rope(x: &mut [f32], width: usize, head_dim: usize, cos: &[f32], sin: &[f32]) {
+    let half = head_dim / 2;
+    for (t, row) in x.chunks_exact_mut(width).enumerate() {
+        let (c, s) = (&cos[t * half..(t + 1) * half], &sin[t * half..(t + 1) * half]);
+        for head in row.chunks_exact_mut(head_dim) {
+            for i in 0..half {
+                let (a, b) = (head[2 * i], head[2 * i + 1]);
+                head[2 * i] = a * c[i] - b * s[i];
+                head[2 * i + 1] = a * s[i] + b * c[i];
+            }
+        }
+    }
+}
+
+/// In-place numerically stable softmax.
+pub(crate) fn softmax(x: &mut [f32]) {
+    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0;
+    for v in x.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    let inv = 1.0 / sum;
+    for v in x.iter_mut() {
+        *v *= inv;
+    }
+}
+
+fn silu(x: f32) -> f32 {
+    x / (1.0 + (-x).exp())
+}
+
+fn add_in_place(x: &mut [f32], y: &[f32]) {
+    for (a, b) in x.iter_mut().zip(y) {
+        *a += b;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rope_at_position_zero_is_identity_and_preserves_norm() {
+        let hd = 8;
+        let mut x: Vec<f32> = (0..16).map(|i| i as f32 * 0.1 - 0.5).collect();
+        let orig = x.clone();
+        let cos = vec![1.0; 4];
+        let sin = vec![0.0; 4];
+        rope(&mut x, 16, hd, &cos, &sin);
+        assert_eq!(x, orig);
+        let (s, c) = 0.7f32.sin_cos();
+        let cos = vec![c; 4];
+        let sin = vec![s; 4];
+        rope(&mut x, 16, hd, &cos, &sin);
+        let n0: f32 = orig.iter().map(|v| v * v).sum();
+        let n1: f32 = x.iter().map(|v| v * v).sum();
+        assert!((n0 - n1).abs() < 1e-5);
+        // Pair (0, 1) rotated by 0.7 rad.
+        assert!((x[0] - (orig[0] * c - orig[1] * s)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn softmax_sums_to_one_and_is_shift_invariant() {
+        let mut a = vec![1.0, 2.0, 3.0, -1000.0];
+        let mut b = vec![101.0, 102.0, 103.0, -900.0];
+        softmax(&mut a);
+        softmax(&mut b);
+        assert!((a.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() < 1e-6);
+        }
+    }
+}

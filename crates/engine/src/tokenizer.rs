@@ -1,0 +1,323 @@
+//! Text ↔ token ids, built with the `tokenizers` crate from a GGUF's own tokenizer fields or an
+//! HF `tokenizer.json`, plus the chat template (rendered with minijinja, as HF renders Jinja
+//! templates: `trim_blocks` and `lstrip_blocks` on, Python string methods available).
+
+use serde::Serialize;
+use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
+use tokenizers::models::bpe::BPE;
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::pre_tokenizers::digits::Digits;
+use tokenizers::pre_tokenizers::sequence::Sequence;
+use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
+use tokenizers::pre_tokenizers::PreTokenizerWrapper;
+use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer};
+
+use crate::error::{EngineError, Result};
+
+/// GGUF `tokenizer.ggml.token_type` values.
+const TOKEN_TYPE_CONTROL: i32 = 3;
+const TOKEN_TYPE_USER_DEFINED: i32 = 4;
+
+/// End-of-turn markers of common chat formats: generation stops on any of them that the
+/// vocabulary has, besides the declared end-of-sequence token.
+const STOP_TEXTS: [&str; 5] = ["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>", "</s>"];
+
+/// The GPT-2 regex, used by `gpt2`/`default` and (after splitting digits) `smollm`.
+const LLAMA3_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const QWEN2_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// The tokenizer fields of a GGUF file, as the loader reads them.
+#[derive(Debug, Clone, Default)]
+pub struct GgufTokenizerFields {
+    /// `tokenizer.ggml.model`, e.g. `gpt2`.
+    pub model: String,
+    /// `tokenizer.ggml.pre`, e.g. `smollm`; empty when absent.
+    pub pre: String,
+    pub tokens: Vec<String>,
+    pub token_types: Vec<i32>,
+    pub merges: Vec<String>,
+    pub bos: Option<u32>,
+    pub eos: Option<u32>,
+    pub add_bos: bool,
+    pub chat_template: Option<String>,
+}
+
+/// A tokenizer plus what generation needs around it: BOS handling, stop tokens, chat template.
+#[derive(Debug, Clone)]
+pub struct TextTokenizer {
+    inner: Tokenizer,
+    bos: Option<u32>,
+    add_bos: bool,
+    stop_ids: Vec<u32>,
+    chat_template: Option<String>,
+    bos_text: String,
+    eos_text: String,
+}
+
+/// Summary for the page and the CLI.
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenizerInfo {
+    pub vocab: usize,
+    pub add_bos: bool,
+    pub stop_ids: Vec<u32>,
+    pub chat_template: bool,
+}
+
+fn tok_err(e: impl std::fmt::Display) -> EngineError {
+    EngineError::Tokenizer(e.to_string())
+}
+
+impl TextTokenizer {
+    /// Builds a byte-level BPE tokenizer from GGUF fields. Supported `tokenizer.ggml.model`:
+    /// `gpt2`; supported `tokenizer.ggml.pre`: `default`, `gpt2`, `smollm`, `llama3`,
+    /// `llama-bpe`, `qwen2`.
+    pub fn from_gguf(f: GgufTokenizerFields) -> Result<Self> {
+        if f.model != "gpt2" {
+            return Err(EngineError::Unsupported(format!(
+                "tokenizer model `{}` (only byte-level BPE, `gpt2`, is supported so far)",
+                f.model
+            )));
+        }
+        if f.tokens.is_empty() {
+            return Err(EngineError::metadata("tokenizer.ggml.tokens", "is empty"));
+        }
+        if !f.token_types.is_empty() && f.token_types.len() != f.tokens.len() {
+            return Err(EngineError::metadata(
+                "tokenizer.ggml.token_type",
+                format!("has {} entries for {} tokens", f.token_types.len(), f.tokens.len()),
+            ));
+        }
+        let n = f.tokens.len();
+        for (key, id) in [("tokenizer.ggml.bos_token_id", f.bos), ("tokenizer.ggml.eos_token_id", f.eos)] {
+            if let Some(id) = id {
+                if id as usize >= n {
+                    return Err(EngineError::metadata(key, format!("{id} is not below the vocabulary size {n}")));
+                }
+            }
+        }
+        let mut vocab = tokenizers::models::bpe::Vocab::default();
+        for (i, t) in f.tokens.iter().enumerate() {
+            vocab.entry(t.clone()).or_insert(i as u32);
+        }
+        let mut merges = Vec::with_capacity(f.merges.len());
+        for (i, m) in f.merges.iter().enumerate() {
+            let Some((a, b)) = m.split_once(' ') else {
+                return Err(EngineError::metadata(
+                    "tokenizer.ggml.merges",
+                    format!("entry {i} `{m}` is not two tokens separated by a space"),
+                ));
+            };
+            merges.push((a.to_string(), b.to_string()));
+        }
+        let bpe = BPE::builder()
+            .vocab_and_merges(vocab, merges)
+            .build()
+            .map_err(tok_err)?;
+        let byte_level = |use_regex| PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, use_regex));
+        let split = |re: &str| -> Result<PreTokenizerWrapper> {
+            Ok(PreTokenizerWrapper::Split(
+                Split::new(SplitPattern::Regex(re.to_string()), SplitDelimiterBehavior::Isolated, false)
+                    .map_err(tok_err)?,
+            ))
+        };
+        let pre = match f.pre.as_str() {
+            "" | "default" | "gpt2" => byte_level(true),
+            "smollm" => PreTokenizerWrapper::Sequence(Sequence::new(vec![
+                PreTokenizerWrapper::Digits(Digits::new(true)),
+                byte_level(true),
+            ])),
+            "llama3" | "llama-bpe" => {
+                PreTokenizerWrapper::Sequence(Sequence::new(vec![split(LLAMA3_REGEX)?, byte_level(false)]))
+            }
+            "qwen2" => PreTokenizerWrapper::Sequence(Sequence::new(vec![split(QWEN2_REGEX)?, byte_level(false)])),
+            other => {
+                return Err(EngineError::Unsupported(format!(
+                    "pre-tokenizer `{other}` (supported: default, gpt2, smollm, llama3, llama-bpe, qwen2)"
+                )))
+            }
+        };
+        let mut inner = Tokenizer::new(bpe);
+        inner.with_pre_tokenizer(Some(pre));
+        inner.with_decoder(Some(ByteLevelDecoder::default()));
+        let mut added = Vec::new();
+        for (i, t) in f.tokens.iter().enumerate() {
+            match f.token_types.get(i).copied() {
+                Some(TOKEN_TYPE_CONTROL) => added.push(AddedToken::from(t.clone(), true)),
+                Some(TOKEN_TYPE_USER_DEFINED) => added.push(AddedToken::from(t.clone(), false)),
+                _ => {}
+            }
+        }
+        inner.add_special_tokens(&added);
+        let text_of = |id: Option<u32>| id.and_then(|i| f.tokens.get(i as usize).cloned()).unwrap_or_default();
+        let bos_text = text_of(f.bos);
+        let eos_text = text_of(f.eos);
+        let mut stop_ids: Vec<u32> = f.eos.into_iter().collect();
+        for s in STOP_TEXTS {
+            if let Some(&id) = inner.get_vocab(true).get(s) {
+                if !stop_ids.contains(&id) {
+                    stop_ids.push(id);
+                }
+            }
+        }
+        Ok(TextTokenizer {
+            inner,
+            bos: f.bos,
+            add_bos: f.add_bos,
+            stop_ids,
+            chat_template: f.chat_template.filter(|t| !t.trim().is_empty()),
+            bos_text,
+            eos_text,
+        })
+    }
+
+    /// Loads an HF `tokenizer.json`, with BOS/EOS and the chat template from
+    /// `tokenizer_config.json` when given.
+    pub fn from_hf(tokenizer_json: &[u8], tokenizer_config: Option<&str>, eos_from_config: Option<u32>) -> Result<Self> {
+        let inner = Tokenizer::from_bytes(tokenizer_json).map_err(tok_err)?;
+        let cfg: serde_json::Value = match tokenizer_config {
+            Some(s) => serde_json::from_str(s)
+                .map_err(|e| EngineError::Tokenizer(format!("tokenizer_config.json: {e}")))?,
+            None => serde_json::Value::Null,
+        };
+        let token_text = |key: &str| -> Option<String> {
+            match cfg.get(key)? {
+                serde_json::Value::String(s) => Some(s.clone()),
+                v => v.get("content").and_then(|c| c.as_str()).map(str::to_string),
+            }
+        };
+        let vocab = inner.get_vocab(true);
+        let bos_text = token_text("bos_token").unwrap_or_default();
+        let eos_text = token_text("eos_token").unwrap_or_default();
+        let bos = vocab.get(&bos_text).copied();
+        let mut stop_ids: Vec<u32> = eos_from_config.into_iter().collect();
+        for s in STOP_TEXTS.iter().copied().chain(std::iter::once(eos_text.as_str())) {
+            if let Some(&id) = vocab.get(s) {
+                if !stop_ids.contains(&id) {
+                    stop_ids.push(id);
+                }
+            }
+        }
+        let add_bos = cfg.get("add_bos_token").and_then(|v| v.as_bool()).unwrap_or(false) && bos.is_some();
+        let chat_template = cfg.get("chat_template").and_then(|v| v.as_str()).map(str::to_string);
+        Ok(TextTokenizer {
+            inner,
+            bos,
+            add_bos,
+            stop_ids,
+            chat_template,
+            bos_text,
+            eos_text,
+        })
+    }
+
+    /// Vocabulary size, special tokens included.
+    pub fn vocab_size(&self) -> usize {
+        self.inner.get_vocab_size(true)
+    }
+
+    /// Summary for display.
+    pub fn info(&self) -> TokenizerInfo {
+        TokenizerInfo {
+            vocab: self.vocab_size(),
+            add_bos: self.add_bos,
+            stop_ids: self.stop_ids.clone(),
+            chat_template: self.chat_template.is_some(),
+        }
+    }
+
+    /// True if the model ships a chat template.
+    pub fn has_chat_template(&self) -> bool {
+        self.chat_template.is_some()
+    }
+
+    /// Token ids of `text`, with BOS first when the model asks for it. Special-token text
+    /// (`<|im_start|>`) maps to the special token.
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        let enc = self.inner.encode(text, false).map_err(tok_err)?;
+        let mut ids = Vec::with_capacity(enc.len() + 1);
+        if self.add_bos {
+            ids.extend(self.bos);
+        }
+        ids.extend_from_slice(enc.get_ids());
+        Ok(ids)
+    }
+
+    /// Text of `ids`, special tokens included.
+    pub fn decode(&self, ids: &[u32]) -> Result<String> {
+        self.inner.decode(ids, false).map_err(tok_err)
+    }
+
+    /// True if generation should stop at `id`.
+    pub fn is_stop(&self, id: u32) -> bool {
+        self.stop_ids.contains(&id)
+    }
+
+    /// Renders the chat template for one user message, ending with the assistant's turn.
+    pub fn apply_chat_template(&self, user: &str) -> Result<String> {
+        let Some(template) = &self.chat_template else {
+            return Err(EngineError::ChatTemplate(
+                "this model has no chat template; generate without chat".to_string(),
+            ));
+        };
+        let mut env = minijinja::Environment::new();
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", |msg: String| -> std::result::Result<String, minijinja::Error> {
+            Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, msg))
+        });
+        let tmpl = env
+            .template_from_str(template)
+            .map_err(|e| EngineError::ChatTemplate(e.to_string()))?;
+        tmpl.render(minijinja::context! {
+            messages => vec![minijinja::context! { role => "user", content => user }],
+            add_generation_prompt => true,
+            bos_token => self.bos_text.as_str(),
+            eos_token => self.eos_text.as_str(),
+        })
+        .map_err(|e| EngineError::ChatTemplate(e.to_string()))
+    }
+}
+
+/// Turns a stream of token ids into a stream of text pieces, holding back bytes until they form
+/// whole UTF-8 characters (one emoji can span several byte-level tokens).
+#[derive(Debug, Clone, Default)]
+pub struct TextStream {
+    ids: Vec<u32>,
+    prefix: usize,
+    read: usize,
+}
+
+impl TextStream {
+    /// Adds `id` and returns the text that became final ("" while a character is incomplete).
+    pub fn push(&mut self, tok: &TextTokenizer, id: u32) -> Result<String> {
+        self.ids.push(id);
+        let before = tok.decode(&self.ids[self.prefix..self.read])?;
+        let after = tok.decode(&self.ids[self.prefix..])?;
+        if after.len() > before.len() && !after.ends_with('\u{FFFD}') {
+            let piece = after.get(before.len()..).unwrap_or_default().to_string();
+            self.prefix = self.read;
+            self.read = self.ids.len();
+            Ok(piece)
+        } else {
+            Ok(String::new())
+        }
+    }
+
+    /// Text still held back at the end of a generation (an incomplete character, shown as
+    /// U+FFFD).
+    pub fn flush(&mut self, tok: &TextTokenizer) -> Result<String> {
+        let before = tok.decode(&self.ids[self.prefix..self.read])?;
+        let after = tok.decode(&self.ids[self.prefix..])?;
+        self.prefix = self.ids.len();
+        self.read = self.ids.len();
+        Ok(after.get(before.len()..).unwrap_or_default().to_string())
+    }
+}
+
+impl TextTokenizer {
+    /// The tokenizer as an HF `tokenizer.json` string.
+    pub fn to_json(&self) -> Result<String> {
+        self.inner.to_string(false).map_err(tok_err)
+    }
+}

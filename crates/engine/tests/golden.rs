@@ -1,0 +1,153 @@
+//! The engine against an independent reference: `tests/golden/make_goldens.py` (numpy + the PyPI
+//! `gguf` reader + jinja2, its own BPE tokenizer) computed the real default model's logits for a
+//! few prompts. This test loads the same GGUF and checks the rendered chat prompt, the token
+//! ids, the top-k logits at every position and the greedy continuation.
+//!
+//! Tolerance: both sides dequantize the same 4-bit weights exactly and compute in f32, differing
+//! only in summation order (numpy's pairwise BLAS sums vs the engine's 8-lane dot products), and
+//! exp/sin/cos implementations. Over 30 layers that accumulates to a few thousandths on logits of
+//! magnitude ~10–30, so we allow `LOGIT_TOL` = 0.02 absolute. Breaking RoPE, the causal mask,
+//! GQA head mapping or a norm changes logits by whole units, far outside it.
+
+use std::path::PathBuf;
+
+use edgefit_engine::native::NativePlatform;
+use edgefit_engine::{Engine, GenerateOptions, Logits, SamplerConfig};
+use serde_json::Value;
+
+const LOGIT_TOL: f32 = 0.02;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn model_path() -> PathBuf {
+    match std::env::var_os("EDGEFIT_MODEL") {
+        Some(p) => PathBuf::from(p),
+        None => repo().join("models/smollm2-135m-instruct-q4_1.gguf"),
+    }
+}
+
+fn load() -> Engine {
+    let path = model_path();
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| {
+        panic!(
+            "the default model is needed at {} ({e}); `cargo xtask setup` fetches it",
+            path.display()
+        )
+    });
+    let mut reader = std::io::BufReader::new(file);
+    Engine::load_gguf(&mut reader, Box::new(NativePlatform::default()), &mut |_, _| {}).expect("model loads")
+}
+
+fn goldens() -> Value {
+    let text = std::fs::read_to_string(repo().join("tests/golden/smollm2-135m.json")).expect("golden file");
+    serde_json::from_str(&text).expect("golden JSON")
+}
+
+fn ids(v: &Value) -> Vec<u32> {
+    v.as_array().expect("array").iter().map(|x| x.as_u64().expect("id") as u32).collect()
+}
+
+/// Compares every case; returns the largest logit difference seen.
+fn check_case(engine: &Engine, case: &Value) -> f32 {
+    let name = case["name"].as_str().unwrap();
+    let tok = engine.tokenizer();
+    let prompt = case["prompt"].as_str().unwrap();
+    let rendered = if case["chat"].as_bool().unwrap() {
+        tok.apply_chat_template(prompt).unwrap()
+    } else {
+        prompt.to_string()
+    };
+    assert_eq!(rendered, case["rendered"].as_str().unwrap(), "{name}: rendered prompt");
+    let tokens = tok.encode(&rendered).unwrap();
+    assert_eq!(tokens, ids(&case["tokens"]), "{name}: token ids");
+
+    let model = engine.model();
+    let vocab = model.config.vocab;
+    let mut cache = model.new_cache(256);
+    let logits = model.forward(&tokens, &mut cache, Logits::All).unwrap();
+    let mut worst = 0.0f32;
+    for p in case["positions"].as_array().unwrap() {
+        let pos = p["pos"].as_u64().unwrap() as usize;
+        let row = &logits[pos * vocab..(pos + 1) * vocab];
+        let top = p["top"].as_array().unwrap();
+        for entry in top {
+            let id = entry[0].as_u64().unwrap() as usize;
+            let want = entry[1].as_f64().unwrap() as f32;
+            let diff = (row[id] - want).abs();
+            worst = worst.max(diff);
+            assert!(diff <= LOGIT_TOL, "{name} pos {pos} token {id}: {} vs reference {want}", row[id]);
+        }
+        // Nothing outside the reference's top-k may beat its k-th logit by more than the tolerance.
+        let kth = top.last().unwrap()[1].as_f64().unwrap() as f32;
+        let listed: Vec<usize> = top.iter().map(|e| e[0].as_u64().unwrap() as usize).collect();
+        for (id, l) in row.iter().enumerate() {
+            if !listed.contains(&id) {
+                assert!(*l <= kth + LOGIT_TOL, "{name} pos {pos}: token {id} has {l}, above the reference top-k");
+            }
+        }
+    }
+    // Greedy continuation, token by token through the KV cache (the reference does not stop at
+    // end-of-turn tokens, so neither does this loop).
+    let want = ids(&case["greedy"]["tokens"]);
+    let mut got = Vec::new();
+    let mut last = &logits[(tokens.len() - 1) * vocab..];
+    let mut step_logits;
+    for _ in 0..want.len() {
+        let next = edgefit_engine::sampler::argmax(last);
+        got.push(next);
+        step_logits = model.forward(&[next], &mut cache, Logits::Last).unwrap();
+        last = &step_logits;
+    }
+    assert_eq!(got, want, "{name}: greedy continuation");
+    assert_eq!(tok.decode(&got).unwrap(), case["greedy"]["text"].as_str().unwrap(), "{name}: greedy text");
+    worst
+}
+
+#[test]
+fn logits_tokens_and_greedy_text_match_the_numpy_reference() {
+    let engine = load();
+    let g = goldens();
+    let mut worst = 0.0f32;
+    for case in g["cases"].as_array().unwrap() {
+        worst = worst.max(check_case(&engine, case));
+    }
+    eprintln!("largest logit difference against the reference: {worst:.5} (tolerance {LOGIT_TOL})");
+}
+
+#[test]
+fn capital_of_france_is_paris_through_the_engine() {
+    let mut engine = load();
+    let opts = GenerateOptions {
+        chat: false,
+        max_tokens: 8,
+        sampler: SamplerConfig::default(),
+    };
+    let mut streamed = String::new();
+    let text = engine
+        .generate("The capital of France is", opts, &mut |p| streamed.push_str(p))
+        .unwrap();
+    assert!(text.starts_with(" Paris"), "got {text:?}");
+    assert_eq!(text, streamed);
+    let m = engine.metrics();
+    assert_eq!(m.prompt_tokens, 5);
+    assert_eq!(m.generated_tokens, 8);
+    assert!(m.ttft_ms > 0.0 && m.prefill_tok_s > 0.0 && m.decode_tok_s > 0.0);
+    assert_eq!(m.kv_bytes, (5 + 7) as u64 * 30 * 2 * 192 * 4);
+    assert!(m.peak_bytes >= m.weights_bytes);
+}
+
+#[test]
+fn chat_generation_stops_at_end_of_turn() {
+    let mut engine = load();
+    let opts = GenerateOptions {
+        chat: true,
+        max_tokens: 40,
+        sampler: SamplerConfig::default(),
+    };
+    let text = engine.generate("What is 2+2?", opts, &mut |_| {}).unwrap();
+    assert!(text.contains('4'), "got {text:?}");
+    assert!(!text.contains("<|im_end|>"), "the stop token is not part of the text: {text:?}");
+    assert_eq!(engine.metrics().finish_reason, Some(edgefit_engine::FinishReason::Stop));
+}

@@ -1,0 +1,408 @@
+//! Device profiles: what a device offers (memory, per-unit compute and bandwidth, power, heat).
+//!
+//! Profiles live as JSON in `models/devices/*.json` and are embedded here. Each file carries a
+//! `sources` map (field path → where the figure comes from) and an `estimates` list (fields
+//! that are our estimates, not published figures). `this-browser` is a template: the wasm
+//! facade measures bandwidth and kernel throughput in the tab and calls
+//! [`DeviceProfile::this_browser`] with the results.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{json_error, EstimateError, Result};
+use crate::format::{ComputeDtype, ComputeUnit, WeightFormat};
+
+/// How the runtime gets the weights from the file into memory; decides the loader duplication.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Loader {
+    /// The file is memory-mapped and used in place: no second copy.
+    Mmap,
+    /// The file is read in chunks of `loader_chunk_bytes` and unpacked: one chunk extra.
+    Chunked,
+    /// The whole file is held as bytes while the unpacked weights are built (a browser given a
+    /// `Uint8Array`): a full second copy at peak.
+    Copy,
+}
+
+/// Memory the device offers one app.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryProfile {
+    /// Physical memory.
+    pub total_bytes: u64,
+    /// What one app may use before the OS kills it (or the tab's practical limit).
+    pub usable_bytes: u64,
+    /// Runtime, libraries, tokenizer, app (or wasm module and JS heap) resident besides the model.
+    pub runtime_overhead_bytes: u64,
+    /// Fragmentation allowance as a fraction of weights + KV (0.32 is the report's unmitigated
+    /// sandbox figure; chunked loading brings it down).
+    pub fragmentation: f64,
+    /// Default loader.
+    pub loader: Loader,
+    /// Chunk size for [`Loader::Chunked`].
+    #[serde(default)]
+    pub loader_chunk_bytes: u64,
+    /// wasm32 linear-memory limit, when the model runs in wasm (weights + KV + activations
+    /// must fit in it).
+    #[serde(default)]
+    pub wasm_limit_bytes: Option<u64>,
+}
+
+/// One compute unit (CPU cluster, GPU, NPU).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnitProfile {
+    /// Peak throughput at the top frequency, GFLOP/s (or GOP/s for int8), by compute dtype.
+    /// `bf16` falls back to `f16` when absent.
+    pub peak_gflops: BTreeMap<ComputeDtype, f64>,
+    /// Fraction of the peak a good GEMM reaches (prefill).
+    pub compute_efficiency: f64,
+    /// Sustained memory bandwidth this unit reaches, GB/s (10^9 bytes/s).
+    pub bandwidth_gbs: f64,
+    /// How much of the bandwidth follows the unit's clock: the bandwidth at frequency `f` is
+    /// `bandwidth_gbs · (1 − s + s · f/f_max)`. 0 = DRAM-bound regardless of the unit's clock.
+    /// The domain notes' NPU figure (700 → 450 MHz costs 15% of memory-bound throughput) gives
+    /// `s ≈ 0.42`.
+    #[serde(default)]
+    pub bandwidth_freq_sensitivity: f64,
+    /// Optional third roof: weights per second (10^9) the unit's kernel for a format can
+    /// decode and multiply, when it is instruction-bound (wasm int4 GEMV), at top frequency.
+    #[serde(default)]
+    pub weight_rate_gws: BTreeMap<WeightFormat, f64>,
+    /// Fixed cost per operation (dispatch, synchronisation), microseconds.
+    pub op_overhead_us: f64,
+    /// DVFS frequency table, MHz, highest first. The governor steps along it.
+    pub freq_mhz: Vec<f64>,
+    /// Power of the unit when busy at the top frequency, W (DRAM excluded).
+    pub active_power_w: f64,
+    /// Busy power scales as `(f/f_max)^exponent`.
+    pub power_freq_exponent: f64,
+}
+
+/// Power figures shared by all units.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PowerProfile {
+    /// Whole-device power with the screen on and the model idle, W.
+    pub idle_w: f64,
+    /// DRAM energy per byte moved, pJ.
+    pub dram_pj_per_byte: f64,
+    /// Battery capacity, Wh (null: mains powered).
+    #[serde(default)]
+    pub battery_wh: Option<f64>,
+}
+
+/// The lumped thermal RC network and the governor.
+///
+/// Two nodes: the die (SoC and package) and the body (frame, battery, skin), to ambient:
+/// ```text
+///  P ─► [die, C_d] ──R_db── [body, C_b] ──R_ba── ambient
+/// ```
+/// Step-wise governor (as Android's thermal-engine `step_wise`): every `poll_s`, if the die is
+/// at or above `trip_c` step one frequency level down; if below `trip_c − hysteresis_c`, step
+/// one level up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThermalProfile {
+    /// Room temperature, °C.
+    pub ambient_c: f64,
+    /// Die heat capacity, J/K.
+    pub die_capacity_j_per_k: f64,
+    /// Body heat capacity, J/K.
+    pub body_capacity_j_per_k: f64,
+    /// Die-to-body thermal resistance, K/W.
+    pub die_to_body_k_per_w: f64,
+    /// Body-to-ambient thermal resistance, K/W.
+    pub body_to_ambient_k_per_w: f64,
+    /// Trip temperature of the die, °C.
+    pub trip_c: f64,
+    /// Hysteresis, °C.
+    pub hysteresis_c: f64,
+    /// Governor polling interval, s.
+    pub poll_s: f64,
+}
+
+/// Everything the estimator knows about a device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceProfile {
+    /// File stem, e.g. `snapdragon-8-gen3`.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// `phone`, `laptop`, `sbc`, `browser`.
+    pub kind: String,
+    /// Memory.
+    pub memory: MemoryProfile,
+    /// Compute units.
+    pub units: BTreeMap<ComputeUnit, UnitProfile>,
+    /// The unit used when the deployment does not say.
+    pub default_unit: ComputeUnit,
+    /// Power.
+    pub power: PowerProfile,
+    /// Heat.
+    pub thermal: ThermalProfile,
+    /// Field path → source (datasheet, paper, benchmark).
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+    /// Field paths whose values are estimates rather than published figures.
+    #[serde(default)]
+    pub estimates: Vec<String>,
+}
+
+macro_rules! devices {
+    ($($id:literal),+ $(,)?) => {
+        const DEVICE_FILES: &[(&str, &str)] = &[
+            $(($id, include_str!(concat!("../../../models/devices/", $id, ".json")))),+
+        ];
+    };
+}
+
+devices!(
+    "snapdragon-8-gen3",
+    "snapdragon-8-gen2",
+    "snapdragon-8-gen1",
+    "snapdragon-7-gen3",
+    "dimensity-9300",
+    "apple-a17-pro",
+    "apple-a18-pro",
+    "tensor-g4",
+    "raspberry-pi-5",
+    "apple-m2",
+    "this-browser",
+);
+
+/// Ids of the bundled device profiles.
+pub fn device_ids() -> Vec<&'static str> {
+    DEVICE_FILES.iter().map(|(id, _)| *id).collect()
+}
+
+/// The bundled profile `id`.
+pub fn device(id: &str) -> Result<DeviceProfile> {
+    let text = DEVICE_FILES
+        .iter()
+        .find(|(i, _)| *i == id)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| EstimateError::UnknownName {
+            kind: "device",
+            value: id.to_string(),
+            expected: device_ids().join(", "),
+        })?;
+    DeviceProfile::from_json(text)
+}
+
+/// What the wasm micro-benchmarks measured in this tab.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BrowserMeasurements {
+    /// Streaming read bandwidth, GB/s.
+    pub read_bandwidth_gbs: f64,
+    /// f32 GEMM throughput, GFLOP/s.
+    pub f32_gflops: f64,
+    /// Weights per second (10^9) of the engine's kernels, by weight format (at least `f32`
+    /// and `w4g32`).
+    pub weight_rate_gws: BTreeMap<WeightFormat, f64>,
+    /// The wasm memory limit the tab gives (bytes), if known.
+    #[serde(default)]
+    pub wasm_limit_bytes: Option<u64>,
+}
+
+impl DeviceProfile {
+    /// Parses and validates a profile (the JSON form of the files in `models/devices/`).
+    pub fn from_json(text: &str) -> Result<DeviceProfile> {
+        let p: DeviceProfile =
+            serde_json::from_str(text).map_err(|e| json_error("device profile", e))?;
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// `this-browser` with the bundled defaults replaced by the figures measured in this tab.
+    pub fn this_browser(m: &BrowserMeasurements) -> Result<DeviceProfile> {
+        let mut p = device("this-browser")?;
+        let cpu =
+            p.units
+                .get_mut(&ComputeUnit::Cpu)
+                .ok_or_else(|| EstimateError::InvalidDevice {
+                    device: "this-browser".into(),
+                    field: "units.cpu".into(),
+                    reason: "missing".into(),
+                })?;
+        cpu.bandwidth_gbs = m.read_bandwidth_gbs;
+        cpu.peak_gflops.insert(ComputeDtype::F32, m.f32_gflops);
+        cpu.compute_efficiency = 1.0;
+        cpu.weight_rate_gws = m.weight_rate_gws.clone();
+        if let Some(limit) = m.wasm_limit_bytes {
+            p.memory.wasm_limit_bytes = Some(limit);
+        }
+        for f in [
+            "units.cpu.bandwidth_gbs",
+            "units.cpu.peak_gflops.f32",
+            "units.cpu.weight_rate_gws",
+        ] {
+            p.sources.insert(
+                f.to_string(),
+                "measured in this tab by the wasm micro-benchmarks".into(),
+            );
+            p.estimates.retain(|e| e != f);
+        }
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// Checks every figure is finite and in a sensible range (positive where it must be).
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field: &str, reason: String| EstimateError::InvalidDevice {
+            device: self.id.clone(),
+            field: field.to_string(),
+            reason,
+        };
+        let pos = |field: &str, v: f64| -> Result<()> {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(bad(field, format!("{v} must be a positive finite number")))
+            }
+        };
+        let frac = |field: &str, v: f64, lo: f64| -> Result<()> {
+            if v.is_finite() && v >= lo && v <= 1.0 {
+                Ok(())
+            } else {
+                Err(bad(field, format!("{v} must be in [{lo}, 1]")))
+            }
+        };
+        if self.memory.usable_bytes == 0 || self.memory.usable_bytes > self.memory.total_bytes {
+            return Err(bad(
+                "memory.usable_bytes",
+                format!(
+                    "{} must be in 1..=total_bytes ({})",
+                    self.memory.usable_bytes, self.memory.total_bytes
+                ),
+            ));
+        }
+        frac("memory.fragmentation", self.memory.fragmentation, 0.0)?;
+        if self.memory.loader == Loader::Chunked && self.memory.loader_chunk_bytes == 0 {
+            return Err(bad(
+                "memory.loader_chunk_bytes",
+                "0 with the chunked loader".into(),
+            ));
+        }
+        if self.units.is_empty() {
+            return Err(bad("units", "no compute unit".into()));
+        }
+        if !self.units.contains_key(&self.default_unit) {
+            return Err(bad(
+                "default_unit",
+                format!("{} is not among the units", self.default_unit),
+            ));
+        }
+        for (u, p) in &self.units {
+            let f = |s: &str| format!("units.{u}.{s}");
+            if p.peak_gflops.is_empty() {
+                return Err(bad(&f("peak_gflops"), "empty".into()));
+            }
+            for (dt, v) in &p.peak_gflops {
+                pos(&f(&format!("peak_gflops.{dt}")), *v)?;
+            }
+            for (wf, v) in &p.weight_rate_gws {
+                pos(&f(&format!("weight_rate_gws.{wf}")), *v)?;
+            }
+            frac(&f("compute_efficiency"), p.compute_efficiency, 0.01)?;
+            pos(&f("bandwidth_gbs"), p.bandwidth_gbs)?;
+            frac(
+                &f("bandwidth_freq_sensitivity"),
+                p.bandwidth_freq_sensitivity,
+                0.0,
+            )?;
+            if !(p.op_overhead_us.is_finite() && p.op_overhead_us >= 0.0) {
+                return Err(bad(
+                    &f("op_overhead_us"),
+                    format!("{} must be >= 0", p.op_overhead_us),
+                ));
+            }
+            if p.freq_mhz.is_empty() {
+                return Err(bad(&f("freq_mhz"), "empty frequency table".into()));
+            }
+            for w in p.freq_mhz.windows(2) {
+                if w[1] >= w[0] {
+                    return Err(bad(
+                        &f("freq_mhz"),
+                        format!("{:?} is not strictly decreasing", p.freq_mhz),
+                    ));
+                }
+            }
+            for v in &p.freq_mhz {
+                pos(&f("freq_mhz"), *v)?;
+            }
+            pos(&f("active_power_w"), p.active_power_w)?;
+            if !(p.power_freq_exponent.is_finite() && (0.0..=4.0).contains(&p.power_freq_exponent))
+            {
+                return Err(bad(
+                    &f("power_freq_exponent"),
+                    format!("{} must be in [0, 4]", p.power_freq_exponent),
+                ));
+            }
+        }
+        pos("power.idle_w", self.power.idle_w)?;
+        if !(self.power.dram_pj_per_byte.is_finite() && self.power.dram_pj_per_byte >= 0.0) {
+            return Err(bad(
+                "power.dram_pj_per_byte",
+                format!("{} must be >= 0", self.power.dram_pj_per_byte),
+            ));
+        }
+        if let Some(b) = self.power.battery_wh {
+            pos("power.battery_wh", b)?;
+        }
+        let t = &self.thermal;
+        if !(t.ambient_c.is_finite() && (-40.0..=60.0).contains(&t.ambient_c)) {
+            return Err(bad(
+                "thermal.ambient_c",
+                format!("{} must be in [-40, 60]", t.ambient_c),
+            ));
+        }
+        pos("thermal.die_capacity_j_per_k", t.die_capacity_j_per_k)?;
+        pos("thermal.body_capacity_j_per_k", t.body_capacity_j_per_k)?;
+        pos("thermal.die_to_body_k_per_w", t.die_to_body_k_per_w)?;
+        pos("thermal.body_to_ambient_k_per_w", t.body_to_ambient_k_per_w)?;
+        pos("thermal.poll_s", t.poll_s)?;
+        if !(t.hysteresis_c.is_finite() && t.hysteresis_c >= 0.0) {
+            return Err(bad(
+                "thermal.hysteresis_c",
+                format!("{} must be >= 0", t.hysteresis_c),
+            ));
+        }
+        if !(t.trip_c.is_finite() && t.trip_c > t.ambient_c) {
+            return Err(bad(
+                "thermal.trip_c",
+                format!("{} must be above ambient {}", t.trip_c, t.ambient_c),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The profile of `unit`, or an error naming the units the device has.
+    pub fn unit(&self, unit: ComputeUnit) -> Result<&UnitProfile> {
+        self.units
+            .get(&unit)
+            .ok_or_else(|| EstimateError::UnitUnavailable {
+                device: self.id.clone(),
+                unit: unit.to_string(),
+                available: self
+                    .units
+                    .keys()
+                    .map(|u| u.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+}
+
+impl UnitProfile {
+    /// Peak GFLOP/s for `dtype` at the top frequency (`bf16` falls back to `f16`), or `None`.
+    pub fn peak_for(&self, dtype: ComputeDtype) -> Option<f64> {
+        self.peak_gflops.get(&dtype).copied().or(match dtype {
+            ComputeDtype::Bf16 => self.peak_gflops.get(&ComputeDtype::F16).copied(),
+            _ => None,
+        })
+    }
+
+    /// The top frequency, MHz.
+    pub fn f_max(&self) -> f64 {
+        self.freq_mhz.first().copied().unwrap_or(1.0)
+    }
+}

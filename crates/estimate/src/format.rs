@@ -1,0 +1,289 @@
+//! Byte counts of weight and KV-cache formats: the ONE place this arithmetic lives.
+//!
+//! The engine allocates its weights and its `KvCache` with these functions, and the estimator
+//! predicts memory with the same functions, so "estimated KV bytes" and "allocated KV bytes" are
+//! equal by construction, not by agreement between two pieces of code.
+//!
+//! # Weight layouts (per matrix of `rows` output features × `cols` input features)
+//! Groups and blocks run along `cols` (the input dimension, the dot-product direction). A row
+//! whose `cols` is not a multiple of the group is padded to a whole group: the tail group costs
+//! as much as a full one (this is what the packed kernels store).
+//!
+//! | format | bytes for `rows × cols` | bits/weight when `cols` is a multiple |
+//! |---|---|---|
+//! | `f32` | `4·r·c` | 32 |
+//! | `f16`, `bf16` | `2·r·c` | 16 |
+//! | `int8` | `r·(c + 2)`: int8 values plus one fp16 scale per row (per output channel) | 8 + 16/c |
+//! | `w4g32` / `w4g64` / `w4g128` | `r·⌈c/G⌉·(G/2 + 2)`: packed nibbles plus one fp16 scale per group of G, symmetric, no zero-point | 4 + 16/G (4.5 / 4.25 / 4.125) |
+//! | `q4_0` | `r·⌈c/32⌉·18` (fp16 d + 16 bytes of nibbles) | 4.5 |
+//! | `q4_1` | `r·⌈c/32⌉·20` (fp16 d, fp16 m + 16 bytes) | 5.0 |
+//! | `q8_0` | `r·⌈c/32⌉·34` (fp16 d + 32 int8) | 8.5 |
+//! | `q4_k` | `r·⌈c/256⌉·144` (super-block: fp16 d, fp16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles) | 4.5 |
+//! | `q6_k` | `r·⌈c/256⌉·210` (128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, fp16 d) | 6.5625 |
+//!
+//! The GGUF block sizes are ggml's (`block_q4_0` = 18 bytes, `block_q4_1` = 20, `block_q8_0` = 34,
+//! `block_q4_K` = 144, `block_q6_K` = 210).
+//!
+//! # KV-cache layouts (per layer, per token, per sequence)
+//! With `h` KV heads, `dk` the per-head K dimension and `dv` the per-head V dimension:
+//!
+//! | format | bytes per token per layer |
+//! |---|---|
+//! | `f32` | `4·h·(dk + dv)` |
+//! | `f16` | `2·h·(dk + dv)` |
+//! | `k8v16` | `h·(dk + 2) + 2·h·dv`: K int8 with one fp16 scale per token per head, V fp16 |
+//! | `int8` | `h·(dk + 2) + h·(dv + 2)`: K and V int8, one fp16 scale per token per head each |
+//! | `int4g32` | `h·(⌈dk/32⌉ + ⌈dv/32⌉)·18`: 4-bit values in groups of 32 along the head dim, one fp16 scale per group |
+//!
+//! Every format stores whole tokens, so bytes for `n` tokens are exactly `n ×` the per-token
+//! bytes: `kv_bytes(spec, f, n) == kv_bytes_per_token(spec, f) * n`, which the engine's cache
+//! reports for the tokens it holds.
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec::{LayerSpec, ModelSpec};
+
+macro_rules! named_enum {
+    (
+        $(#[$meta:meta])*
+        $name:ident, $kind:literal {
+            $( $(#[$vmeta:meta])* $variant:ident = $s:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum $name {
+            $( $(#[$vmeta])* #[serde(rename = $s)] $variant ),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The exact string used in JSON, on the command line and on the page.
+            pub const fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $s),+ }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = $crate::EstimateError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($s => Ok($name::$variant),)+
+                    _ => Err($crate::EstimateError::UnknownName {
+                        kind: $kind,
+                        value: s.to_string(),
+                        expected: [$($s),+].join(", "),
+                    }),
+                }
+            }
+        }
+    };
+}
+pub(crate) use named_enum;
+
+named_enum! {
+    /// How weight matrices are stored. See the module docs for each layout.
+    WeightFormat, "weight format" {
+        /// 32-bit float.
+        F32 = "f32",
+        /// IEEE half.
+        F16 = "f16",
+        /// bfloat16.
+        Bf16 = "bf16",
+        /// int8 with one fp16 scale per output row.
+        Int8 = "int8",
+        /// 4-bit symmetric, fp16 scale per group of 32 inputs.
+        W4g32 = "w4g32",
+        /// 4-bit symmetric, fp16 scale per group of 64 inputs.
+        W4g64 = "w4g64",
+        /// 4-bit symmetric, fp16 scale per group of 128 inputs.
+        W4g128 = "w4g128",
+        /// ggml Q4_0.
+        Q4_0 = "q4_0",
+        /// ggml Q4_1.
+        Q4_1 = "q4_1",
+        /// ggml Q8_0.
+        Q8_0 = "q8_0",
+        /// ggml Q4_K.
+        Q4K = "q4_k",
+        /// ggml Q6_K.
+        Q6K = "q6_k",
+    }
+}
+
+impl WeightFormat {
+    /// `(block_len, bytes_per_block)` along a row; a row of `c` values costs
+    /// `⌈c / block_len⌉ · bytes_per_block`. Plain formats have block length 1, `int8` is
+    /// handled separately (its scale is per row).
+    const fn block(self) -> (u64, u64) {
+        match self {
+            WeightFormat::F32 => (1, 4),
+            WeightFormat::F16 | WeightFormat::Bf16 => (1, 2),
+            WeightFormat::Int8 => (1, 1),
+            WeightFormat::W4g32 => (32, 16 + 2),
+            WeightFormat::W4g64 => (64, 32 + 2),
+            WeightFormat::W4g128 => (128, 64 + 2),
+            WeightFormat::Q4_0 => (32, 18),
+            WeightFormat::Q4_1 => (32, 20),
+            WeightFormat::Q8_0 => (32, 34),
+            WeightFormat::Q4K => (256, 144),
+            WeightFormat::Q6K => (256, 210),
+        }
+    }
+
+    /// Bytes of one row of `cols` weights: `⌈cols/B⌉·bytes_per_block`, plus 2 bytes (the fp16
+    /// row scale) for `int8`. Saturates at `u64::MAX` instead of overflowing (no real shape
+    /// comes near; [`ModelSpec::validate`] bounds every dimension).
+    pub fn row_bytes(self, cols: u64) -> u64 {
+        let (b, bytes) = self.block();
+        let body = cols.div_ceil(b).saturating_mul(bytes);
+        if self == WeightFormat::Int8 {
+            body.saturating_add(2)
+        } else {
+            body
+        }
+    }
+
+    /// Bytes of a `rows × cols` matrix (rows = output features, groups along cols), scales
+    /// included: `rows · row_bytes(cols)`. This is the number the engine allocates.
+    ///
+    /// ```
+    /// use edgefit_estimate::WeightFormat;
+    /// // 576×1536 in w4g32: 576 rows × 48 groups × (16 + 2) bytes.
+    /// assert_eq!(WeightFormat::W4g32.matrix_bytes(576, 1536), 576 * 48 * 18);
+    /// ```
+    pub fn matrix_bytes(self, rows: u64, cols: u64) -> u64 {
+        rows.saturating_mul(self.row_bytes(cols))
+    }
+
+    /// Nominal bits per weight when `cols` is a multiple of the block and large (the per-row
+    /// `int8` scale is ignored): 32, 16, 16, 8, 4.5, 4.25, 4.125, 4.5, 5, 8.5, 4.5, 6.5625.
+    pub fn bits_per_weight(self) -> f64 {
+        let (b, bytes) = self.block();
+        bytes as f64 * 8.0 / b as f64
+    }
+
+    /// The group length along the input dimension (1 for unblocked formats).
+    pub fn group_len(self) -> u64 {
+        self.block().0
+    }
+}
+
+named_enum! {
+    /// How the KV cache stores K and V. See the module docs for each layout.
+    KvFormat, "KV format" {
+        /// f32 K and V.
+        F32 = "f32",
+        /// f16 K and V.
+        F16 = "f16",
+        /// K int8 (fp16 scale per token per head), V f16: the hybrid cache.
+        K8v16 = "k8v16",
+        /// K and V int8, fp16 scale per token per head each.
+        Int8 = "int8",
+        /// K and V 4-bit in groups of 32 along the head dim, fp16 scale per group.
+        Int4g32 = "int4g32",
+    }
+}
+
+/// Bytes of one K (or V) vector of `dim` values for one head and one token.
+fn kv_vector_bytes(kind: KvPart, format: KvFormat, dim: u64) -> u64 {
+    match (format, kind) {
+        (KvFormat::F32, _) => 4 * dim,
+        (KvFormat::F16, _) | (KvFormat::K8v16, KvPart::V) => 2 * dim,
+        (KvFormat::K8v16, KvPart::K) | (KvFormat::Int8, _) => dim + 2,
+        (KvFormat::Int4g32, _) => dim.div_ceil(32) * 18,
+    }
+}
+
+#[derive(Clone, Copy)]
+enum KvPart {
+    K,
+    V,
+}
+
+impl KvFormat {
+    /// Bytes that one token occupies in one layer of this shape:
+    /// `kv_heads · (bytes(K vector of dk) + bytes(V vector of dv))`.
+    pub fn layer_bytes_per_token(self, layer: &LayerSpec) -> u64 {
+        let h = u64::from(layer.num_kv_heads);
+        h * (kv_vector_bytes(KvPart::K, self, u64::from(layer.qk_head_dim))
+            + kv_vector_bytes(KvPart::V, self, u64::from(layer.v_head_dim)))
+    }
+
+    /// Bytes of K alone for one token in one layer (the page shows K and V separately).
+    pub fn layer_k_bytes_per_token(self, layer: &LayerSpec) -> u64 {
+        u64::from(layer.num_kv_heads)
+            * kv_vector_bytes(KvPart::K, self, u64::from(layer.qk_head_dim))
+    }
+
+    /// Bytes of V alone for one token in one layer.
+    pub fn layer_v_bytes_per_token(self, layer: &LayerSpec) -> u64 {
+        u64::from(layer.num_kv_heads)
+            * kv_vector_bytes(KvPart::V, self, u64::from(layer.v_head_dim))
+    }
+}
+
+/// KV-cache bytes per token for a whole model (one sequence): the sum over layers of
+/// [`KvFormat::layer_bytes_per_token`]. For a uniform model this is
+/// `L · h · (bytes(dk) + bytes(dv))`, e.g. f16: `2 · L · h · (dk + dv)`, which for
+/// `dk = dv = d` is the textbook `2 (K and V) × layers × kv_heads × head_dim × 2 bytes`.
+///
+/// The engine's `KvCache` allocates with this function; the estimate uses it too.
+pub fn kv_bytes_per_token(spec: &ModelSpec, format: KvFormat) -> u64 {
+    spec.layers
+        .iter()
+        .map(|l| format.layer_bytes_per_token(l))
+        .sum()
+}
+
+/// KV-cache bytes holding `tokens` tokens of one sequence: exactly
+/// `kv_bytes_per_token(spec, format) · tokens` (every format stores whole tokens). Saturates
+/// rather than overflowing.
+pub fn kv_bytes(spec: &ModelSpec, format: KvFormat, tokens: u64) -> u64 {
+    kv_bytes_per_token(spec, format).saturating_mul(tokens)
+}
+
+named_enum! {
+    /// The dtype activations are held and multiplied in ("a16" = `f16`/`bf16`).
+    ComputeDtype, "compute dtype" {
+        /// f32 activations and math.
+        F32 = "f32",
+        /// f16 activations.
+        F16 = "f16",
+        /// bf16 activations.
+        Bf16 = "bf16",
+        /// int8 activations (w8a8 / w4a8 integer paths, e.g. an NPU's int8 units).
+        Int8 = "int8",
+    }
+}
+
+impl ComputeDtype {
+    /// Bytes of one activation value.
+    pub const fn bytes(self) -> u64 {
+        match self {
+            ComputeDtype::F32 => 4,
+            ComputeDtype::F16 | ComputeDtype::Bf16 => 2,
+            ComputeDtype::Int8 => 1,
+        }
+    }
+}
+
+named_enum! {
+    /// Which engine of the SoC runs the model.
+    ComputeUnit, "compute unit" {
+        /// CPU cores.
+        Cpu = "cpu",
+        /// GPU.
+        Gpu = "gpu",
+        /// NPU / DSP / neural engine.
+        Npu = "npu",
+    }
+}

@@ -1,0 +1,227 @@
+//! `ModelSpec` from GGUF metadata, given as key/value pairs and a tensor list.
+//!
+//! The engine owns the GGUF reader; it fills a [`GgufMetadata`] (no tensor data) and calls
+//! [`GgufMetadata::to_spec`]. Keys read, with `A` = `general.architecture`:
+//! `A.embedding_length`, `A.block_count`, `A.feed_forward_length`, `A.attention.head_count`,
+//! `A.attention.head_count_kv` (default: head_count), `A.attention.key_length` and
+//! `A.attention.value_length` (default: `A.rope.dimension_count`, else embedding/heads),
+//! `A.vocab_size` (else the length of `tokenizer.ggml.tokens`, else `token_embd.weight`'s second
+//! dimension), `A.context_length`.
+//!
+//! From the tensor list: embeddings are tied when there is no `output.weight`; q/k/v biases when
+//! `blk.0.attn_q.bias` exists; and each layer's own shape when its tensors are listed (so a
+//! pruned GGUF, whose layers differ, is read correctly): heads = `attn_q` out-dim / key_length,
+//! KV heads = `attn_k` out-dim / key_length, V dim = `attn_v` out-dim / KV heads, MLP width =
+//! `ffn_down` in-dim. GGUF lists dims fastest-first: `[in_features, out_features]`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{EstimateError, Result};
+use crate::spec::{Family, LayerSpec, ModelSpec};
+
+const SRC: &str = "GGUF metadata";
+
+/// One metadata value. Arrays are given by length only (the estimator needs no array content).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GgufValue {
+    /// Any unsigned integer type.
+    Uint(u64),
+    /// Any signed integer type.
+    Int(i64),
+    /// f32 or f64.
+    Float(f64),
+    /// bool.
+    Bool(bool),
+    /// string.
+    String(String),
+    /// An array, by its element count.
+    ArrayLen(u64),
+}
+
+/// One tensor's name and dims (GGUF order: fastest-varying first).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GgufTensorInfo {
+    /// e.g. `blk.0.attn_q.weight`.
+    pub name: String,
+    /// e.g. `[576, 576]`.
+    pub dims: Vec<u64>,
+}
+
+/// The metadata of a GGUF file, without tensor data.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GgufMetadata {
+    /// All key/value pairs.
+    pub kv: BTreeMap<String, GgufValue>,
+    /// All tensor infos. Must not be empty: tied embeddings are told by the absence of
+    /// `output.weight`, and per-layer shapes (pruned files) by each layer's tensors.
+    pub tensors: Vec<GgufTensorInfo>,
+}
+
+impl GgufMetadata {
+    fn uint(&self, key: &str) -> Result<Option<u32>> {
+        match self.kv.get(key) {
+            None => Ok(None),
+            Some(GgufValue::Uint(v)) if *v <= u64::from(u32::MAX) => Ok(Some(*v as u32)),
+            Some(GgufValue::Int(v)) if (0..=i64::from(u32::MAX)).contains(v) => Ok(Some(*v as u32)),
+            Some(_) => Err(EstimateError::MissingField {
+                source_kind: SRC,
+                field: key.to_string(),
+                expected: "a non-negative integer below 2^32",
+            }),
+        }
+    }
+
+    fn req(&self, key: &str) -> Result<u32> {
+        self.uint(key)?.ok_or_else(|| EstimateError::MissingField {
+            source_kind: SRC,
+            field: key.to_string(),
+            expected: "a non-negative integer",
+        })
+    }
+
+    fn tensor(&self, name: &str) -> Option<&GgufTensorInfo> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+
+    fn out_dim(&self, name: &str) -> Result<Option<u64>> {
+        match self.tensor(name) {
+            None => Ok(None),
+            Some(t) if t.dims.len() == 2 => Ok(Some(t.dims[1])),
+            Some(t) => Err(EstimateError::InvalidShape {
+                model: "GGUF".into(),
+                field: name.to_string(),
+                reason: format!("expected 2 dims, found {:?}", t.dims),
+            }),
+        }
+    }
+
+    /// Builds the [`ModelSpec`]. The tied-embedding flag needs the tensor list: with an empty
+    /// list this returns an error naming `tensors` rather than guessing.
+    pub fn to_spec(&self, name: &str) -> Result<ModelSpec> {
+        let arch = match self.kv.get("general.architecture") {
+            Some(GgufValue::String(s)) => s.clone(),
+            _ => {
+                return Err(EstimateError::MissingField {
+                    source_kind: SRC,
+                    field: "general.architecture".into(),
+                    expected: "a string",
+                })
+            }
+        };
+        let family: Family = arch
+            .parse()
+            .map_err(|_| EstimateError::UnsupportedArchitecture {
+                source_kind: SRC,
+                value: arch.clone(),
+            })?;
+        let k = |s: &str| format!("{arch}.{s}");
+        let hidden = self.req(&k("embedding_length"))?;
+        let n_layers = self.req(&k("block_count"))?;
+        let ffn = self.req(&k("feed_forward_length"))?;
+        let heads = self.req(&k("attention.head_count"))?;
+        let kv_heads = self.uint(&k("attention.head_count_kv"))?.unwrap_or(heads);
+        let fallback_dim = match self.uint(&k("rope.dimension_count"))? {
+            Some(d) => d,
+            None if heads != 0 => hidden / heads,
+            None => 0,
+        };
+        let key_len = self
+            .uint(&k("attention.key_length"))?
+            .unwrap_or(fallback_dim);
+        let value_len = self.uint(&k("attention.value_length"))?.unwrap_or(key_len);
+        let vocab = match self.uint(&k("vocab_size"))? {
+            Some(v) => v,
+            None => match self.kv.get("tokenizer.ggml.tokens") {
+                Some(GgufValue::ArrayLen(n)) if *n <= u64::from(u32::MAX) => *n as u32,
+                _ => match self.out_dim("token_embd.weight")? {
+                    Some(v) if v <= u64::from(u32::MAX) => v as u32,
+                    _ => {
+                        return Err(EstimateError::MissingField {
+                            source_kind: SRC,
+                            field: k("vocab_size"),
+                            expected: "an integer (or tokenizer.ggml.tokens / token_embd.weight)",
+                        })
+                    }
+                },
+            },
+        };
+        if self.tensors.is_empty() {
+            return Err(EstimateError::MissingField {
+                source_kind: SRC,
+                field: "tensors".into(),
+                expected: "a non-empty tensor list (needed to tell tied embeddings)",
+            });
+        }
+        if n_layers as usize > crate::spec::MAX_LAYERS {
+            return Err(crate::error::out_of_range(
+                k("block_count"),
+                n_layers,
+                format!("must be at most {}", crate::spec::MAX_LAYERS),
+            ));
+        }
+        let tied = self.tensor("output.weight").is_none();
+        let qkv_bias = self.tensor("blk.0.attn_q.bias").is_some();
+        let to_u32 = |field: String, v: u64| -> Result<u32> {
+            u32::try_from(v).map_err(|_| crate::error::out_of_range(field, v, "exceeds 2^32"))
+        };
+        let per_head = |field: String, width: u64, dim: u32| -> Result<u32> {
+            if width.checked_rem(u64::from(dim)) != Some(0) {
+                return Err(EstimateError::InvalidShape {
+                    model: name.to_string(),
+                    field,
+                    reason: format!("width {width} is not a multiple of head dim {dim}"),
+                });
+            }
+            to_u32(String::new(), width / u64::from(dim))
+        };
+        let mut layers = Vec::with_capacity(n_layers as usize);
+        for i in 0..n_layers {
+            let t = |s: &str| format!("blk.{i}.{s}.weight");
+            let h = match self.out_dim(&t("attn_q"))? {
+                Some(w) => per_head(t("attn_q"), w, key_len)?,
+                None => heads,
+            };
+            let hkv = match self.out_dim(&t("attn_k"))? {
+                Some(w) => per_head(t("attn_k"), w, key_len)?,
+                None => kv_heads,
+            };
+            let dv = match self.out_dim(&t("attn_v"))? {
+                Some(w) => per_head(t("attn_v"), w, hkv)?,
+                None => value_len,
+            };
+            let inter = match self.tensor(&t("ffn_down")) {
+                Some(td) if td.dims.len() == 2 => to_u32(t("ffn_down"), td.dims[0])?,
+                _ => ffn,
+            };
+            layers.push(LayerSpec {
+                num_heads: h,
+                num_kv_heads: hkv,
+                qk_head_dim: key_len,
+                v_head_dim: dv,
+                intermediate_size: inter,
+            });
+        }
+        let display = match (name.is_empty(), self.kv.get("general.name")) {
+            (true, Some(GgufValue::String(s))) => s.clone(),
+            _ => name.to_string(),
+        };
+        let spec = ModelSpec {
+            name: display,
+            family,
+            hidden_size: hidden,
+            vocab_size: vocab,
+            tie_word_embeddings: tied,
+            qkv_bias,
+            o_bias: self.tensor("blk.0.attn_output.bias").is_some(),
+            mlp_bias: self.tensor("blk.0.ffn_down.bias").is_some(),
+            norms_per_layer: if family == Family::Gemma2 { 4 } else { 2 },
+            max_position_embeddings: self.uint(&k("context_length"))?,
+            layers,
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+}

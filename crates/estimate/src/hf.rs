@@ -1,0 +1,228 @@
+//! `ModelSpec` from a Hugging Face `config.json`, and the bundled model presets.
+//!
+//! Fields read (HF names): `model_type`, `hidden_size`, `num_hidden_layers`,
+//! `num_attention_heads`, `num_key_value_heads` (default: `num_attention_heads`), `head_dim`
+//! (when present and not null; else `hidden_size / num_attention_heads`, which must divide),
+//! `intermediate_size`, `vocab_size`, `tie_word_embeddings` (default per family, as in
+//! `transformers`: false for llama/mistral/qwen2/phi3, true for gemma/gemma2),
+//! `attention_bias` and `mlp_bias` (llama), `max_position_embeddings`.
+//! Family-specific structure: Qwen2 always has q/k/v biases; Gemma 2 has four norms a layer;
+//! Phi-3's fused `qkv_proj` and `gate_up_proj` hold exactly the q, k, v and gate, up weights.
+//! A multimodal config whose decoder sits under `text_config` is read from there.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{json_error, EstimateError, Result};
+use crate::spec::{Family, LayerSpec, ModelSpec};
+
+const SRC: &str = "config.json";
+
+fn get_u32(v: &Value, key: &str) -> Result<Option<u32>> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(x) => match x.as_u64() {
+            Some(n) if n <= u64::from(u32::MAX) => Ok(Some(n as u32)),
+            _ => Err(EstimateError::MissingField {
+                source_kind: SRC,
+                field: key.to_string(),
+                expected: "a non-negative integer below 2^32",
+            }),
+        },
+    }
+}
+
+fn req_u32(v: &Value, key: &str) -> Result<u32> {
+    get_u32(v, key)?.ok_or_else(|| EstimateError::MissingField {
+        source_kind: SRC,
+        field: key.to_string(),
+        expected: "a non-negative integer",
+    })
+}
+
+fn get_bool(v: &Value, key: &str) -> Result<Option<bool>> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(EstimateError::MissingField {
+            source_kind: SRC,
+            field: key.to_string(),
+            expected: "a boolean",
+        }),
+    }
+}
+
+impl ModelSpec {
+    /// Parses an HF `config.json` (the text of the file). `name` is used for display (the
+    /// config's `_name_or_path` when `name` is empty).
+    pub fn from_hf_config(name: &str, json: &str) -> Result<ModelSpec> {
+        let root: Value = serde_json::from_str(json).map_err(|e| json_error(SRC, e))?;
+        if !root.is_object() {
+            return Err(EstimateError::Json {
+                what: SRC.into(),
+                message: "the top level is not an object".into(),
+            });
+        }
+        let v = match root.get("text_config") {
+            Some(t) if t.is_object() && root.get("hidden_size").is_none() => t,
+            _ => &root,
+        };
+        let model_type =
+            v.get("model_type")
+                .and_then(Value::as_str)
+                .ok_or(EstimateError::MissingField {
+                    source_kind: SRC,
+                    field: "model_type".into(),
+                    expected: "a string",
+                })?;
+        let family: Family =
+            model_type
+                .parse()
+                .map_err(|_| EstimateError::UnsupportedArchitecture {
+                    source_kind: SRC,
+                    value: model_type.to_string(),
+                })?;
+        let hidden = req_u32(v, "hidden_size")?;
+        let layers = req_u32(v, "num_hidden_layers")?;
+        let heads = req_u32(v, "num_attention_heads")?;
+        let kv_heads = get_u32(v, "num_key_value_heads")?.unwrap_or(heads);
+        let intermediate = req_u32(v, "intermediate_size")?;
+        let vocab = req_u32(v, "vocab_size")?;
+        let head_dim = match get_u32(v, "head_dim")? {
+            Some(h) => h,
+            None => {
+                if heads == 0 || hidden % heads != 0 {
+                    return Err(EstimateError::InvalidShape {
+                        model: name.to_string(),
+                        field: "head_dim".into(),
+                        reason: format!(
+                            "absent, and hidden_size {hidden} is not a multiple of num_attention_heads {heads}"
+                        ),
+                    });
+                }
+                hidden / heads
+            }
+        };
+        let tied_default = matches!(family, Family::Gemma | Family::Gemma2);
+        let tied = get_bool(v, "tie_word_embeddings")?
+            .or(get_bool(&root, "tie_word_embeddings")?)
+            .unwrap_or(tied_default);
+        let attention_bias = get_bool(v, "attention_bias")?.unwrap_or(false);
+        let mlp_bias = get_bool(v, "mlp_bias")?.unwrap_or(false);
+        let display = if name.is_empty() {
+            root.get("_name_or_path")
+                .and_then(Value::as_str)
+                .unwrap_or(model_type)
+                .to_string()
+        } else {
+            name.to_string()
+        };
+        if layers as usize > crate::spec::MAX_LAYERS {
+            return Err(crate::error::out_of_range(
+                "num_hidden_layers",
+                layers,
+                format!("must be at most {}", crate::spec::MAX_LAYERS),
+            ));
+        }
+        let spec = ModelSpec {
+            name: display,
+            family,
+            hidden_size: hidden,
+            vocab_size: vocab,
+            tie_word_embeddings: tied,
+            qkv_bias: family == Family::Qwen2 || attention_bias,
+            o_bias: attention_bias,
+            mlp_bias,
+            norms_per_layer: if family == Family::Gemma2 { 4 } else { 2 },
+            max_position_embeddings: get_u32(v, "max_position_embeddings")?,
+            layers: vec![
+                LayerSpec {
+                    num_heads: heads,
+                    num_kv_heads: kv_heads,
+                    qk_head_dim: head_dim,
+                    v_head_dim: head_dim,
+                    intermediate_size: intermediate,
+                };
+                layers as usize
+            ],
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+/// Where a preset's published parameter total comes from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PresetInfo {
+    /// The preset id (`smollm2-135m`).
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// The Hugging Face repository the config comes from.
+    pub hf_repo: String,
+    /// The published parameter total.
+    pub published_params: u64,
+    /// Where that total is published.
+    pub params_source: String,
+}
+
+macro_rules! presets {
+    ($($id:literal),+ $(,)?) => {
+        const PRESET_FILES: &[(&str, &str)] = &[
+            $(($id, include_str!(concat!("../../../models/presets/", $id, ".json")))),+
+        ];
+    };
+}
+
+presets!(
+    "smollm2-135m",
+    "smollm2-360m",
+    "smollm2-1.7b",
+    "qwen2.5-0.5b",
+    "qwen2.5-1.5b",
+    "llama-3.2-1b",
+    "llama-3.2-3b",
+    "llama-3-8b",
+    "llama-2-7b",
+    "mistral-7b",
+    "sheared-llama-1.3b",
+    "phi-3-mini",
+    "gemma-2b",
+    "gemma-2-2b",
+);
+
+/// Ids of the bundled presets (files in `models/presets/`, HF config.json form plus an
+/// `edgefit` object with the published parameter total and its source).
+pub fn preset_ids() -> Vec<&'static str> {
+    PRESET_FILES.iter().map(|(id, _)| *id).collect()
+}
+
+fn preset_file(id: &str) -> Result<&'static str> {
+    PRESET_FILES
+        .iter()
+        .find(|(i, _)| *i == id)
+        .map(|(_, text)| *text)
+        .ok_or_else(|| EstimateError::UnknownName {
+            kind: "model preset",
+            value: id.to_string(),
+            expected: preset_ids().join(", "),
+        })
+}
+
+/// The bundled preset `id` as a [`ModelSpec`].
+pub fn preset(id: &str) -> Result<ModelSpec> {
+    let info = preset_info(id)?;
+    ModelSpec::from_hf_config(&info.name, preset_file(id)?)
+}
+
+/// The provenance record of preset `id`.
+pub fn preset_info(id: &str) -> Result<PresetInfo> {
+    let text = preset_file(id)?;
+    #[derive(Deserialize)]
+    struct Wrapper {
+        edgefit: PresetInfo,
+    }
+    let w: Wrapper =
+        serde_json::from_str(text).map_err(|e| json_error(format!("preset {id}"), e))?;
+    Ok(w.edgefit)
+}

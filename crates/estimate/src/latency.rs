@@ -1,0 +1,531 @@
+//! The per-layer operation table and the roofline time model.
+//!
+//! # Ops of one block for a step of `n` new tokens after `p` cached ones (`b` sequences)
+//! | op | FLOPs | bytes moved |
+//! |---|---|---|
+//! | matmul `rows × cols` (q, k, v, o, gate, up, down) | `2·b·n·rows·cols` | weights `matrix_bytes(rows, cols)` + activations `a·b·n·(rows + cols)` |
+//! | attention (q·k, softmax, ·v) | `b·H·(2·dk + 2·dv + 5)·S`, `S = n·p + n(n+1)/2` (causal) | KV read `b·(p + n)·kv_layer_token` + written `b·n·kv_layer_token` + activations `a·b·n·H·(dk + dv)` |
+//! | norms | `4·b·n·d` per norm | `4·d` weights + `2·a·b·n·d` per norm |
+//! | MLP activation (SiLU/GELU × up) | `5·b·n·I` | `3·a·b·n·I` |
+//!
+//! Plus the head: embedding lookup (`b·n` rows), final norm, and the output projection
+//! `V × d` for the last position only (the only logits sampling needs).
+//!
+//! # Roofline per op on the chosen unit, at frequency `f` of a table topped by `f_max`
+//! `t = max(FLOPs / (peak · efficiency · f/f_max), bytes / bandwidth, weights / (rate · f/f_max))
+//! + overhead`, where `rate` is the optional instruction-bound kernel roof of the weight format
+//! (weights per second; a wasm int4 GEMV is bound by instructions, not memory). DRAM has its own
+//! clock, so a memory-bound decode slows less than the unit's frequency drops. The op's intensity is FLOPs/bytes, its attainable GFLOP/s is
+//! `FLOPs / max(...)`, and its bound is the term that wins (`compute`, `memory`, `kernel`, or
+//! `overhead` when the fixed cost is larger than all three). The bandwidth follows the unit's clock
+//! only by the profile's `bandwidth_freq_sensitivity` `s`: `BW(f) = BW · (1 − s + s·f/f_max)`.
+//!
+//! # Phases
+//! - prefill: the prompt in chunks (default one chunk); TTFT = prefill time (which ends with the
+//!   logits of the last prompt position, i.e. the first generated token);
+//! - decode: generating `G` tokens takes `G − 1` steps after prefill, at cache lengths
+//!   `P, P+1, …, P+G−2`; decode tok/s = `b·(G − 1) / Σ t(step)` (with `G = 1`: `b / t(P)`).
+//!   Sums over more than 8192 steps use the trapezoid rule on 8192 segments (each step's time is
+//!   piecewise linear in the cache length, so the error is negligible).
+
+use serde::{Deserialize, Serialize};
+
+use crate::device::UnitProfile;
+use crate::format::{ComputeDtype, KvFormat, WeightFormat};
+use crate::memory::activation_bytes_per_value;
+use crate::spec::{LayerSpec, ModelSpec};
+
+/// Which roof limits an op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bound {
+    /// Peak FLOP/s.
+    Compute,
+    /// Memory bandwidth.
+    Memory,
+    /// The kernel's instruction-bound weight rate.
+    Kernel,
+    /// Fixed per-op cost.
+    Overhead,
+}
+
+/// Raw cost of one op.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct OpCost {
+    pub op: &'static str,
+    pub flops: f64,
+    pub weight_bytes: f64,
+    pub kv_bytes: f64,
+    pub act_bytes: f64,
+    /// Weights processed (for the kernel roof).
+    pub weights: f64,
+}
+
+impl OpCost {
+    fn bytes(&self) -> f64 {
+        self.weight_bytes + self.kv_bytes + self.act_bytes
+    }
+    fn add(&mut self, o: &OpCost) {
+        self.flops += o.flops;
+        self.weight_bytes += o.weight_bytes;
+        self.kv_bytes += o.kv_bytes;
+        self.act_bytes += o.act_bytes;
+        self.weights += o.weights;
+    }
+}
+
+/// One row of the op table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpRow {
+    /// `q_proj`, `attention`, `gate_proj`, ...
+    pub op: String,
+    /// Floating-point operations.
+    pub flops: f64,
+    /// Weight bytes read.
+    pub weight_bytes: f64,
+    /// KV bytes read and written.
+    pub kv_bytes: f64,
+    /// Activation bytes read and written.
+    pub act_bytes: f64,
+    /// FLOPs per byte.
+    pub intensity: f64,
+    /// What the roofline allows for this op, GFLOP/s.
+    pub attainable_gflops: f64,
+    /// The limiting roof.
+    pub bound: Bound,
+    /// Time, µs.
+    pub time_us: f64,
+}
+
+/// The roofs of a unit at one frequency.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Roof {
+    /// FLOP/s.
+    pub flops: f64,
+    /// bytes/s.
+    pub bw: f64,
+    /// weights/s, if the format has a kernel roof.
+    pub weight_rate: Option<f64>,
+    /// s per op.
+    pub overhead: f64,
+}
+
+impl Roof {
+    pub(crate) fn new(
+        unit: &UnitProfile,
+        peak_gflops: f64,
+        weights: WeightFormat,
+        freq_mhz: f64,
+    ) -> Roof {
+        let scale = freq_mhz / unit.f_max();
+        Roof {
+            flops: peak_gflops * 1e9 * unit.compute_efficiency * scale,
+            bw: unit.bandwidth_gbs
+                * 1e9
+                * (1.0 - unit.bandwidth_freq_sensitivity + unit.bandwidth_freq_sensitivity * scale),
+            weight_rate: unit.weight_rate_gws.get(&weights).map(|r| r * 1e9 * scale),
+            overhead: unit.op_overhead_us * 1e-6,
+        }
+    }
+
+    fn time(&self, c: &OpCost) -> (f64, Bound) {
+        let tc = c.flops / self.flops;
+        let tm = c.bytes() / self.bw;
+        let tk = match (self.weight_rate, c.weights > 0.0) {
+            (Some(r), true) => c.weights / r,
+            _ => 0.0,
+        };
+        let (t, mut bound) = if tc >= tm && tc >= tk {
+            (tc, Bound::Compute)
+        } else if tm >= tk {
+            (tm, Bound::Memory)
+        } else {
+            (tk, Bound::Kernel)
+        };
+        if self.overhead > t {
+            bound = Bound::Overhead;
+        }
+        (t + self.overhead, bound)
+    }
+
+    pub(crate) fn row(&self, c: &OpCost, calls: f64) -> OpRow {
+        let (t, bound) = self.time(c);
+        let core = t - self.overhead;
+        let bytes = c.bytes();
+        OpRow {
+            op: c.op.to_string(),
+            flops: c.flops,
+            weight_bytes: c.weight_bytes,
+            kv_bytes: c.kv_bytes,
+            act_bytes: c.act_bytes,
+            intensity: if bytes > 0.0 { c.flops / bytes } else { 0.0 },
+            attainable_gflops: if core > 0.0 {
+                c.flops / core / 1e9
+            } else {
+                0.0
+            },
+            bound,
+            time_us: t * calls * 1e6,
+        }
+    }
+}
+
+/// The resolved knobs the time model needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Plan {
+    pub weights: WeightFormat,
+    pub embedding: WeightFormat,
+    pub kv: KvFormat,
+    pub compute: ComputeDtype,
+    pub batch: u64,
+    pub prompt: u64,
+    pub gen: u64,
+    pub chunk: u64,
+}
+
+/// A run of identical consecutive layers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Group {
+    pub first: usize,
+    pub count: usize,
+    pub layer: LayerSpec,
+}
+
+pub(crate) fn groups(spec: &ModelSpec) -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::new();
+    for (i, l) in spec.layers.iter().enumerate() {
+        match out.last_mut() {
+            Some(g) if g.layer == *l => g.count += 1,
+            _ => out.push(Group {
+                first: i,
+                count: 1,
+                layer: *l,
+            }),
+        }
+    }
+    out
+}
+
+pub(crate) struct TimeModel<'a> {
+    pub spec: &'a ModelSpec,
+    pub plan: Plan,
+    pub groups: Vec<Group>,
+}
+
+impl<'a> TimeModel<'a> {
+    pub fn new(spec: &'a ModelSpec, plan: Plan) -> Self {
+        TimeModel {
+            spec,
+            plan,
+            groups: groups(spec),
+        }
+    }
+
+    fn a(&self) -> f64 {
+        activation_bytes_per_value(self.plan.compute) as f64
+    }
+
+    fn matmul(&self, op: &'static str, fmt: WeightFormat, rows: u64, cols: u64, n: u64) -> OpCost {
+        let bn = (self.plan.batch * n) as f64;
+        let (r, c) = (rows as f64, cols as f64);
+        OpCost {
+            op,
+            flops: 2.0 * bn * r * c,
+            weight_bytes: fmt.matrix_bytes(rows, cols) as f64,
+            kv_bytes: 0.0,
+            act_bytes: self.a() * bn * (r + c),
+            weights: r * c,
+        }
+    }
+
+    pub fn attention(&self, l: &LayerSpec, n: u64, past: u64) -> OpCost {
+        let b = self.plan.batch as f64;
+        let (nf, pf) = (n as f64, past as f64);
+        let s = nf * pf + nf * (nf + 1.0) / 2.0;
+        let h = f64::from(l.num_heads);
+        let (dk, dv) = (f64::from(l.qk_head_dim), f64::from(l.v_head_dim));
+        let per_tok = self.plan.kv.layer_bytes_per_token(l) as f64;
+        OpCost {
+            op: "attention",
+            flops: b * h * (2.0 * dk + 2.0 * dv + 5.0) * s,
+            weight_bytes: 0.0,
+            kv_bytes: b * per_tok * (pf + nf) + b * per_tok * nf,
+            act_bytes: self.a() * b * nf * h * (dk + dv),
+            weights: 0.0,
+        }
+    }
+
+    /// Every op of one block except attention.
+    pub fn block_ops(&self, l: &LayerSpec, n: u64) -> Vec<OpCost> {
+        let d = u64::from(self.spec.hidden_size);
+        let i = u64::from(l.intermediate_size);
+        let w = self.plan.weights;
+        let bn = (self.plan.batch * n) as f64;
+        let df = d as f64;
+        let norms = f64::from(self.spec.norms_per_layer);
+        vec![
+            OpCost {
+                op: "norms",
+                flops: norms * 4.0 * bn * df,
+                weight_bytes: norms * 4.0 * df,
+                kv_bytes: 0.0,
+                act_bytes: norms * 2.0 * self.a() * bn * df,
+                weights: 0.0,
+            },
+            self.matmul("q_proj", w, l.q_dim(), d, n),
+            self.matmul("k_proj", w, l.k_dim(), d, n),
+            self.matmul("v_proj", w, l.v_dim(), d, n),
+            self.matmul("o_proj", w, d, l.o_in_dim(), n),
+            self.matmul("gate_proj", w, i, d, n),
+            self.matmul("up_proj", w, i, d, n),
+            OpCost {
+                op: "mlp_act",
+                flops: 5.0 * bn * i as f64,
+                weight_bytes: 0.0,
+                kv_bytes: 0.0,
+                act_bytes: 3.0 * self.a() * bn * i as f64,
+                weights: 0.0,
+            },
+            self.matmul("down_proj", w, d, i, n),
+        ]
+    }
+
+    /// Embedding lookup of `n` tokens, final norm and the output head for `logits` positions.
+    pub fn head_ops(&self, n: u64, logits: u64) -> Vec<OpCost> {
+        let d = u64::from(self.spec.hidden_size);
+        let v = u64::from(self.spec.vocab_size);
+        let b = self.plan.batch as f64;
+        let df = d as f64;
+        let mut lm = self.matmul("lm_head", self.plan.embedding, v, d, logits);
+        lm.act_bytes +=
+            4.0 * b * logits as f64 * v as f64 - self.a() * b * logits as f64 * v as f64;
+        vec![
+            OpCost {
+                op: "embedding",
+                flops: 0.0,
+                weight_bytes: b * n as f64 * self.plan.embedding.row_bytes(d) as f64,
+                kv_bytes: 0.0,
+                act_bytes: self.a() * b * n as f64 * df,
+                weights: 0.0,
+            },
+            OpCost {
+                op: "final_norm",
+                flops: 4.0 * b * logits as f64 * df,
+                weight_bytes: 4.0 * df,
+                kv_bytes: 0.0,
+                act_bytes: 2.0 * self.a() * b * logits as f64 * df,
+                weights: 0.0,
+            },
+            lm,
+        ]
+    }
+
+    /// Time (s) and bytes of one step of `n` tokens after `past`, with logits for the last one.
+    pub fn step(&self, roof: &Roof, n: u64, past: u64) -> (f64, f64) {
+        let mut t = 0.0;
+        let mut bytes = 0.0;
+        for g in &self.groups {
+            let c = g.count as f64;
+            for op in self.block_ops(&g.layer, n) {
+                t += c * roof.time(&op).0;
+                bytes += c * op.bytes();
+            }
+            let at = self.attention(&g.layer, n, past);
+            t += c * roof.time(&at).0;
+            bytes += c * at.bytes();
+        }
+        for op in self.head_ops(n, 1) {
+            t += roof.time(&op).0;
+            bytes += op.bytes();
+        }
+        (t, bytes)
+    }
+
+    /// Chunks of the prompt: (n, past) pairs.
+    pub fn chunks(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut p = 0;
+        while p < self.plan.prompt {
+            let n = self.plan.chunk.min(self.plan.prompt - p);
+            out.push((n, p));
+            p += n;
+        }
+        out
+    }
+
+    /// Prefill time (s) and bytes moved. Logits are computed for the last chunk only.
+    pub fn prefill(&self, roof: &Roof) -> (f64, f64) {
+        let chunks = self.chunks();
+        let mut t = 0.0;
+        let mut bytes = 0.0;
+        for (k, &(n, p)) in chunks.iter().enumerate() {
+            for g in &self.groups {
+                let c = g.count as f64;
+                for op in self.block_ops(&g.layer, n) {
+                    t += c * roof.time(&op).0;
+                    bytes += c * op.bytes();
+                }
+                let at = self.attention(&g.layer, n, p);
+                t += c * roof.time(&at).0;
+                bytes += c * at.bytes();
+            }
+            let logits = u64::from(k + 1 == chunks.len());
+            for op in self.head_ops(n, logits) {
+                if logits == 0 && op.op != "embedding" {
+                    continue;
+                }
+                t += roof.time(&op).0;
+                bytes += op.bytes();
+            }
+        }
+        (t, bytes)
+    }
+
+    /// Decode steps at cache lengths `start .. start + steps`: total time (s) and bytes.
+    pub fn decode_sum(&self, roof: &Roof, start: u64, steps: u64) -> (f64, f64) {
+        // Everything but attention is the same at every step.
+        let mut t_const = 0.0;
+        let mut b_const = 0.0;
+        for g in &self.groups {
+            for op in self.block_ops(&g.layer, 1) {
+                t_const += g.count as f64 * roof.time(&op).0;
+                b_const += g.count as f64 * op.bytes();
+            }
+        }
+        for op in self.head_ops(1, 1) {
+            t_const += roof.time(&op).0;
+            b_const += op.bytes();
+        }
+        let at = |pos: u64| -> (f64, f64) {
+            let mut t = 0.0;
+            let mut b = 0.0;
+            for g in &self.groups {
+                let a = self.attention(&g.layer, 1, pos);
+                t += g.count as f64 * roof.time(&a).0;
+                b += g.count as f64 * a.bytes();
+            }
+            (t, b)
+        };
+        const EXACT: u64 = 8192;
+        let (mut t, mut b) = (0.0, 0.0);
+        if steps <= EXACT {
+            for pos in start..start + steps {
+                let (ta, ba) = at(pos);
+                t += ta;
+                b += ba;
+            }
+        } else {
+            for j in 0..EXACT {
+                let lo = start + steps * j / EXACT;
+                let hi = start + steps * (j + 1) / EXACT;
+                if hi == lo {
+                    continue;
+                }
+                let (t0, b0) = at(lo);
+                let (t1, b1) = at(hi - 1);
+                let len = (hi - lo) as f64;
+                t += (t0 + t1) / 2.0 * len;
+                b += (b0 + b1) / 2.0 * len;
+            }
+        }
+        (t + t_const * steps as f64, b + b_const * steps as f64)
+    }
+
+    /// Number of decode steps and the cache length of the first one.
+    pub fn decode_steps(&self) -> (u64, u64) {
+        (self.plan.gen.saturating_sub(1).max(1), self.plan.prompt)
+    }
+
+    /// Op table of one group: prefill totals over all chunks, and the first decode step.
+    pub fn group_rows(&self, roof: &Roof, g: &Group) -> (Vec<OpRow>, Vec<OpRow>) {
+        let chunks = self.chunks();
+        let mut prefill: Vec<(OpCost, f64)> = Vec::new();
+        for &(n, p) in &chunks {
+            let mut ops = self.block_ops(&g.layer, n);
+            ops.insert(4, self.attention(&g.layer, n, p));
+            for (k, op) in ops.into_iter().enumerate() {
+                let t = roof.time(&op).0;
+                match prefill.get_mut(k) {
+                    Some((acc, tt)) => {
+                        acc.add(&op);
+                        *tt += t;
+                    }
+                    None => prefill.push((op, t)),
+                }
+            }
+        }
+        let prefill_rows = prefill
+            .iter()
+            .map(|(c, t)| {
+                let mut r = roof.row(c, 1.0);
+                r.time_us = t * 1e6;
+                r
+            })
+            .collect();
+        let mut dec = self.block_ops(&g.layer, 1);
+        dec.insert(4, self.attention(&g.layer, 1, self.plan.prompt));
+        let decode_rows = dec.iter().map(|c| roof.row(c, 1.0)).collect();
+        (prefill_rows, decode_rows)
+    }
+}
+
+/// One row group of the per-layer table: identical consecutive layers share one table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LayerTable {
+    /// First layer index of the run.
+    pub first_layer: usize,
+    /// Last layer index of the run (inclusive).
+    pub last_layer: usize,
+    /// Number of layers in the run.
+    pub count: usize,
+    /// Per-layer ops summed over all prefill chunks (one layer; multiply by `count`).
+    pub prefill: Vec<OpRow>,
+    /// Per-layer ops of the first decode step (cache = prompt tokens).
+    pub decode: Vec<OpRow>,
+}
+
+/// One point of the decode-time curve.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    /// Tokens in the cache when the step runs.
+    pub kv_tokens: u64,
+    /// Time of that step, ms.
+    pub ms: f64,
+}
+
+/// Latency side of the report, at the unit's top frequency (no throttling).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LatencyReport {
+    /// Unit used.
+    pub unit: crate::ComputeUnit,
+    /// Compute dtype used.
+    pub compute: ComputeDtype,
+    /// Frequency assumed, MHz (the top of the table).
+    pub freq_mhz: f64,
+    /// Peak of the unit for the dtype, GFLOP/s.
+    pub peak_gflops: f64,
+    /// Peak × efficiency, GFLOP/s.
+    pub effective_gflops: f64,
+    /// Sustained bandwidth, GB/s.
+    pub bandwidth_gbs: f64,
+    /// Ridge point: FLOPs per byte where compute and memory roofs meet.
+    pub ridge_intensity: f64,
+    /// Prefill time, ms.
+    pub prefill_ms: f64,
+    /// Time to first token, ms.
+    pub ttft_ms: f64,
+    /// Prompt tokens per second in prefill (all sequences).
+    pub prefill_tok_s: f64,
+    /// First decode step, ms.
+    pub decode_ms_first: f64,
+    /// Last decode step, ms.
+    pub decode_ms_last: f64,
+    /// Average decode tokens per second over the generation (all sequences).
+    pub decode_tok_s: f64,
+    /// Bytes moved by the first decode step.
+    pub decode_bytes_per_step: f64,
+    /// Step time as the cache grows (up to 33 points).
+    pub decode_curve: Vec<CurvePoint>,
+    /// The head (embedding, final norm, lm_head) in the first decode step.
+    pub head_decode: Vec<OpRow>,
+}

@@ -1,0 +1,593 @@
+//! `estimate()`: one call from (model, deployment, device) to the full report.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::deploy::{Deployment, Policy};
+use crate::device::{DeviceProfile, Loader};
+use crate::error::{out_of_range, EstimateError, Result};
+use crate::explain::{fmt_bytes, Explanation};
+use crate::format::{ComputeDtype, ComputeUnit};
+use crate::latency::{CurvePoint, LatencyReport, LayerTable, Plan, Roof, TimeModel};
+use crate::memory::{memory_report, MemoryInputs, MemoryReport};
+use crate::spec::{Family, ModelSpec, ParamBreakdown};
+use crate::thermal::{simulate, LevelPerf, ThermalInputs, ThermalReport};
+use crate::verdict::{experience, Verdict, Verdicts};
+
+/// The model part of the report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelSummary {
+    /// Name.
+    pub name: String,
+    /// Family.
+    pub family: Family,
+    /// Blocks.
+    pub num_layers: usize,
+    /// Hidden size.
+    pub hidden_size: u32,
+    /// Vocabulary.
+    pub vocab_size: u32,
+    /// Tied embeddings.
+    pub tie_word_embeddings: bool,
+    /// Parameters by component.
+    pub params: ParamBreakdown,
+}
+
+/// The device part of the report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceSummary {
+    /// Id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Kind.
+    pub kind: String,
+}
+
+/// Everything the estimator says about one deployment. This is the JSON the CLI's
+/// `edgefit estimate --json` prints and the page renders.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The model.
+    pub model: ModelSummary,
+    /// The device.
+    pub device: DeviceSummary,
+    /// The deployment with every default resolved (`compute`, `unit`, `loader`,
+    /// `embedding_weights`, `ambient_c`, `freq_cap_mhz` for capped are filled in).
+    pub deployment: Deployment,
+    /// Memory.
+    pub memory: MemoryReport,
+    /// Latency at the top frequency.
+    pub latency: LatencyReport,
+    /// The per-layer op table, one entry per run of identical layers.
+    pub layers: Vec<LayerTable>,
+    /// Heat over time.
+    pub thermal: ThermalReport,
+    /// Verdicts.
+    pub verdict: Verdicts,
+    /// How each number was derived, keyed by its JSON path (`memory.kv_bytes`, ...).
+    pub explain: BTreeMap<String, Explanation>,
+    /// Things the user should know (e.g. context beyond the model's trained length).
+    pub warnings: Vec<String>,
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// Estimates memory, latency, heat and verdicts for `spec` deployed as `dep` on `device`.
+///
+/// Pure: no clock, no I/O; the same inputs always give the same report. Errors name the knob
+/// and the value (see [`EstimateError`]).
+pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> Result<Report> {
+    spec.validate()?;
+    dep.validate()?;
+    device.validate()?;
+    let mut warnings = Vec::new();
+
+    // Resolve defaults.
+    let unit_id: ComputeUnit = dep.unit.unwrap_or(device.default_unit);
+    let unit = device.unit(unit_id)?;
+    let compute = match dep.compute {
+        Some(c) => c,
+        None if unit.peak_for(ComputeDtype::F16).is_some() => ComputeDtype::F16,
+        None => ComputeDtype::F32,
+    };
+    let peak = unit
+        .peak_for(compute)
+        .ok_or_else(|| EstimateError::DtypeUnavailable {
+            device: device.id.clone(),
+            unit: unit_id.to_string(),
+            dtype: compute.to_string(),
+            available: unit
+                .peak_gflops
+                .keys()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+    let embedding = dep.embedding_weights.unwrap_or(dep.weights);
+    let loader = dep.loader.unwrap_or(device.memory.loader);
+    let ambient = dep.ambient_c.unwrap_or(device.thermal.ambient_c);
+    let ceiling = match dep.policy {
+        Policy::Capped => {
+            let cap = dep
+                .freq_cap_mhz
+                .unwrap_or(unit.freq_mhz.get(1).copied().unwrap_or(unit.f_max()));
+            match unit.freq_mhz.iter().position(|&f| f <= cap) {
+                Some(i) => i,
+                None => {
+                    return Err(out_of_range(
+                        "freq_cap_mhz",
+                        cap,
+                        format!(
+                            "below the lowest level of {}'s {unit_id} table {:?}",
+                            device.id, unit.freq_mhz
+                        ),
+                    ))
+                }
+            }
+        }
+        _ => 0,
+    };
+    let mut resolved = dep.clone();
+    resolved.compute = Some(compute);
+    resolved.unit = Some(unit_id);
+    resolved.embedding_weights = Some(embedding);
+    resolved.loader = Some(loader);
+    resolved.ambient_c = Some(ambient);
+    if dep.policy == Policy::Capped {
+        resolved.freq_cap_mhz = Some(unit.freq_mhz[ceiling]);
+    }
+    if let Some(max) = spec.max_position_embeddings {
+        if dep.context > max {
+            warnings.push(format!(
+                "context {} is beyond the model's trained length {max}: quality is not modelled",
+                dep.context
+            ));
+        }
+    }
+    if unit.weight_rate_gws.is_empty() {
+        // nothing: the kernel roof is optional
+    } else if !unit.weight_rate_gws.contains_key(&dep.weights) {
+        warnings.push(format!(
+            "{} {unit_id} has no measured kernel rate for {}: only the compute and memory roofs apply",
+            device.id, dep.weights
+        ));
+    }
+
+    let prompt = u64::from(dep.prompt_tokens);
+    let gen = u64::from(dep.gen_tokens);
+    let batch = u64::from(dep.batch);
+    let chunk = u64::from(dep.prefill_chunk.unwrap_or(dep.prompt_tokens)).min(prompt);
+
+    // Memory.
+    let mem = memory_report(
+        spec,
+        &MemoryInputs {
+            weights: dep.weights,
+            embedding,
+            kv: dep.kv,
+            compute,
+            context: u64::from(dep.context),
+            prompt,
+            chunk,
+            batch,
+            loader,
+            loader_chunk_bytes: device.memory.loader_chunk_bytes,
+            runtime_overhead_bytes: device.memory.runtime_overhead_bytes,
+            fragmentation: device.memory.fragmentation,
+            usable_bytes: device.memory.usable_bytes,
+            wasm_limit_bytes: device.memory.wasm_limit_bytes,
+        },
+    );
+    if !mem.fits {
+        warnings.push(format!(
+            "does not fit: needs {} of {} usable",
+            fmt_bytes(mem.total_bytes),
+            fmt_bytes(mem.usable_bytes)
+        ));
+    }
+
+    // Latency at the top frequency.
+    let plan = Plan {
+        weights: dep.weights,
+        embedding,
+        kv: dep.kv,
+        compute,
+        batch,
+        prompt,
+        gen,
+        chunk,
+    };
+    let tm = TimeModel::new(spec, plan);
+    let f_top = unit.freq_mhz[ceiling];
+    let roof_top = Roof::new(unit, peak, dep.weights, unit.f_max());
+    let (prefill_s, _) = tm.prefill(&roof_top);
+    let (steps, start) = tm.decode_steps();
+    let (dec_s, _) = tm.decode_sum(&roof_top, start, steps);
+    let (first_s, first_bytes) = tm.step(&roof_top, 1, start);
+    let last_pos = start + steps - 1;
+    let (last_s, _) = tm.step(&roof_top, 1, last_pos);
+    let decode_tok_s = batch as f64 * steps as f64 / dec_s;
+    let n_pts = steps.min(32);
+    let decode_curve = (0..=n_pts)
+        .map(|j| {
+            let pos = start + (steps - 1) * j / n_pts.max(1);
+            CurvePoint {
+                kv_tokens: pos,
+                ms: tm.step(&roof_top, 1, pos).0 * 1e3,
+            }
+        })
+        .collect();
+    let head_decode = tm
+        .head_ops(1, 1)
+        .iter()
+        .map(|c| roof_top.row(c, 1.0))
+        .collect();
+    let layers: Vec<LayerTable> = tm
+        .groups
+        .iter()
+        .map(|g| {
+            let (prefill, decode) = tm.group_rows(&roof_top, g);
+            LayerTable {
+                first_layer: g.first,
+                last_layer: g.first + g.count - 1,
+                count: g.count,
+                prefill,
+                decode,
+            }
+        })
+        .collect();
+    let eff = peak * unit.compute_efficiency;
+    let latency = LatencyReport {
+        unit: unit_id,
+        compute,
+        freq_mhz: unit.f_max(),
+        peak_gflops: peak,
+        effective_gflops: eff,
+        bandwidth_gbs: unit.bandwidth_gbs,
+        ridge_intensity: eff / unit.bandwidth_gbs,
+        prefill_ms: prefill_s * 1e3,
+        ttft_ms: prefill_s * 1e3,
+        prefill_tok_s: (prompt * batch) as f64 / prefill_s,
+        decode_ms_first: first_s * 1e3,
+        decode_ms_last: last_s * 1e3,
+        decode_tok_s,
+        decode_bytes_per_step: first_bytes,
+        decode_curve,
+        head_decode,
+    };
+
+    // Heat.
+    let levels: Vec<LevelPerf> = unit
+        .freq_mhz
+        .iter()
+        .map(|&f| {
+            let roof = Roof::new(unit, peak, dep.weights, f);
+            let (t, b) = tm.decode_sum(&roof, start, steps);
+            LevelPerf {
+                freq_mhz: f,
+                step_s: t / steps as f64,
+                bytes_per_step: b / steps as f64,
+                batch: batch as f64,
+            }
+        })
+        .collect();
+    let thermal = simulate(
+        device,
+        unit,
+        &ThermalInputs {
+            levels,
+            ceiling,
+            policy: dep.policy,
+            work_ms: dep.pacing_work_ms,
+            idle_ms: dep.pacing_idle_ms,
+            duration_s: dep.minutes * 60.0,
+            ambient_c: ambient,
+        },
+    );
+
+    // Verdicts.
+    let th = &dep.thresholds;
+    let verdict = Verdicts {
+        memory: Verdict::from_bool(mem.fits && mem.total_bytes <= th.peak_memory_bytes),
+        ttft: Verdict::from_bool(latency.ttft_ms < th.ttft_ms),
+        sustained: Verdict::from_bool(thermal.sustained_tok_s >= th.sustained_tok_s),
+        temperature: Verdict::from_bool(thermal.temp_rise_c < th.temp_rise_c),
+        experience: experience(thermal.sustained_tok_s, th),
+        thresholds: th.clone(),
+    };
+
+    let explain = explanations(
+        spec, &resolved, device, &mem, &latency, &thermal, &verdict, f_top,
+    );
+    Ok(Report {
+        model: ModelSummary {
+            name: spec.name.clone(),
+            family: spec.family,
+            num_layers: spec.num_layers(),
+            hidden_size: spec.hidden_size,
+            vocab_size: spec.vocab_size,
+            tie_word_embeddings: spec.tie_word_embeddings,
+            params: spec.params(),
+        },
+        device: DeviceSummary {
+            id: device.id.clone(),
+            name: device.name.clone(),
+            kind: device.kind.clone(),
+        },
+        deployment: resolved,
+        memory: mem,
+        latency,
+        layers,
+        thermal,
+        verdict,
+        explain,
+        warnings,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn explanations(
+    spec: &ModelSpec,
+    dep: &Deployment,
+    device: &DeviceProfile,
+    m: &MemoryReport,
+    l: &LatencyReport,
+    t: &ThermalReport,
+    v: &Verdicts,
+    f_top: f64,
+) -> BTreeMap<String, Explanation> {
+    let mut e = BTreeMap::new();
+    let p = spec.params();
+    let c = &m.weights_by_component;
+    let emb = dep.embedding_weights.unwrap_or(dep.weights);
+    e.insert(
+        "memory.weights_bytes".into(),
+        Explanation::new(
+            "Σ matrices ⌈cols/G⌉·bytes_per_group·rows (scales included) + norms·4",
+            format!(
+                "embedding {} ({} × {} in {emb}) + attention {} + MLP {} + norms {} + lm_head {} ({}) ; {} params at {:.3} bits/param",
+                c.embedding, spec.vocab_size, spec.hidden_size, c.attention, c.mlp, c.norms, c.lm_head,
+                if spec.tie_word_embeddings { "tied" } else { "untied" },
+                p.total, m.weights_bits_per_param
+            ),
+            fmt_bytes(m.weights_bytes),
+        )
+        .note(format!(
+            "{} is {} bits per weight nominal; exact per-row rounding of groups is counted",
+            dep.weights,
+            dep.weights.bits_per_weight()
+        )),
+    );
+    let l0 = spec.layers[0];
+    e.insert(
+        "memory.kv_bytes_per_token".into(),
+        Explanation::new(
+            "Σ layers kv_heads · (bytes_K(dk) + bytes_V(dv))",
+            format!(
+                "{} layers × {} KV heads × (K {} B + V {} B per head) in {}",
+                spec.num_layers(),
+                l0.num_kv_heads,
+                dep.kv.layer_k_bytes_per_token(&l0) / u64::from(l0.num_kv_heads),
+                dep.kv.layer_v_bytes_per_token(&l0) / u64::from(l0.num_kv_heads),
+                dep.kv
+            ),
+            format!("{} B/token", m.kv_bytes_per_token),
+        )
+        .note("layer 0 shown; pruned models sum their own layers"),
+    );
+    e.insert(
+        "memory.kv_bytes".into(),
+        Explanation::new(
+            "KV = kv_bytes_per_token × context × batch",
+            format!("{} × {} × {}", m.kv_bytes_per_token, dep.context, dep.batch),
+            fmt_bytes(m.kv_bytes),
+        ),
+    );
+    e.insert(
+        "memory.activations_bytes".into(),
+        Explanation::new(
+            "b · max_layers max(a·n·(2d + q + k + v + o_in) + 4·H·n·(p+n), a·n·(2d + 2I)) + 4·b·V",
+            format!(
+                "chunk n = {}, prompt {}, a = {} B ({}), d = {}, I = {}, V = {}",
+                dep.prefill_chunk
+                    .unwrap_or(dep.prompt_tokens)
+                    .min(dep.prompt_tokens),
+                dep.prompt_tokens,
+                crate::memory::activation_bytes_per_value(dep.compute.unwrap_or(ComputeDtype::F32)),
+                dep.compute.unwrap_or(ComputeDtype::F32),
+                spec.hidden_size,
+                l0.intermediate_size,
+                spec.vocab_size
+            ),
+            fmt_bytes(m.activations_bytes),
+        )
+        .note("a model: assumes f32 attention scores of one chunk are materialised"),
+    );
+    e.insert(
+        "memory.total_bytes".into(),
+        Explanation::new(
+            "weights + KV + activations + runtime + loader duplication + fragmentation·(weights + KV)",
+            format!(
+                "{} + {} + {} + {} + {} ({:?}) + {} ({} × (weights + KV))",
+                m.weights_bytes,
+                m.kv_bytes,
+                m.activations_bytes,
+                m.runtime_overhead_bytes,
+                m.loader_duplication_bytes,
+                dep.loader.unwrap_or(Loader::Mmap),
+                m.fragmentation_bytes,
+                device.memory.fragmentation
+            ),
+            fmt_bytes(m.total_bytes),
+        ),
+    );
+    e.insert(
+        "memory.usable_bytes".into(),
+        Explanation::new(
+            "device profile memory.usable_bytes",
+            format!("{}: {}", device.id, m.usable_bytes),
+            fmt_bytes(m.usable_bytes),
+        )
+        .note(
+            device
+                .sources
+                .get("memory.usable_bytes")
+                .cloned()
+                .unwrap_or_else(|| "see the device profile".into()),
+        ),
+    );
+    e.insert(
+        "latency.ttft_ms".into(),
+        Explanation::new(
+            "TTFT = Σ chunks Σ ops max(FLOPs/(peak·eff), bytes/BW, weights/rate) + overhead, logits for the last position",
+            format!(
+                "{} prompt tokens in chunks of {}; peak {} GFLOP/s × eff {} = {} GFLOP/s; BW {} GB/s; {} {}",
+                dep.prompt_tokens,
+                dep.prefill_chunk.unwrap_or(dep.prompt_tokens).min(dep.prompt_tokens),
+                fmt_num(l.peak_gflops),
+                fmt_num(l.effective_gflops / l.peak_gflops),
+                fmt_num(l.effective_gflops),
+                fmt_num(l.bandwidth_gbs),
+                l.unit,
+                l.compute
+            ),
+            format!("{} ms", fmt_num(l.ttft_ms)),
+        )
+        .note("a model: roofline with the profile's efficiency factors, at the top frequency"),
+    );
+    e.insert(
+        "latency.prefill_tok_s".into(),
+        Explanation::new(
+            "prompt tokens × batch / prefill time",
+            format!(
+                "{} × {} / {} ms",
+                dep.prompt_tokens,
+                dep.batch,
+                fmt_num(l.prefill_ms)
+            ),
+            format!("{} tok/s", fmt_num(l.prefill_tok_s)),
+        ),
+    );
+    e.insert(
+        "latency.decode_tok_s".into(),
+        Explanation::new(
+            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = Σ ops roofline time, attention grows with L",
+            format!(
+                "first step {} ms ({} bytes moved, ~{} ms at {} GB/s), last step {} ms",
+                fmt_num(l.decode_ms_first),
+                fmt_num(l.decode_bytes_per_step),
+                fmt_num(l.decode_bytes_per_step / (l.bandwidth_gbs * 1e9) * 1e3),
+                fmt_num(l.bandwidth_gbs),
+                fmt_num(l.decode_ms_last)
+            ),
+            format!("{} tok/s", fmt_num(l.decode_tok_s)),
+        )
+        .note("decode is usually memory-bound: bytes moved per token set the speed"),
+    );
+    let th = &device.thermal;
+    e.insert(
+        "thermal.time_to_throttle_s".into(),
+        Explanation::new(
+            "first t where the step-wise governor finds T_die ≥ trip; C_d·dT_d/dt = P − (T_d−T_b)/R_db, C_b·dT_b/dt = (T_d−T_b)/R_db − (T_b−T_a)/R_ba",
+            format!(
+                "C_d {} J/K, C_b {} J/K, R_db {} K/W, R_ba {} K/W, trip {} °C, hysteresis {} °C, T_a {} °C, policy {}, start {} MHz",
+                th.die_capacity_j_per_k, th.body_capacity_j_per_k, th.die_to_body_k_per_w,
+                th.body_to_ambient_k_per_w, th.trip_c, th.hysteresis_c, t.ambient_c, t.policy, f_top
+            ),
+            match t.time_to_throttle_s {
+                Some(s) => format!("{} s", fmt_num(s)),
+                None => format!("never within {} s", fmt_num(t.duration_s)),
+            },
+        )
+        .note("a model: lumped RC, parameters are estimates (see the device profile's sources)"),
+    );
+    e.insert(
+        "thermal.sustained_tok_s".into(),
+        Explanation::new(
+            "mean over the last 60 s of u · b / t_step(f(t))",
+            format!(
+                "start {} tok/s (utilisation {}), end of run at {} MHz",
+                fmt_num(t.initial_tok_s),
+                fmt_num(t.utilisation),
+                t.series.last().map(|s| s.freq_mhz).unwrap_or(f_top)
+            ),
+            format!("{} tok/s", fmt_num(t.sustained_tok_s)),
+        ),
+    );
+    e.insert(
+        "thermal.temp_rise_c".into(),
+        Explanation::new(
+            "max_t T_body(t) − T_ambient",
+            format!("{} − {}", fmt_num(t.body_max_c), fmt_num(t.ambient_c)),
+            format!(
+                "{} °C (die max {} °C)",
+                fmt_num(t.temp_rise_c),
+                fmt_num(t.die_max_c)
+            ),
+        ),
+    );
+    e.insert(
+        "thermal.energy_per_token_j".into(),
+        Explanation::new(
+            "∫P dt / tokens, P = P_idle + u·(P_unit·(f/f_max)^k + E_dram·bytes/t_step)",
+            format!(
+                "mean {} W over {} s, {} tokens; P_idle {} W, E_dram {} pJ/B",
+                fmt_num(t.avg_power_w),
+                fmt_num(t.duration_s),
+                fmt_num(t.tokens),
+                device.power.idle_w,
+                device.power.dram_pj_per_byte
+            ),
+            format!("{} J/token", fmt_num(t.energy_per_token_j)),
+        ),
+    );
+    for (key, verdict, f, val) in [
+        (
+            "verdict.memory",
+            v.memory,
+            "total ≤ min(threshold, usable)",
+            format!(
+                "{} ≤ min({}, {})",
+                m.total_bytes, v.thresholds.peak_memory_bytes, m.usable_bytes
+            ),
+        ),
+        (
+            "verdict.ttft",
+            v.ttft,
+            "ttft_ms < threshold",
+            format!("{} < {}", fmt_num(l.ttft_ms), v.thresholds.ttft_ms),
+        ),
+        (
+            "verdict.sustained",
+            v.sustained,
+            "sustained_tok_s ≥ threshold",
+            format!(
+                "{} ≥ {}",
+                fmt_num(t.sustained_tok_s),
+                v.thresholds.sustained_tok_s
+            ),
+        ),
+        (
+            "verdict.temperature",
+            v.temperature,
+            "temp_rise_c < threshold",
+            format!("{} < {}", fmt_num(t.temp_rise_c), v.thresholds.temp_rise_c),
+        ),
+    ] {
+        e.insert(
+            key.into(),
+            Explanation::new(f, val, format!("{verdict:?}").to_lowercase()),
+        );
+    }
+    e
+}

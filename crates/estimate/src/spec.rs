@@ -1,0 +1,493 @@
+//! `ModelSpec`: a decoder-only transformer's shape, and its parameter count by component.
+//!
+//! One spec describes one model, whatever it came from: a preset ([`crate::preset`]), an HF
+//! `config.json` ([`ModelSpec::from_hf_config`]), GGUF metadata ([`crate::GgufMetadata`]) or a
+//! pruned model ([`ModelSpec::pruned`]). Layers are listed one by one because structured pruning
+//! makes them differ (heads, KV heads, per-head Q/K and V dims, MLP width, dropped layers).
+//!
+//! # Parameter count (the formulas, per layer `i`)
+//! With `d` = hidden size, `H` query heads, `Hkv` KV heads, `dk` per-head Q/K dim, `dv` per-head
+//! V dim and `I` MLP width:
+//! - attention = `d·H·dk` (q) + `d·Hkv·dk` (k) + `d·Hkv·dv` (v) + `H·dv·d` (o)
+//!   + biases `H·dk + Hkv·dk + Hkv·dv` if `qkv_bias` (Qwen2) + `d` if `o_bias`;
+//! - MLP (gated: SwiGLU/GeGLU) = `3·d·I` (gate, up, down) + `2·I + d` if `mlp_bias`;
+//! - norms = `norms_per_layer · d` (RMSNorm has a weight only; Gemma 2 has 4 norms a layer);
+//! - model = `V·d` (embedding) + Σ layers + `d` (final norm) + `V·d` (output head) unless
+//!   `tie_word_embeddings`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{EstimateError, Result};
+use crate::format::named_enum;
+
+named_enum! {
+    /// The architecture family, as HF's `model_type` spells it.
+    Family, "model family" {
+        /// Llama 1/2/3, SmolLM, Sheared-LLaMA, TinyLlama, ...
+        Llama = "llama",
+        /// Mistral 7B and friends (Llama shape; may carry `head_dim`).
+        Mistral = "mistral",
+        /// Qwen2 / Qwen2.5 (bias on q, k, v).
+        Qwen2 = "qwen2",
+        /// Gemma 1 (GeGLU, tied, `head_dim` decoupled from hidden).
+        Gemma = "gemma",
+        /// Gemma 2 (four norms per layer).
+        Gemma2 = "gemma2",
+        /// Phi-3 (fused qkv and gate_up projections: same parameter count).
+        Phi3 = "phi3",
+    }
+}
+
+/// The shape of one transformer block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LayerSpec {
+    /// Query heads.
+    pub num_heads: u32,
+    /// Key/value heads (grouped-query attention when fewer than `num_heads`).
+    pub num_kv_heads: u32,
+    /// Per-head dimension of Q and K (they must match for q·k; even, for RoPE pairs).
+    pub qk_head_dim: u32,
+    /// Per-head dimension of V (the input width of o_proj is `num_heads · v_head_dim`).
+    pub v_head_dim: u32,
+    /// MLP intermediate width.
+    pub intermediate_size: u32,
+}
+
+impl LayerSpec {
+    /// `H · dk`: width of the q projection's output.
+    pub fn q_dim(&self) -> u64 {
+        u64::from(self.num_heads) * u64::from(self.qk_head_dim)
+    }
+    /// `Hkv · dk`.
+    pub fn k_dim(&self) -> u64 {
+        u64::from(self.num_kv_heads) * u64::from(self.qk_head_dim)
+    }
+    /// `Hkv · dv`.
+    pub fn v_dim(&self) -> u64 {
+        u64::from(self.num_kv_heads) * u64::from(self.v_head_dim)
+    }
+    /// `H · dv`: width of the attention output before o_proj.
+    pub fn o_in_dim(&self) -> u64 {
+        u64::from(self.num_heads) * u64::from(self.v_head_dim)
+    }
+}
+
+/// A model's shape: everything the byte and FLOP arithmetic needs, nothing more.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpec {
+    /// Display name ("SmolLM2-135M").
+    pub name: String,
+    /// Architecture family.
+    pub family: Family,
+    /// Hidden (residual stream) width `d`.
+    pub hidden_size: u32,
+    /// Vocabulary size `V`.
+    pub vocab_size: u32,
+    /// Whether the output head shares the embedding matrix.
+    pub tie_word_embeddings: bool,
+    /// Bias on q, k and v projections (Qwen2, Llama with `attention_bias`).
+    #[serde(default)]
+    pub qkv_bias: bool,
+    /// Bias on o_proj (Llama with `attention_bias`).
+    #[serde(default)]
+    pub o_bias: bool,
+    /// Bias on the MLP projections (Llama with `mlp_bias`).
+    #[serde(default)]
+    pub mlp_bias: bool,
+    /// RMSNorm weight vectors per layer (2; Gemma 2 has 4).
+    pub norms_per_layer: u32,
+    /// Context length the model was trained for, if known (only used for a warning).
+    #[serde(default)]
+    pub max_position_embeddings: Option<u32>,
+    /// The blocks, in order.
+    pub layers: Vec<LayerSpec>,
+}
+
+/// Parameter counts by component.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParamBreakdown {
+    /// `V · d`.
+    pub embedding: u64,
+    /// q, k, v, o weights and biases over all layers.
+    pub attention: u64,
+    /// gate, up, down weights (and biases) over all layers.
+    pub mlp: u64,
+    /// Per-layer norms plus the final norm.
+    pub norms: u64,
+    /// `V · d` unless tied (then 0).
+    pub lm_head: u64,
+    /// The sum.
+    pub total: u64,
+}
+
+// Bounds that keep every product in u64 and reject typos such as a context in the billions.
+pub(crate) const MAX_HIDDEN: u32 = 1 << 17;
+pub(crate) const MAX_VOCAB: u32 = 1 << 22;
+pub(crate) const MAX_LAYERS: usize = 1024;
+pub(crate) const MAX_HEADS: u32 = 1024;
+pub(crate) const MAX_HEAD_DIM: u32 = 4096;
+pub(crate) const MAX_INTERMEDIATE: u32 = 1 << 20;
+
+impl ModelSpec {
+    /// A model whose layers all have the same shape.
+    #[allow(clippy::too_many_arguments)]
+    pub fn uniform(
+        name: impl Into<String>,
+        family: Family,
+        hidden_size: u32,
+        num_layers: u32,
+        num_heads: u32,
+        num_kv_heads: u32,
+        head_dim: u32,
+        intermediate_size: u32,
+        vocab_size: u32,
+        tie_word_embeddings: bool,
+    ) -> Result<Self> {
+        if num_layers as usize > MAX_LAYERS {
+            return Err(crate::error::out_of_range(
+                "num_hidden_layers",
+                num_layers,
+                format!("must be at most {MAX_LAYERS}"),
+            ));
+        }
+        let layer = LayerSpec {
+            num_heads,
+            num_kv_heads,
+            qk_head_dim: head_dim,
+            v_head_dim: head_dim,
+            intermediate_size,
+        };
+        let spec = ModelSpec {
+            name: name.into(),
+            family,
+            hidden_size,
+            vocab_size,
+            tie_word_embeddings,
+            qkv_bias: family == Family::Qwen2,
+            o_bias: false,
+            mlp_bias: false,
+            norms_per_layer: if family == Family::Gemma2 { 4 } else { 2 },
+            max_position_embeddings: None,
+            layers: vec![layer; num_layers as usize],
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Checks that the shape can describe a real model: every dimension non-zero and below a
+    /// generous bound (so no byte count can overflow), query heads a multiple of KV heads, Q/K
+    /// head dims even (RoPE rotates pairs). Every constructor calls this; call it yourself after
+    /// editing the fields.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field: String, reason: String| EstimateError::InvalidShape {
+            model: self.name.clone(),
+            field,
+            reason,
+        };
+        let check = |field: &str, v: u32, max: u32| -> Result<()> {
+            if v == 0 || v > max {
+                Err(bad(field.to_string(), format!("{v} is not in 1..={max}")))
+            } else {
+                Ok(())
+            }
+        };
+        check("hidden_size", self.hidden_size, MAX_HIDDEN)?;
+        check("vocab_size", self.vocab_size, MAX_VOCAB)?;
+        if self.norms_per_layer > 8 {
+            return Err(bad(
+                "norms_per_layer".into(),
+                format!("{} is not in 0..=8", self.norms_per_layer),
+            ));
+        }
+        if self.layers.is_empty() || self.layers.len() > MAX_LAYERS {
+            return Err(bad(
+                "layers".into(),
+                format!("{} layers is not in 1..={MAX_LAYERS}", self.layers.len()),
+            ));
+        }
+        for (i, l) in self.layers.iter().enumerate() {
+            check(&format!("layers[{i}].num_heads"), l.num_heads, MAX_HEADS)?;
+            check(
+                &format!("layers[{i}].num_kv_heads"),
+                l.num_kv_heads,
+                MAX_HEADS,
+            )?;
+            check(
+                &format!("layers[{i}].qk_head_dim"),
+                l.qk_head_dim,
+                MAX_HEAD_DIM,
+            )?;
+            check(
+                &format!("layers[{i}].v_head_dim"),
+                l.v_head_dim,
+                MAX_HEAD_DIM,
+            )?;
+            check(
+                &format!("layers[{i}].intermediate_size"),
+                l.intermediate_size,
+                MAX_INTERMEDIATE,
+            )?;
+            if l.num_heads % l.num_kv_heads != 0 {
+                return Err(bad(
+                    format!("layers[{i}].num_kv_heads"),
+                    format!(
+                        "{} query heads are not a multiple of {} KV heads",
+                        l.num_heads, l.num_kv_heads
+                    ),
+                ));
+            }
+            if l.qk_head_dim % 2 != 0 {
+                return Err(bad(
+                    format!("layers[{i}].qk_head_dim"),
+                    format!("{} is odd; RoPE rotates dimensions in pairs", l.qk_head_dim),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of blocks.
+    pub fn num_layers(&self) -> usize {
+        self.layers.len()
+    }
+
+    /// Parameters of one block's attention: `d·H·dk + d·Hkv·dk + d·Hkv·dv + H·dv·d` plus biases.
+    pub fn attention_params(&self, l: &LayerSpec) -> u64 {
+        let d = u64::from(self.hidden_size);
+        let mut p = d * l.q_dim() + d * l.k_dim() + d * l.v_dim() + l.o_in_dim() * d;
+        if self.qkv_bias {
+            p += l.q_dim() + l.k_dim() + l.v_dim();
+        }
+        if self.o_bias {
+            p += d;
+        }
+        p
+    }
+
+    /// Parameters of one block's gated MLP: `3·d·I` plus biases `2·I + d` if `mlp_bias`.
+    pub fn mlp_params(&self, l: &LayerSpec) -> u64 {
+        let d = u64::from(self.hidden_size);
+        let i = u64::from(l.intermediate_size);
+        let mut p = 3 * d * i;
+        if self.mlp_bias {
+            p += 2 * i + d;
+        }
+        p
+    }
+
+    /// Parameter counts by component (see the module docs for the formulas).
+    pub fn params(&self) -> ParamBreakdown {
+        let d = u64::from(self.hidden_size);
+        let v = u64::from(self.vocab_size);
+        let embedding = v * d;
+        let attention = self.layers.iter().map(|l| self.attention_params(l)).sum();
+        let mlp = self.layers.iter().map(|l| self.mlp_params(l)).sum();
+        let norms = self.layers.len() as u64 * u64::from(self.norms_per_layer) * d + d;
+        let lm_head = if self.tie_word_embeddings { 0 } else { v * d };
+        ParamBreakdown {
+            embedding,
+            attention,
+            mlp,
+            norms,
+            lm_head,
+            total: embedding + attention + mlp + norms + lm_head,
+        }
+    }
+
+    /// The same model with some structure removed. See [`Pruning`] for what can be removed and
+    /// the rules a valid result must follow; nothing may grow.
+    pub fn pruned(&self, pruning: &Pruning) -> Result<ModelSpec> {
+        let n = self.layers.len();
+        let mut layers: Vec<Option<LayerSpec>> = self.layers.iter().copied().map(Some).collect();
+        for &idx in pruning.per_layer.keys() {
+            if idx as usize >= n {
+                return Err(EstimateError::Prune {
+                    what: format!("per_layer[{idx}]"),
+                    reason: format!("the model has {n} layers (0..={})", n - 1),
+                });
+            }
+        }
+        for (i, slot) in layers.iter_mut().enumerate() {
+            let orig = self.layers[i];
+            let mut l = pruning.all_layers.apply(orig, i)?;
+            if let Some(p) = pruning.per_layer.get(&(i as u32)) {
+                l = p.apply(l, i)?;
+            }
+            *slot = Some(l);
+        }
+        for &idx in &pruning.drop_layers {
+            let Some(slot) = layers.get_mut(idx as usize) else {
+                return Err(EstimateError::Prune {
+                    what: format!("drop_layers: {idx}"),
+                    reason: format!("the model has {n} layers (0..={})", n - 1),
+                });
+            };
+            if slot.take().is_none() {
+                return Err(EstimateError::Prune {
+                    what: format!("drop_layers: {idx}"),
+                    reason: "layer listed twice".into(),
+                });
+            }
+        }
+        let layers: Vec<LayerSpec> = layers.into_iter().flatten().collect();
+        if layers.is_empty() {
+            return Err(EstimateError::Prune {
+                what: "drop_layers".into(),
+                reason: format!("dropping all {n} layers leaves no model"),
+            });
+        }
+        let out = ModelSpec {
+            name: format!("{} (pruned)", self.name),
+            layers,
+            ..self.clone()
+        };
+        out.validate()?;
+        Ok(out)
+    }
+}
+
+/// New sizes for one layer's structures; `None` keeps the current size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LayerPrune {
+    /// Query heads to keep (must stay a multiple of the KV heads).
+    pub num_heads: Option<u32>,
+    /// KV heads to keep.
+    pub num_kv_heads: Option<u32>,
+    /// Per-head Q/K dim to keep (even: Q and K are pruned together, in RoPE pairs).
+    pub qk_head_dim: Option<u32>,
+    /// Per-head V dim to keep (with the matching o_proj inputs).
+    pub v_head_dim: Option<u32>,
+    /// MLP width to keep (gate/up rows with down columns).
+    pub intermediate_size: Option<u32>,
+}
+
+impl LayerPrune {
+    fn apply(&self, l: LayerSpec, i: usize) -> Result<LayerSpec> {
+        let pick = |field: &str, new: Option<u32>, old: u32| -> Result<u32> {
+            match new {
+                None => Ok(old),
+                Some(0) => Err(EstimateError::Prune {
+                    what: format!("layers[{i}].{field}"),
+                    reason: "0 would remove the structure; drop the layer instead".into(),
+                }),
+                Some(v) if v > old => Err(EstimateError::Prune {
+                    what: format!("layers[{i}].{field}"),
+                    reason: format!("{v} is larger than the current {old}; pruning never grows"),
+                }),
+                Some(v) => Ok(v),
+            }
+        };
+        Ok(LayerSpec {
+            num_heads: pick("num_heads", self.num_heads, l.num_heads)?,
+            num_kv_heads: pick("num_kv_heads", self.num_kv_heads, l.num_kv_heads)?,
+            qk_head_dim: pick("qk_head_dim", self.qk_head_dim, l.qk_head_dim)?,
+            v_head_dim: pick("v_head_dim", self.v_head_dim, l.v_head_dim)?,
+            intermediate_size: pick(
+                "intermediate_size",
+                self.intermediate_size,
+                l.intermediate_size,
+            )?,
+        })
+    }
+}
+
+/// A structured-pruning request: a shape to apply to every layer, per-layer overrides (indices
+/// in the original numbering), and whole layers to drop. The result must be a valid
+/// [`ModelSpec`]: query heads a multiple of KV heads, Q/K dims even.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Pruning {
+    /// Applied to every layer first.
+    pub all_layers: LayerPrune,
+    /// Then these, by original layer index.
+    pub per_layer: BTreeMap<u32, LayerPrune>,
+    /// Original indices of layers removed entirely.
+    pub drop_layers: Vec<u32>,
+}
+
+/// Fractions of each structure to remove, uniformly (the page's sliders). Each in `[0, 1)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PruneRatios {
+    /// Fraction of query heads removed (within each KV group; whole head pairs without GQA).
+    pub heads: f64,
+    /// Fraction of per-head Q/K dims removed (rounded to RoPE pairs).
+    pub qk_dims: f64,
+    /// Fraction of per-head V dims removed.
+    pub v_dims: f64,
+    /// Fraction of MLP width removed.
+    pub mlp: f64,
+    /// Number of whole layers removed.
+    pub layers: u32,
+}
+
+impl Pruning {
+    /// The uniform pruning that removes the given fractions, rounded as the engine rounds:
+    /// - heads: with grouped-query attention each KV group of `g = H/Hkv` query heads keeps
+    ///   `max(1, round((1-r)·g))` (KV heads stay); with plain multi-head attention (`g = 1`)
+    ///   whole (query, KV) head pairs go: `max(1, round((1-r)·H))` of each;
+    /// - Q/K dims: keep `2·max(1, round((1-r)·dk/2))` (whole RoPE pairs);
+    /// - V dims, MLP width: keep `max(1, round((1-r)·n))`;
+    /// - layers: drop `n` layers just before the last one (deep middle layers are the most
+    ///   redundant by block-influence scores; the estimate only depends on how many).
+    pub fn from_ratios(spec: &ModelSpec, r: &PruneRatios) -> Result<Pruning> {
+        for (what, v) in [
+            ("heads", r.heads),
+            ("qk_dims", r.qk_dims),
+            ("v_dims", r.v_dims),
+            ("mlp", r.mlp),
+        ] {
+            if !(0.0..1.0).contains(&v) {
+                return Err(crate::error::out_of_range(
+                    format!("prune ratio {what}"),
+                    v,
+                    "must be in [0, 1)",
+                ));
+            }
+        }
+        let n = spec.layers.len();
+        if r.layers as usize >= n {
+            return Err(crate::error::out_of_range(
+                "prune layers",
+                r.layers,
+                format!("the model has {n} layers; at least one must remain"),
+            ));
+        }
+        let keep =
+            |ratio: f64, v: u32| -> u32 { ((1.0 - ratio) * f64::from(v)).round().max(1.0) as u32 };
+        let mut per_layer = BTreeMap::new();
+        for (i, l) in spec.layers.iter().enumerate() {
+            let g = l.num_heads / l.num_kv_heads;
+            let (heads, kv_heads) = if g == 1 {
+                let h = keep(r.heads, l.num_heads);
+                (h, h)
+            } else {
+                (keep(r.heads, g) * l.num_kv_heads, l.num_kv_heads)
+            };
+            per_layer.insert(
+                i as u32,
+                LayerPrune {
+                    num_heads: Some(heads),
+                    num_kv_heads: Some(kv_heads),
+                    qk_head_dim: Some(2 * keep(r.qk_dims, l.qk_head_dim / 2)),
+                    v_head_dim: Some(keep(r.v_dims, l.v_head_dim)),
+                    intermediate_size: Some(keep(r.mlp, l.intermediate_size)),
+                },
+            );
+        }
+        let drop_layers = if r.layers == 0 {
+            Vec::new()
+        } else {
+            let last = n as u32 - 1;
+            (last - r.layers..last).collect()
+        };
+        Ok(Pruning {
+            all_layers: LayerPrune::default(),
+            per_layer,
+            drop_layers,
+        })
+    }
+}

@@ -1,0 +1,674 @@
+//! The time, memory, thermal and verdict models: hand-computed cases and properties.
+
+use edgefit_estimate::{
+    device, device_ids, estimate, preset, BrowserMeasurements, ComputeDtype, ComputeUnit,
+    Deployment, DeviceProfile, EstimateError, Family, KvFormat, ModelSpec, Policy, PruneRatios,
+    Pruning, Verdict, WeightFormat,
+};
+
+/// A device with one CPU unit whose roofs are chosen so one of them always wins.
+fn synthetic(peak_gflops: f64, bandwidth_gbs: f64) -> DeviceProfile {
+    let json = format!(
+        r#"{{"id":"synthetic","name":"synthetic","kind":"test",
+        "memory":{{"total_bytes":1000000000,"usable_bytes":1000000000,"runtime_overhead_bytes":0,
+                   "fragmentation":0.0,"loader":"mmap"}},
+        "units":{{"cpu":{{"peak_gflops":{{"f32":{peak_gflops}}},"compute_efficiency":1.0,
+                 "bandwidth_gbs":{bandwidth_gbs},"op_overhead_us":0,"freq_mhz":[1000,500],
+                 "active_power_w":1.0,"power_freq_exponent":2.0}}}},
+        "default_unit":"cpu",
+        "power":{{"idle_w":1.0,"dram_pj_per_byte":0,"battery_wh":10}},
+        "thermal":{{"ambient_c":25,"die_capacity_j_per_k":1,"body_capacity_j_per_k":10,
+                   "die_to_body_k_per_w":1,"body_to_ambient_k_per_w":1,"trip_c":90,
+                   "hysteresis_c":5,"poll_s":1}}}}"#
+    );
+    DeviceProfile::from_json(&json).unwrap()
+}
+
+/// d = 64, 1 layer, 2 heads, 1 KV head, head dim 32, I = 128, V = 100, tied.
+fn tiny() -> ModelSpec {
+    ModelSpec::uniform("tiny", Family::Llama, 64, 1, 2, 1, 32, 128, 100, true).unwrap()
+}
+
+fn f32_dep() -> Deployment {
+    Deployment {
+        weights: WeightFormat::F32,
+        kv: KvFormat::F32,
+        compute: Some(ComputeDtype::F32),
+        context: 64,
+        prompt_tokens: 10,
+        gen_tokens: 5,
+        minutes: 1.0,
+        ..Deployment::default()
+    }
+}
+
+#[test]
+fn memory_bound_decode_and_prefill_by_hand() {
+    // Bandwidth 1 GB/s, compute practically infinite: time = bytes / 1e9.
+    let r = estimate(&tiny(), &f32_dep(), &synthetic(1e9, 1.0)).unwrap();
+    // Bytes of one decode step after p cached tokens (f32 everything, a = 4 bytes):
+    // norms 2·4·64 + 2·2·4·64 = 1536; q 64·64·4 + 4·(64+64) = 16896; k, v 32·64·4 + 4·96 = 8576
+    // each; o 16896; gate, up 128·64·4 + 4·192 = 33536 each; SiLU·up 3·4·128 = 1536;
+    // down 33536; head: embedding row 256 + 256, final norm 256 + 512, lm_head 100·64·4 + 4·164.
+    let constant = 1536 + 16896 + 8576 * 2 + 16896 + 33536 * 3 + 1536 + (512 + 768 + 25600 + 656);
+    // Attention: KV per token 1·(32+32)·4 = 256 B; reads (p+1) tokens, writes 1; q in, out 512.
+    let step = |p: u64| (constant + 256 * (p + 1) + 256 + 512) as f64 * 1e-9;
+    assert_eq!(constant, 182_160);
+    let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-9;
+    assert!(close(r.latency.decode_ms_first, step(10) * 1e3));
+    assert!(close(r.latency.decode_ms_last, step(13) * 1e3));
+    // 5 generated tokens = 4 decode steps at cache lengths 10..=13.
+    let sum: f64 = (10..=13).map(step).sum();
+    assert!(close(r.latency.decode_tok_s, 4.0 / sum));
+    // Prefill of 10 tokens (one chunk), bytes worked out in the same way, logits for 1 position.
+    let prefill =
+        10752 + 21504 + 12032 * 2 + 21504 + 40448 * 3 + 15360 + 10240 + 5120 + 768 + 26256;
+    assert_eq!(prefill, 256_912);
+    assert!(close(r.latency.ttft_ms, prefill as f64 * 1e-9 * 1e3));
+    assert!(close(
+        r.latency.prefill_tok_s,
+        10.0 / (prefill as f64 * 1e-9)
+    ));
+    assert!(r.layers[0]
+        .decode
+        .iter()
+        .all(|o| o.bound == edgefit_estimate::latency::Bound::Memory));
+}
+
+#[test]
+fn compute_bound_prefill_by_hand() {
+    // 1 GFLOP/s, bandwidth practically infinite: time = FLOPs / 1e9.
+    let r = estimate(&tiny(), &f32_dep(), &synthetic(1.0, 1e9)).unwrap();
+    // norms 2·4·10·64; q 2·10·64·64; k, v 2·10·32·64; o like q; gate, up, down 2·10·128·64;
+    // SiLU·up 5·10·128; attention 2 heads·(2·32 + 2·32 + 5)·S with S = 10·11/2 (causal);
+    // final norm 4·64; lm_head 2·100·64 (last position only).
+    let flops = 5120 + 81920 + 40960 * 2 + 81920 + 163_840 * 3 + 6400 + 2 * 133 * 55 + 256 + 12800;
+    assert_eq!(flops, 776_486);
+    assert!((r.latency.ttft_ms / (flops as f64 * 1e-9 * 1e3) - 1.0).abs() < 1e-9);
+    let att = r.layers[0]
+        .prefill
+        .iter()
+        .find(|o| o.op == "attention")
+        .unwrap();
+    assert_eq!(att.flops, (2 * 133 * 55) as f64);
+    assert_eq!(att.bound, edgefit_estimate::latency::Bound::Compute);
+}
+
+#[test]
+fn chunked_prefill_costs_the_same_flops_of_attention() {
+    // Causal attention over 10 tokens in chunks of 3: S = Σ n·p + n(n+1)/2 = 55 either way.
+    let dev = synthetic(1.0, 1e9);
+    let whole = estimate(&tiny(), &f32_dep(), &dev).unwrap();
+    let chunked = estimate(
+        &tiny(),
+        &Deployment {
+            prefill_chunk: Some(3),
+            ..f32_dep()
+        },
+        &dev,
+    )
+    .unwrap();
+    let att = |r: &edgefit_estimate::Report| {
+        r.layers[0]
+            .prefill
+            .iter()
+            .find(|o| o.op == "attention")
+            .unwrap()
+            .flops
+    };
+    assert_eq!(att(&whole), att(&chunked));
+    assert!(chunked.memory.activations_bytes < whole.memory.activations_bytes);
+}
+
+#[test]
+fn memory_total_is_the_sum_and_kv_uses_the_shared_function() {
+    let spec = preset("llama-3.2-1b").unwrap();
+    let dep = Deployment {
+        kv: KvFormat::K8v16,
+        context: 4096,
+        batch: 2,
+        ..Deployment::default()
+    };
+    let r = estimate(&spec, &dep, &device("snapdragon-8-gen3").unwrap()).unwrap();
+    let m = &r.memory;
+    assert_eq!(
+        m.kv_bytes_per_token,
+        edgefit_estimate::kv_bytes_per_token(&spec, KvFormat::K8v16)
+    );
+    assert_eq!(m.kv_bytes, m.kv_bytes_per_token * 4096 * 2);
+    assert_eq!(
+        m.total_bytes,
+        m.weights_bytes
+            + m.kv_bytes
+            + m.activations_bytes
+            + m.runtime_overhead_bytes
+            + m.loader_duplication_bytes
+            + m.fragmentation_bytes
+    );
+    assert_eq!(m.loader_duplication_bytes, 32 << 20); // chunked loader, 32 MiB
+                                                      // Browser: the file is held twice at peak.
+    let b = estimate(&spec, &dep, &device("this-browser").unwrap()).unwrap();
+    assert_eq!(b.memory.loader_duplication_bytes, b.memory.weights_bytes);
+    assert!(b.memory.wasm_bytes.is_some());
+}
+
+#[test]
+fn longer_context_never_lowers_kv_or_total() {
+    let spec = preset("qwen2.5-0.5b").unwrap();
+    let dev = device("snapdragon-8-gen3").unwrap();
+    let mut last = (0, 0);
+    for ctx in [256, 512, 1024, 4096, 32768, 131072] {
+        let r = estimate(
+            &spec,
+            &Deployment {
+                context: ctx,
+                ..Deployment::default()
+            },
+            &dev,
+        )
+        .unwrap();
+        assert!(
+            r.memory.kv_bytes >= last.0 && r.memory.total_bytes >= last.1,
+            "{ctx}"
+        );
+        last = (r.memory.kv_bytes, r.memory.total_bytes);
+    }
+}
+
+#[test]
+fn decode_slows_as_the_cache_grows_and_prompts_cost_time() {
+    let spec = preset("smollm2-360m").unwrap();
+    let dev = device("snapdragon-8-gen2").unwrap();
+    let r = estimate(
+        &spec,
+        &Deployment {
+            context: 8192,
+            prompt_tokens: 100,
+            gen_tokens: 8000,
+            ..Deployment::default()
+        },
+        &dev,
+    )
+    .unwrap();
+    let c = &r.latency.decode_curve;
+    assert!(c.len() >= 2);
+    assert!(c
+        .windows(2)
+        .all(|w| w[1].ms >= w[0].ms && w[1].kv_tokens > w[0].kv_tokens));
+    assert!(r.latency.decode_ms_last > r.latency.decode_ms_first);
+    let mut last = 0.0;
+    for p in [1, 16, 128, 1024] {
+        let r = estimate(
+            &spec,
+            &Deployment {
+                prompt_tokens: p,
+                ..Deployment::default()
+            },
+            &dev,
+        )
+        .unwrap();
+        assert!(r.latency.ttft_ms > last);
+        last = r.latency.ttft_ms;
+    }
+}
+
+#[test]
+fn fewer_weight_bytes_decode_faster_on_a_phone() {
+    let spec = preset("llama-3.2-1b").unwrap();
+    let dev = device("snapdragon-8-gen3").unwrap();
+    let tps = |w: WeightFormat| {
+        estimate(
+            &spec,
+            &Deployment {
+                weights: w,
+                ..Deployment::default()
+            },
+            &dev,
+        )
+        .unwrap()
+        .latency
+        .decode_tok_s
+    };
+    assert!(tps(WeightFormat::W4g32) > 2.5 * tps(WeightFormat::Bf16));
+    assert!(tps(WeightFormat::Bf16) > tps(WeightFormat::F32));
+}
+
+#[test]
+fn pruning_never_raises_any_cost() {
+    let base = preset("sheared-llama-1.3b").unwrap();
+    let dev = device("snapdragon-8-gen3").unwrap();
+    let dep = Deployment {
+        kv: KvFormat::K8v16,
+        ..Deployment::default()
+    };
+    let b = estimate(&base, &dep, &dev).unwrap();
+    for r in [
+        PruneRatios {
+            mlp: 0.5,
+            ..Default::default()
+        },
+        PruneRatios {
+            heads: 0.5,
+            ..Default::default()
+        },
+        PruneRatios {
+            qk_dims: 0.3,
+            v_dims: 0.3,
+            ..Default::default()
+        },
+        PruneRatios {
+            layers: 4,
+            ..Default::default()
+        },
+    ] {
+        let s = base
+            .pruned(&Pruning::from_ratios(&base, &r).unwrap())
+            .unwrap();
+        let p = estimate(&s, &dep, &dev).unwrap();
+        assert!(s.params().total < base.params().total, "{r:?}");
+        assert!(p.memory.weights_bytes <= b.memory.weights_bytes);
+        assert!(p.memory.kv_bytes <= b.memory.kv_bytes);
+        assert!(p.memory.activations_bytes <= b.memory.activations_bytes);
+        assert!(p.latency.ttft_ms <= b.latency.ttft_ms);
+        assert!(p.latency.decode_ms_first <= b.latency.decode_ms_first);
+        assert!(p.thermal.energy_per_token_j <= b.thermal.energy_per_token_j * (1.0 + 1e-9));
+    }
+    // TransAct-style: K/V head dims to 70% cut the KV cache by ~30%.
+    let r = PruneRatios {
+        qk_dims: 0.3,
+        v_dims: 0.3,
+        ..Default::default()
+    };
+    let s = base
+        .pruned(&Pruning::from_ratios(&base, &r).unwrap())
+        .unwrap();
+    let f16 = |m: &ModelSpec| edgefit_estimate::kv_bytes_per_token(m, KvFormat::F16) as f64;
+    let cut = 1.0 - f16(&s) / f16(&base);
+    assert!((0.28..0.32).contains(&cut), "{cut}");
+}
+
+#[test]
+fn throttling_never_raises_throughput() {
+    let spec = preset("sheared-llama-1.3b").unwrap();
+    for id in ["snapdragon-8-gen3", "snapdragon-8-gen1", "tensor-g4"] {
+        let dev = device(id).unwrap();
+        for unit in [ComputeUnit::Npu, ComputeUnit::Cpu] {
+            let r = estimate(
+                &spec,
+                &Deployment {
+                    unit: Some(unit),
+                    minutes: 20.0,
+                    ..Deployment::default()
+                },
+                &dev,
+            )
+            .unwrap();
+            let t = &r.thermal;
+            let top = t.series[0].freq_mhz;
+            for s in &t.series {
+                assert!(s.tok_s <= t.initial_tok_s * (1.0 + 1e-12), "{id} {unit}");
+                if s.freq_mhz < top {
+                    assert!(s.tok_s < t.initial_tok_s);
+                }
+            }
+            assert!(t.sustained_tok_s <= t.initial_tok_s * (1.0 + 1e-12));
+        }
+    }
+}
+
+#[test]
+fn thermal_reproduces_the_pacing_finding_on_snapdragon_8_gen3() {
+    // Domain notes §7: a 1.3B model paced (≤180 ms work, 50 ms idle) sustains 15 min without
+    // throttling, against ~5 min flat out.
+    let spec = preset("sheared-llama-1.3b").unwrap();
+    let dev = device("snapdragon-8-gen3").unwrap();
+    let run = |policy| {
+        estimate(
+            &spec,
+            &Deployment {
+                kv: KvFormat::K8v16,
+                policy,
+                ..Deployment::default()
+            },
+            &dev,
+        )
+        .unwrap()
+        .thermal
+    };
+    let flat = run(Policy::FlatOut);
+    let paced = run(Policy::Paced);
+    let capped = run(Policy::Capped);
+    let t = flat.time_to_throttle_s.expect("flat-out throttles");
+    assert!((180.0..600.0).contains(&t), "{t}");
+    assert_eq!(paced.time_to_throttle_s, None);
+    assert!(paced.temp_rise_c < flat.temp_rise_c);
+    assert!(capped.die_max_c < flat.die_max_c);
+    assert!((0.7..0.85).contains(&paced.utilisation));
+    assert!(paced.sustained_tok_s < flat.initial_tok_s);
+    // Governor steps back up after cooling: flat-out oscillates around the trip.
+    assert!(flat.die_max_c <= dev.thermal.trip_c + 2.0);
+}
+
+#[test]
+fn hotter_rooms_and_longer_runs_are_never_kinder() {
+    let spec = preset("llama-3.2-1b").unwrap();
+    let dev = device("snapdragon-8-gen3").unwrap();
+    let run = |ambient: f64, minutes: f64| {
+        estimate(
+            &spec,
+            &Deployment {
+                ambient_c: Some(ambient),
+                minutes,
+                ..Deployment::default()
+            },
+            &dev,
+        )
+        .unwrap()
+        .thermal
+    };
+    let cool = run(20.0, 15.0);
+    let hot = run(35.0, 15.0);
+    assert!(hot.time_to_throttle_s.unwrap() < cool.time_to_throttle_s.unwrap_or(f64::INFINITY));
+    assert!(hot.sustained_tok_s <= cool.sustained_tok_s);
+    let mut last = 0.0;
+    for m in [1.0, 5.0, 15.0] {
+        let t = run(25.0, m);
+        assert!(t.temp_rise_c >= last);
+        last = t.temp_rise_c;
+    }
+    // Energy per token from the reported power and tokens.
+    let t = run(25.0, 15.0);
+    assert!((t.energy_per_token_j - t.avg_power_w * t.duration_s / t.tokens).abs() < 1e-9);
+    assert!(
+        (t.battery_pct_per_hour.unwrap() - t.avg_power_w / dev.power.battery_wh.unwrap() * 100.0)
+            .abs()
+            < 1e-9
+    );
+}
+
+#[test]
+fn cpu_bound_8b_in_f16_throttles_fast_and_does_not_fit() {
+    // Domain notes §1: unoptimised Llama-3-8B on a Xiaomi 14 throttled within ~30 s and was
+    // killed for memory. CPU f16 weights alone are 16 GB.
+    let spec = preset("llama-3-8b").unwrap();
+    let dev = device("snapdragon-8-gen3").unwrap();
+    let r = estimate(
+        &spec,
+        &Deployment {
+            weights: WeightFormat::F16,
+            unit: Some(ComputeUnit::Cpu),
+            context: 8192,
+            ..Deployment::default()
+        },
+        &dev,
+    )
+    .unwrap();
+    assert_eq!(r.verdict.memory, Verdict::Fail);
+    assert!(!r.memory.fits);
+    let t = r.thermal.time_to_throttle_s.unwrap();
+    assert!(t < 120.0, "{t}");
+    assert!(r.latency.decode_tok_s < 5.0);
+}
+
+#[test]
+fn verdicts_follow_thresholds() {
+    let spec = preset("llama-3.2-1b").unwrap();
+    let dev = device("snapdragon-8-gen3").unwrap();
+    let mut dep = Deployment::default();
+    let r = estimate(&spec, &dep, &dev).unwrap();
+    assert_eq!(r.verdict.memory, Verdict::Pass);
+    dep.thresholds.peak_memory_bytes = r.memory.total_bytes - 1;
+    dep.thresholds.ttft_ms = r.latency.ttft_ms;
+    dep.thresholds.sustained_tok_s = r.thermal.sustained_tok_s + 1.0;
+    dep.thresholds.temp_rise_c = r.thermal.temp_rise_c;
+    let f = estimate(&spec, &dep, &dev).unwrap();
+    assert_eq!(
+        [
+            f.verdict.memory,
+            f.verdict.ttft,
+            f.verdict.sustained,
+            f.verdict.temperature
+        ],
+        [Verdict::Fail; 4]
+    );
+}
+
+#[test]
+fn absurd_knobs_are_errors_naming_the_knob() {
+    let spec = preset("smollm2-135m").unwrap();
+    let dev = device("snapdragon-8-gen3").unwrap();
+    let err = |d: Deployment| estimate(&spec, &d, &dev).unwrap_err().to_string();
+    let d = Deployment::default;
+    assert!(err(Deployment { context: 0, ..d() }).contains("context = 0"));
+    assert!(err(Deployment {
+        context: u32::MAX,
+        ..d()
+    })
+    .contains("context"));
+    assert!(err(Deployment {
+        prompt_tokens: 0,
+        ..d()
+    })
+    .contains("prompt_tokens"));
+    assert!(err(Deployment {
+        gen_tokens: 0,
+        ..d()
+    })
+    .contains("gen_tokens"));
+    assert!(err(Deployment {
+        prompt_tokens: 2000,
+        gen_tokens: 100,
+        ..d()
+    })
+    .contains("2100"));
+    assert!(err(Deployment { batch: 0, ..d() }).contains("batch"));
+    assert!(err(Deployment {
+        minutes: -1.0,
+        ..d()
+    })
+    .contains("minutes"));
+    assert!(err(Deployment {
+        minutes: f64::NAN,
+        ..d()
+    })
+    .contains("minutes"));
+    assert!(err(Deployment {
+        prefill_chunk: Some(0),
+        ..d()
+    })
+    .contains("prefill_chunk"));
+    assert!(err(Deployment {
+        freq_cap_mhz: Some(450.0),
+        ..d()
+    })
+    .contains("capped"));
+    assert!(err(Deployment {
+        policy: Policy::Capped,
+        freq_cap_mhz: Some(10.0),
+        ..d()
+    })
+    .contains("lowest level"));
+    assert!(err(Deployment {
+        ambient_c: Some(300.0),
+        ..d()
+    })
+    .contains("ambient_c"));
+    let e = estimate(&spec, &d(), &device("raspberry-pi-5").unwrap());
+    assert!(e.is_ok());
+    let e = estimate(
+        &spec,
+        &Deployment {
+            unit: Some(ComputeUnit::Npu),
+            ..d()
+        },
+        &device("raspberry-pi-5").unwrap(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, EstimateError::UnitUnavailable { .. }) && e.to_string().contains("npu"));
+    let e = estimate(
+        &spec,
+        &Deployment {
+            compute: Some(ComputeDtype::F16),
+            ..d()
+        },
+        &device("this-browser").unwrap(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("f16"), "{e}");
+    // JSON from the page: unknown format strings are refused, partial objects take defaults.
+    let bad: Result<Deployment, _> = serde_json::from_str(r#"{"weights":"w3g32"}"#);
+    assert!(bad.unwrap_err().to_string().contains("w3g32"));
+    let bad: Result<Deployment, _> = serde_json::from_str(r#"{"policy":"turbo"}"#);
+    assert!(bad.is_err());
+    let ok: Deployment = serde_json::from_str(r#"{"kv":"k8v16","policy":"paced"}"#).unwrap();
+    assert_eq!(
+        (ok.kv, ok.policy, ok.context),
+        (KvFormat::K8v16, Policy::Paced, 2048)
+    );
+    assert!(device("pixel-99")
+        .unwrap_err()
+        .to_string()
+        .contains("snapdragon-8-gen3"));
+}
+
+#[test]
+fn device_profiles_load_validate_and_cite_sources() {
+    let ids = device_ids();
+    for want in [
+        "snapdragon-8-gen3",
+        "snapdragon-8-gen2",
+        "snapdragon-8-gen1",
+        "dimensity-9300",
+        "apple-a17-pro",
+        "apple-a18-pro",
+        "tensor-g4",
+        "raspberry-pi-5",
+        "apple-m2",
+        "this-browser",
+        "snapdragon-7-gen3",
+    ] {
+        assert!(ids.contains(&want), "{want}");
+    }
+    for id in ids {
+        let d = device(id).unwrap();
+        assert_eq!(d.id, id);
+        assert!(!d.sources.is_empty(), "{id}");
+        // Every preset estimates on every device without error (defaults).
+        let r = estimate(&preset("smollm2-135m").unwrap(), &Deployment::default(), &d).unwrap();
+        assert!(r.latency.decode_tok_s.is_finite() && r.latency.decode_tok_s > 0.0);
+    }
+    let mut bad = device("apple-m2").unwrap();
+    bad.units.get_mut(&ComputeUnit::Cpu).unwrap().bandwidth_gbs = -1.0;
+    assert!(bad
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("units.cpu.bandwidth_gbs"));
+    let mut bad = device("apple-m2").unwrap();
+    bad.units.get_mut(&ComputeUnit::Gpu).unwrap().freq_mhz = vec![500.0, 900.0];
+    assert!(bad.validate().is_err());
+}
+
+#[test]
+fn this_browser_takes_measurements() {
+    let m = BrowserMeasurements {
+        read_bandwidth_gbs: 12.5,
+        f32_gflops: 30.0,
+        weight_rate_gws: [(WeightFormat::F32, 2.0), (WeightFormat::W4g32, 4.0)].into(),
+        wasm_limit_bytes: Some(2 << 30),
+    };
+    let d = DeviceProfile::this_browser(&m).unwrap();
+    let cpu = d.unit(ComputeUnit::Cpu).unwrap();
+    assert_eq!(cpu.bandwidth_gbs, 12.5);
+    assert_eq!(d.memory.wasm_limit_bytes, Some(2 << 30));
+    let spec = preset("smollm2-135m").unwrap();
+    let slow = estimate(&spec, &Deployment::default(), &d).unwrap();
+    let fast = estimate(
+        &spec,
+        &Deployment::default(),
+        &device("this-browser").unwrap(),
+    )
+    .unwrap();
+    assert!(slow.latency.decode_tok_s < fast.latency.decode_tok_s);
+    // The w4g32 kernel roof (4 G weights/s) is what bounds the browser's decode matmuls.
+    let q = slow.layers[0]
+        .decode
+        .iter()
+        .find(|o| o.op == "gate_proj")
+        .unwrap();
+    assert_eq!(q.bound, edgefit_estimate::latency::Bound::Kernel);
+    let bad = BrowserMeasurements {
+        read_bandwidth_gbs: f64::NAN,
+        ..m
+    };
+    assert!(DeviceProfile::this_browser(&bad).is_err());
+}
+
+#[test]
+fn report_json_has_the_cli_fields_and_explanations() {
+    let spec = preset("llama-3.2-1b").unwrap();
+    let dev = device("snapdragon-8-gen3").unwrap();
+    for w in [WeightFormat::Bf16, WeightFormat::W4g32] {
+        let r = estimate(
+            &spec,
+            &Deployment {
+                weights: w,
+                ..Deployment::default()
+            },
+            &dev,
+        )
+        .unwrap();
+        let v = serde_json::to_value(&r).unwrap();
+        for path in [
+            "memory.weights_bytes",
+            "memory.kv_bytes",
+            "memory.kv_bytes_per_token",
+            "memory.activations_bytes",
+            "memory.total_bytes",
+            "memory.usable_bytes",
+            "latency.ttft_ms",
+            "latency.prefill_tok_s",
+            "latency.decode_tok_s",
+            "thermal.sustained_tok_s",
+            "thermal.temp_rise_c",
+            "thermal.energy_per_token_j",
+        ] {
+            let mut x = &v;
+            for k in path.split('.') {
+                x = &x[k];
+            }
+            assert!(x.is_number(), "{path}: {x}");
+            assert!(r.explain.contains_key(path), "explain {path}");
+        }
+        let t = &v["thermal"]["time_to_throttle_s"];
+        assert!(t.is_null() || t.is_number());
+        for k in ["memory", "ttft", "sustained", "temperature"] {
+            let s = v["verdict"][k].as_str().unwrap();
+            assert!(s == "pass" || s == "fail");
+            assert!(r.explain.contains_key(&format!("verdict.{k}")));
+        }
+        assert!(
+            v["layers"].as_array().unwrap()[0]["decode"]
+                .as_array()
+                .unwrap()
+                .len()
+                >= 9
+        );
+        assert_eq!(v["deployment"]["weights"], w.as_str());
+        // Round trip and determinism.
+        let back: edgefit_estimate::Report = serde_json::from_value(v).unwrap();
+        assert_eq!(back.memory, r.memory);
+        assert_eq!(
+            estimate(
+                &spec,
+                &Deployment {
+                    weights: w,
+                    ..Deployment::default()
+                },
+                &dev
+            )
+            .unwrap(),
+            r
+        );
+    }
+}

@@ -1,0 +1,221 @@
+// End-to-end test of the edgefit page in headless Chromium (playwright-core + the system chromium).
+//
+// `cargo xtask test` builds build/site, serves it, and sets:
+//   EDGEFIT_URL        the page's URL (required)
+//   EDGEFIT_BUILD_DIR  where to save screenshots (build/; screenshots go to $EDGEFIT_BUILD_DIR/e2e/)
+//   CHROMIUM           optional browser path (default /usr/bin/chromium)
+//
+// By hand: node --test tests/e2e/page.test.mjs  (with the two variables set and a server running).
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const URL_ = process.env.EDGEFIT_URL;
+const BUILD_DIR = process.env.EDGEFIT_BUILD_DIR || 'build';
+const SHOT_DIR = path.join(BUILD_DIR, 'e2e');
+
+const LOAD_TIMEOUT = 120_000;
+const GEN_TIMEOUT = 120_000;
+
+const METRICS = [
+  'metric-load-ms',
+  'metric-ttft-ms',
+  'metric-prefill-tps',
+  'metric-decode-tps',
+  'metric-weights-bytes',
+  'metric-kv-bytes',
+  'metric-peak-bytes',
+];
+
+let browser;
+
+before(async () => {
+  if (!URL_) {
+    throw new Error(
+      'EDGEFIT_URL is not set: this test needs the built site served over HTTP. ' +
+        'Run `cargo xtask test` (it builds build/site, serves it and sets EDGEFIT_URL), or serve build/site ' +
+        'yourself and set EDGEFIT_URL=http://127.0.0.1:PORT/ and EDGEFIT_BUILD_DIR=build.',
+    );
+  }
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+  await mkdir(SHOT_DIR, { recursive: true });
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+/** Opens the page in a fresh context; collects console errors (page and workers) and page errors. */
+async function openPage(t, viewport = { width: 1280, height: 800 }) {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  const consoleErrors = [];
+  const pageErrors = [];
+  const onConsole = (where) => (msg) => {
+    if (msg.type() === 'error') consoleErrors.push(`${where}: ${msg.text()} (${msg.location()?.url ?? ''})`);
+  };
+  page.on('console', onConsole('page'));
+  page.on('worker', (w) => w.on('console', onConsole(`worker ${w.url()}`)));
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  page.on('requestfailed', (r) => consoleErrors.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
+  t.after(() => context.close());
+  await page.goto(URL_, { waitUntil: 'load' });
+  return { page, consoleErrors, pageErrors };
+}
+
+const status = (page) => page.getByTestId('status').textContent();
+
+/** Waits until status is `want` or an error; returns the final status text. */
+async function waitStatus(page, want, timeout) {
+  await page.waitForFunction(
+    (w) => {
+      const s = document.querySelector('[data-testid="status"]').textContent;
+      return s === w || s.startsWith('error:');
+    },
+    want,
+    { timeout, polling: 100 },
+  );
+  return status(page);
+}
+
+async function loadDefault(page) {
+  const button = page.getByTestId('load-default');
+  assert.equal(await button.isEnabled(), true, 'load default button should be enabled');
+  await button.click();
+  const s = await waitStatus(page, 'ready', LOAD_TIMEOUT);
+  assert.equal(s, 'ready', `loading the default model ended with status "${s}"`);
+}
+
+async function setKnobs(page, { prompt, maxTokens, temperature }) {
+  await page.getByTestId('prompt').fill(prompt);
+  await page.getByTestId('max-tokens').fill(String(maxTokens));
+  await page.getByTestId('temperature').fill(String(temperature));
+}
+
+const num = async (page, id) => Number.parseFloat((await page.getByTestId(id).textContent()).trim());
+
+test('loads the default model, generates 16 tokens greedily, shows metrics', async (t) => {
+  const { page, consoleErrors, pageErrors } = await openPage(t);
+  assert.match(await page.title(), /edgefit/);
+  assert.equal(await page.getByTestId('generate').isDisabled(), true, 'generate is disabled before a model is loaded');
+  assert.equal(await page.getByTestId('stop').isDisabled(), true, 'stop is disabled when not generating');
+
+  const t0 = Date.now();
+  await loadDefault(page);
+  const loadS = (Date.now() - t0) / 1000;
+
+  const progress = page.getByTestId('load-progress');
+  const value = Number(await progress.evaluate((p) => p.value));
+  const max = Number(await progress.evaluate((p) => p.max));
+  assert.ok(max > 90e6, `load-progress max should be the model size in bytes, got ${max}`);
+  assert.equal(value, max, 'load-progress should reach its max');
+  assert.match(await page.getByTestId('progress-text').textContent(), /\d+(\.\d+)? \/ \d+(\.\d+)? MB/);
+
+  await setKnobs(page, { prompt: 'The capital of France is', maxTokens: 16, temperature: 0 });
+  await page.getByTestId('chat').setChecked(false);
+  const t1 = Date.now();
+  await page.getByTestId('generate').click();
+  const s = await waitStatus(page, 'done', GEN_TIMEOUT);
+  const genS = (Date.now() - t1) / 1000;
+  assert.equal(s, 'done', `generation ended with status "${s}"`);
+
+  const output = await page.getByTestId('output').textContent();
+  assert.match(output, /Paris/, `output should mention Paris, got ${JSON.stringify(output)}`);
+
+  const values = {};
+  for (const id of METRICS) {
+    const text = (await page.getByTestId(id).textContent()).trim();
+    assert.match(text, /^\d+(\.\d+)?$/, `${id} should be a plain number, got ${JSON.stringify(text)}`);
+    values[id] = Number(text);
+    assert.ok(values[id] > 0, `${id} should be positive, got ${text}`);
+  }
+  const generated = await num(page, 'metric-generated-tokens');
+  assert.ok(generated >= 1 && generated <= 16, `generated tokens should be in 1..16, got ${generated}`);
+  assert.equal(await page.getByTestId('stop').isDisabled(), true, 'stop is disabled after the generation');
+  assert.equal(await page.getByTestId('generate').isEnabled(), true, 'generate is enabled after the generation');
+  assert.equal(await page.getByTestId('error-box').isVisible(), false, 'no error box in normal use');
+
+  // The chart drew something (uPlot renders a canvas).
+  assert.equal(await page.locator('[data-testid="token-chart"] canvas').count() > 0, true, 'chart canvas present');
+
+  const shot = path.join(SHOT_DIR, 'page.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.screenshot({ path: path.join(SHOT_DIR, 'page-narrow.png'), fullPage: true });
+
+  t.diagnostic(
+    `load ${loadS.toFixed(1)} s (engine ${values['metric-load-ms']} ms), generate ${genS.toFixed(1)} s; ` +
+      `prefill ${values['metric-prefill-tps']} tok/s, decode ${values['metric-decode-tps']} tok/s, ` +
+      `ttft ${values['metric-ttft-ms']} ms; output ${JSON.stringify(output)}; screenshot ${shot}`,
+  );
+  assert.deepEqual(pageErrors, [], 'no page errors');
+  assert.deepEqual(consoleErrors, [], 'no console errors');
+});
+
+test('a non-GGUF file shows an error and the page recovers', async (t) => {
+  const { page, pageErrors } = await openPage(t);
+  await page.getByTestId('model-file').setInputFiles({
+    name: 'not-a-model.gguf',
+    mimeType: 'application/octet-stream',
+    buffer: Buffer.from('this is plain text, not a GGUF model file\n'.repeat(8)),
+  });
+  const s = await waitStatus(page, 'ready', LOAD_TIMEOUT);
+  assert.match(s, /^error: \S/, `status should be "error: <message>", got ${JSON.stringify(s)}`);
+  assert.ok(s.length > 'error: '.length + 5, `error message should say something, got ${JSON.stringify(s)}`);
+  assert.equal(await page.getByTestId('error-box').isVisible(), true, 'the error box is visible');
+  assert.equal(await page.getByTestId('generate').isDisabled(), true, 'no model: generate stays disabled');
+  assert.equal(await page.getByTestId('load-default').isEnabled(), true, 'load default is usable again');
+  assert.equal(await page.getByTestId('model-file').isEnabled(), true, 'the file input is usable again');
+
+  // Recovery: the default model still loads and the error box goes away.
+  await loadDefault(page);
+  assert.equal(await page.getByTestId('error-box').isVisible(), false, 'error box cleared after a good load');
+  assert.equal(await page.getByTestId('generate').isEnabled(), true, 'generate enabled after recovering');
+  t.diagnostic(`error shown: ${s}`);
+  assert.deepEqual(pageErrors, [], 'no page errors');
+});
+
+test('Stop ends a long generation early', async (t) => {
+  const { page, consoleErrors, pageErrors } = await openPage(t);
+  await loadDefault(page);
+  await setKnobs(page, { prompt: 'Once upon a time, in a small village by the sea,', maxTokens: 200, temperature: 0 });
+  await page.getByTestId('generate').click();
+  // Wait for a few tokens, then stop.
+  await page.waitForFunction(
+    () => {
+      const s = document.querySelector('[data-testid="status"]').textContent;
+      const n = Number(document.querySelector('[data-testid="metric-generated-tokens"]').textContent || 0);
+      return n >= 3 || s !== 'generating…';
+    },
+    null,
+    { timeout: GEN_TIMEOUT, polling: 50 },
+  );
+  assert.equal(await status(page), 'generating…', 'still generating after 3 tokens');
+  assert.equal(await page.getByTestId('stop').isEnabled(), true, 'stop is enabled while generating');
+  await page.getByTestId('stop').click();
+  const s = await waitStatus(page, 'done', GEN_TIMEOUT);
+  assert.equal(s, 'done');
+  const generated = await num(page, 'metric-generated-tokens');
+  assert.ok(generated >= 3 && generated < 200, `a stopped generation has fewer than 200 tokens, got ${generated}`);
+  assert.equal(await page.getByTestId('finish-reason').getAttribute('data-reason'), 'stopped');
+  assert.equal(await page.getByTestId('stop').isDisabled(), true, 'stop is disabled after stopping');
+  assert.equal(await page.getByTestId('generate').isEnabled(), true, 'generate is enabled after stopping');
+  t.diagnostic(`stopped after ${generated} tokens`);
+  assert.deepEqual(pageErrors, [], 'no page errors');
+  assert.deepEqual(consoleErrors, [], 'no console errors');
+});

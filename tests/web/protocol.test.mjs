@@ -1,0 +1,250 @@
+// Unit tests for web/protocol.js (pure: no DOM, no wasm). Run: node --test tests/web/
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as P from '../../web/protocol.js';
+
+const goodParams = () => ({ prompt: 'The capital of France is', chat: false, maxTokens: 16, temperature: 0, topP: 0.9, seed: 42 });
+
+const goodMetrics = () => ({
+  load_ms: 812.5,
+  prompt_tokens: 6,
+  generated_tokens: 16,
+  ttft_ms: 120.25,
+  prefill_tok_s: 49.9,
+  decode_tok_s: 21.3,
+  weights_bytes: 538060032,
+  kv_bytes: 506880,
+  peak_bytes: 700055552,
+  finish_reason: 'length',
+  token_ms: [45.1, 46.2, 44.9],
+});
+
+const goodInfo = () => ({
+  name: 'SmolLM2 135M Instruct',
+  arch: 'llama',
+  n_layers: 30,
+  hidden: 576,
+  n_heads: 9,
+  n_kv_heads: 3,
+  head_dim: 64,
+  ffn: 1536,
+  vocab: 49152,
+  context_length: 8192,
+  params: 134515008,
+  weights_bytes: 538060032,
+  chat_template: true,
+});
+
+const fakeBlob = () => ({ size: 10, stream() {}, arrayBuffer() {} });
+
+test('message type constants are distinct and frozen', () => {
+  const to = Object.values(P.ToWorker);
+  const from = Object.values(P.FromWorker);
+  assert.equal(new Set(to).size, to.length);
+  assert.equal(new Set(from).size, from.length);
+  assert.ok(Object.isFrozen(P.ToWorker) && Object.isFrozen(P.FromWorker));
+  assert.deepEqual(to.sort(), ['generate', 'load-file', 'load-url', 'stop']);
+});
+
+test('page -> worker constructors build messages the validator accepts', () => {
+  for (const m of [P.loadUrl('models/x.gguf'), P.loadFile(fakeBlob()), P.generate(goodParams()), P.stop()]) {
+    assert.equal(P.validateToWorker(m), null, JSON.stringify(m));
+  }
+  assert.deepEqual(P.generate(goodParams()), { type: 'generate', ...goodParams() });
+  assert.deepEqual(P.stop(), { type: 'stop' });
+});
+
+test('page -> worker constructors throw on bad input', () => {
+  assert.throws(() => P.loadUrl(''), TypeError);
+  assert.throws(() => P.loadUrl(42), TypeError);
+  assert.throws(() => P.loadFile('not a file'), TypeError);
+  assert.throws(() => P.loadFile(null), TypeError);
+  assert.throws(() => P.generate({ ...goodParams(), maxTokens: 0 }), /max tokens/);
+});
+
+test('validateToWorker rejects malformed messages', () => {
+  const bad = [
+    null,
+    undefined,
+    'stop',
+    [],
+    {},
+    { type: 'explode' },
+    { type: 'load-url' },
+    { type: 'load-url', url: '' },
+    { type: 'load-file', file: {} },
+    { type: 'generate' },
+    { type: 'generate', ...goodParams(), prompt: '' },
+    { type: 'generate', ...goodParams(), prompt: '   ' },
+    { type: 'generate', ...goodParams(), prompt: 5 },
+    { type: 'generate', ...goodParams(), chat: 'yes' },
+    { type: 'generate', ...goodParams(), maxTokens: 1.5 },
+    { type: 'generate', ...goodParams(), maxTokens: -1 },
+    { type: 'generate', ...goodParams(), maxTokens: 100000 },
+    { type: 'generate', ...goodParams(), maxTokens: '16' },
+    { type: 'generate', ...goodParams(), temperature: -0.1 },
+    { type: 'generate', ...goodParams(), temperature: NaN },
+    { type: 'generate', ...goodParams(), temperature: Infinity },
+    { type: 'generate', ...goodParams(), topP: 0 },
+    { type: 'generate', ...goodParams(), topP: 1.01 },
+    { type: 'generate', ...goodParams(), seed: -1 },
+    { type: 'generate', ...goodParams(), seed: 2 ** 32 },
+    { type: 'generate', ...goodParams(), seed: 0.5 },
+  ];
+  for (const m of bad) {
+    const e = P.validateToWorker(m);
+    assert.equal(typeof e, 'string', `should reject ${JSON.stringify(m)}`);
+    assert.ok(e.length > 0);
+  }
+});
+
+test('generate errors name the knob and the value', () => {
+  assert.match(P.checkGenerateParams({ ...goodParams(), temperature: 9 }), /temperature.*9/);
+  assert.match(P.checkGenerateParams({ ...goodParams(), topP: 0 }), /top-p.*0/);
+  assert.match(P.checkGenerateParams({ ...goodParams(), seed: -3 }), /seed.*-3/);
+  assert.match(P.checkGenerateParams({ ...goodParams(), maxTokens: 0 }), /max tokens.*0/);
+  assert.equal(P.checkGenerateParams({ ...goodParams(), temperature: 0, topP: 1, seed: 0, maxTokens: 1 }), null);
+});
+
+test('parseGenerateForm turns form strings into numbers or a clear error', () => {
+  const ok = P.parseGenerateForm({ prompt: 'hi', chat: true, maxTokens: '16', temperature: '0', topP: '0.95', seed: '7' });
+  assert.deepEqual(ok, { params: { prompt: 'hi', chat: true, maxTokens: 16, temperature: 0, topP: 0.95, seed: 7 } });
+  assert.match(P.parseGenerateForm({ prompt: 'hi', chat: false, maxTokens: '', temperature: '0', topP: '1', seed: '1' }).error, /max tokens/);
+  assert.match(P.parseGenerateForm({ prompt: 'hi', chat: false, maxTokens: '8', temperature: 'warm', topP: '1', seed: '1' }).error, /temperature/);
+  assert.match(P.parseGenerateForm({ prompt: '', chat: false, maxTokens: '8', temperature: '0', topP: '1', seed: '1' }).error, /prompt/);
+});
+
+test('worker -> page constructors build valid messages and drop token_ms from metrics', () => {
+  const msgs = [
+    P.booted('0.1.0'),
+    P.progress(0, 98362432),
+    P.progress(1024, null),
+    P.progress(1024),
+    P.parsing(98362432),
+    P.loaded(goodInfo(), goodMetrics()),
+    P.started(),
+    P.piece(' Paris', [45.1], goodMetrics()),
+    P.piece('', [], { ...goodMetrics(), finish_reason: null }),
+    P.done('length', goodMetrics()),
+    P.done('stopped', { ...goodMetrics(), finish_reason: null }),
+    P.error('bad magic'),
+    P.error('panicked', true),
+  ];
+  for (const m of msgs) assert.equal(P.validateFromWorker(m), null, JSON.stringify(m));
+  assert.equal('token_ms' in P.piece('x', [1], goodMetrics()).metrics, false);
+  assert.equal('token_ms' in P.done('stop', goodMetrics()).metrics, false);
+  assert.equal(P.progress(5).total, null);
+  assert.deepEqual(P.error('', false), { type: 'error', message: 'unknown error', fatal: false });
+});
+
+test('worker -> page constructors throw on bad input', () => {
+  assert.throws(() => P.booted(1), TypeError);
+  assert.throws(() => P.progress(-1, 10), TypeError);
+  assert.throws(() => P.progress(1.5, 10), TypeError);
+  assert.throws(() => P.piece(3, [], goodMetrics()), TypeError);
+  assert.throws(() => P.done('finished', goodMetrics()), TypeError);
+  assert.throws(() => P.loaded({ ...goodInfo(), n_layers: undefined }, goodMetrics()), /n_layers/);
+});
+
+test('validateFromWorker rejects malformed messages', () => {
+  const m = goodMetrics();
+  const bad = [
+    null,
+    42,
+    { type: 'nope' },
+    { type: 'booted' },
+    { type: 'progress', loaded: '5', total: 10 },
+    { type: 'progress', loaded: 5, total: -10 },
+    { type: 'progress', loaded: 5 },
+    { type: 'parsing', bytes: -1 },
+    { type: 'loaded', info: goodInfo() },
+    { type: 'loaded', info: { ...goodInfo(), chat_template: 'yes' }, metrics: m },
+    { type: 'loaded', info: { ...goodInfo(), params: -5 }, metrics: m },
+    { type: 'loaded', info: { ...goodInfo(), name: 3 }, metrics: m },
+    { type: 'piece', text: 'x', metrics: m },
+    { type: 'piece', text: 'x', tokenMs: [-1], metrics: m },
+    { type: 'piece', text: 'x', tokenMs: ['1'], metrics: m },
+    { type: 'piece', text: null, tokenMs: [], metrics: m },
+    { type: 'piece', text: 'x', tokenMs: [], metrics: { ...m, decode_tok_s: 'fast' } },
+    { type: 'piece', text: 'x', tokenMs: [], metrics: { ...m, kv_bytes: undefined } },
+    { type: 'piece', text: 'x', tokenMs: [], metrics: { ...m, ttft_ms: NaN } },
+    { type: 'piece', text: 'x', tokenMs: [], metrics: { ...m, finish_reason: 'eos' } },
+    { type: 'piece', text: 'x', tokenMs: [], metrics: { ...m, token_ms: [1, 'x'] } },
+    { type: 'done', reason: 'stop' },
+    { type: 'done', reason: 'eos', metrics: m },
+    { type: 'error' },
+    { type: 'error', message: '', fatal: false },
+    { type: 'error', message: 'x' },
+  ];
+  for (const msg of bad) {
+    const e = P.validateFromWorker(msg);
+    assert.equal(typeof e, 'string', `should reject ${JSON.stringify(msg)}`);
+  }
+});
+
+test('errorMessage extracts a message from anything thrown', () => {
+  assert.equal(P.errorMessage(new Error('bad magic')), 'bad magic');
+  assert.equal(P.errorMessage(new TypeError('')), 'TypeError');
+  assert.equal(P.errorMessage('plain'), 'plain');
+  assert.equal(P.errorMessage({ message: 'obj' }), 'obj');
+  assert.equal(P.errorMessage(undefined), 'unknown error');
+  assert.equal(P.errorMessage(7), '7');
+});
+
+test('number formatting: plain numbers, no units, empty when absent', () => {
+  assert.equal(P.formatNumber(12.345, 1), '12.3');
+  assert.equal(P.formatNumber(812.5, 0), '813');
+  assert.equal(P.formatNumber(undefined), '');
+  assert.equal(P.formatNumber(NaN), '');
+  assert.equal(P.formatBytes(538060032), '538060032');
+  assert.equal(P.formatBytes(1.6), '2');
+  assert.equal(P.formatBytes(null), '');
+});
+
+test('human-readable sizes', () => {
+  assert.equal(P.formatMB(98362432), '98.4 MB');
+  assert.equal(P.formatMB(538060032), '538 MB');
+  assert.equal(P.formatMB(506880), '0.51 MB');
+  assert.equal(P.formatMB(undefined), '');
+  assert.equal(P.formatProgress(0, 98362432), '0.0 / 98.4 MB');
+  assert.equal(P.formatProgress(49181216, 98362432), '49.2 / 98.4 MB');
+  assert.equal(P.formatProgress(2_000_000, null), '2.0 MB');
+  assert.equal(P.formatParams(134515008), '135 M');
+  assert.equal(P.formatParams(1_240_000_000), '1.24 B');
+  assert.equal(P.formatParams(15_200_000), '15.2 M');
+  assert.equal(P.formatParams(900), '900');
+});
+
+test('metricCells: every cell is a plain number string or empty', () => {
+  const cells = P.metricCells(goodMetrics());
+  assert.deepEqual(cells, {
+    'metric-load-ms': '813',
+    'metric-ttft-ms': '120.3',
+    'metric-prefill-tps': '49.9',
+    'metric-decode-tps': '21.3',
+    'metric-weights-bytes': '538060032',
+    'metric-kv-bytes': '506880',
+    'metric-peak-bytes': '700055552',
+    'metric-prompt-tokens': '6',
+    'metric-generated-tokens': '16',
+  });
+  for (const v of Object.values(cells)) assert.match(v, /^\d+(\.\d+)?$/);
+});
+
+test('metricCells leaves unmeasured values empty', () => {
+  const afterLoad = { ...goodMetrics(), prompt_tokens: 0, generated_tokens: 0, ttft_ms: 0, prefill_tok_s: 0, decode_tok_s: 0, kv_bytes: 0 };
+  const cells = P.metricCells(afterLoad);
+  assert.equal(cells['metric-load-ms'], '813');
+  assert.equal(cells['metric-weights-bytes'], '538060032');
+  assert.equal(cells['metric-ttft-ms'], '');
+  assert.equal(cells['metric-prefill-tps'], '');
+  assert.equal(cells['metric-decode-tps'], '');
+  assert.equal(cells['metric-kv-bytes'], '');
+  assert.equal(cells['metric-generated-tokens'], '0');
+  // One token: TTFT is known, a decode rate is not.
+  const one = P.metricCells({ ...goodMetrics(), generated_tokens: 1 });
+  assert.equal(one['metric-ttft-ms'], '120.3');
+  assert.equal(one['metric-decode-tps'], '');
+  // Nothing at all.
+  for (const v of Object.values(P.metricCells(undefined))) assert.equal(v, '');
+});

@@ -1,0 +1,360 @@
+// edgefit page: DOM only. The wasm engine lives in worker.js; this file sends it commands and
+// renders what it reports. Message shapes and formatting live in protocol.js.
+
+import * as P from './protocol.js';
+
+const DEFAULT_MODEL_URL = 'models/smollm2-135m-instruct-q4_1.gguf';
+
+const $ = (id) => document.getElementById(id);
+const el = {
+  status: $('status'),
+  errorBox: $('error-box'),
+  errorText: $('error-text'),
+  loadDefault: $('load-default'),
+  modelFile: $('model-file'),
+  progress: $('load-progress'),
+  progressText: $('progress-text'),
+  form: $('gen-form'),
+  prompt: $('prompt'),
+  chat: $('chat'),
+  maxTokens: $('max-tokens'),
+  temperature: $('temperature'),
+  topP: $('top-p'),
+  seed: $('seed'),
+  generate: $('generate'),
+  stop: $('stop'),
+  finish: $('finish'),
+  output: $('output'),
+  chart: $('chart'),
+  modelInfo: $('model-info'),
+  version: $('engine-version'),
+};
+
+// ---- state -----------------------------------------------------------------------------------
+// phase: 'idle' (no model) | 'loading' | 'ready' | 'generating' | 'stopping'
+const state = { phase: 'idle', modelLoaded: false, modelInfo: null };
+let worker = null;
+const bootedWorkers = new WeakSet(); // workers whose wasm initialised
+
+function setStatus(text) {
+  el.status.textContent = text;
+  el.status.dataset.state = text.startsWith('error:') ? 'error' : state.phase;
+}
+
+function showError(message) {
+  el.errorText.textContent = message;
+  el.errorBox.hidden = false;
+  setStatus(`error: ${message}`);
+}
+
+function clearError() {
+  el.errorBox.hidden = true;
+  el.errorText.textContent = '';
+}
+
+function render() {
+  const busy = state.phase === 'loading' || state.phase === 'generating' || state.phase === 'stopping';
+  el.loadDefault.disabled = busy;
+  el.modelFile.disabled = busy;
+  el.generate.disabled = busy || !state.modelLoaded;
+  el.stop.disabled = state.phase !== 'generating';
+  const hasTemplate = Boolean(state.modelInfo?.chat_template);
+  el.chat.disabled = busy || (state.modelInfo !== null && !hasTemplate);
+  if (state.modelInfo !== null && !hasTemplate) el.chat.checked = false;
+  el.chat.parentElement.title = state.modelInfo !== null && !hasTemplate
+    ? 'This model has no chat template'
+    : "Wrap the prompt in the model's instruct (chat) template";
+  document.body.dataset.phase = state.phase;
+}
+
+// ---- worker ----------------------------------------------------------------------------------
+function spawnWorker() {
+  const w = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'edgefit-engine' });
+  w.onmessage = (ev) => onWorkerMessage(w, ev.data);
+  w.onerror = (ev) => {
+    ev.preventDefault();
+    onFatal(w, `the engine worker failed: ${ev.message || 'could not start worker.js'}`);
+  };
+  w.onmessageerror = () => onFatal(w, 'the engine worker sent a message that could not be read');
+  return w;
+}
+
+function ensureWorker() {
+  if (!worker) worker = spawnWorker();
+  return worker;
+}
+
+/**
+ * A poisoned or dead worker is replaced by a fresh one (a panicked wasm instance cannot be reused).
+ * If the wasm never started in it, the next action retries instead, so a broken build does not
+ * respawn in a loop.
+ */
+function onFatal(w, message) {
+  if (w !== worker) return;
+  const hadBooted = bootedWorkers.has(w);
+  w.terminate();
+  worker = hadBooted ? spawnWorker() : null;
+  state.phase = 'idle';
+  state.modelLoaded = false;
+  state.modelInfo = null;
+  renderInfo(null);
+  showError(hadBooted ? `${message}; the engine was restarted, load the model again` : message);
+  render();
+}
+
+function send(msg) {
+  ensureWorker().postMessage(msg);
+}
+
+// ---- worker messages -------------------------------------------------------------------------
+function onWorkerMessage(w, msg) {
+  if (w !== worker) return; // a message from a worker we already dropped
+  const bad = P.validateFromWorker(msg);
+  if (bad) {
+    onFatal(w, `the engine worker sent a malformed message: ${bad}`);
+    return;
+  }
+  switch (msg.type) {
+    case P.FromWorker.BOOTED:
+      bootedWorkers.add(w);
+      el.version.textContent = `edgefit-wasm ${msg.version}`;
+      break;
+    case P.FromWorker.PROGRESS: {
+      const max = msg.total ?? Math.max(msg.loaded, 1);
+      el.progress.max = max;
+      el.progress.value = Math.min(msg.loaded, max);
+      el.progressText.textContent = P.formatProgress(msg.loaded, msg.total);
+      break;
+    }
+    case P.FromWorker.PARSING:
+      el.progress.max = Math.max(msg.bytes, 1);
+      el.progress.value = msg.bytes;
+      el.progressText.textContent = `${P.formatProgress(msg.bytes, msg.bytes)} · building the model…`;
+      break;
+    case P.FromWorker.LOADED:
+      state.phase = 'ready';
+      state.modelLoaded = true;
+      state.modelInfo = msg.info;
+      el.progressText.textContent = `${P.formatProgress(Number(el.progress.value), Number(el.progress.max))} · ${msg.info.name || 'model'} loaded`;
+      renderInfo(msg.info);
+      resetMetrics();
+      renderMetrics(msg.metrics);
+      setStatus('ready');
+      render();
+      break;
+    case P.FromWorker.STARTED:
+      break;
+    case P.FromWorker.PIECE:
+      el.output.textContent += msg.text;
+      if (msg.tokenMs.length) chart.push(msg.tokenMs);
+      renderMetrics(msg.metrics);
+      break;
+    case P.FromWorker.DONE:
+      state.phase = 'ready';
+      renderMetrics(msg.metrics);
+      chart.flush();
+      el.finish.textContent = {
+        stop: 'ended at a stop token',
+        length: 'reached max tokens',
+        stopped: 'stopped',
+      }[msg.reason];
+      el.finish.dataset.reason = msg.reason;
+      setStatus('done');
+      render();
+      break;
+    case P.FromWorker.ERROR:
+      if (msg.fatal) {
+        onFatal(w, msg.message);
+        return;
+      }
+      state.phase = state.modelLoaded ? 'ready' : 'idle';
+      showError(msg.message);
+      render();
+      break;
+  }
+}
+
+// ---- metrics, info ---------------------------------------------------------------------------
+function resetMetrics() {
+  for (const id of Object.keys(P.metricCells({}))) $(id).textContent = '';
+  for (const id of ['metric-weights-mb', 'metric-kv-mb', 'metric-peak-mb']) $(id).textContent = '';
+}
+
+function renderMetrics(m) {
+  const cells = P.metricCells(m);
+  for (const [id, text] of Object.entries(cells)) {
+    // Keep the last good value (e.g. load time) rather than blanking it.
+    if (text !== '' || id === 'metric-generated-tokens') $(id).textContent = text;
+  }
+  $('metric-weights-mb').textContent = m.weights_bytes > 0 ? `(${P.formatMB(m.weights_bytes)})` : '';
+  $('metric-kv-mb').textContent = m.kv_bytes > 0 ? `(${P.formatMB(m.kv_bytes)})` : '';
+  $('metric-peak-mb').textContent = m.peak_bytes > 0 ? `(${P.formatMB(m.peak_bytes)})` : '';
+}
+
+function renderInfo(info) {
+  el.modelInfo.replaceChildren();
+  if (!info) {
+    const d = document.createElement('div');
+    d.className = 'muted';
+    d.textContent = 'No model loaded.';
+    el.modelInfo.append(d);
+    return;
+  }
+  const rows = [
+    ['Name', info.name || '(unnamed)'],
+    ['Architecture', info.arch],
+    ['Parameters', `${P.formatParams(info.params)} (${info.params.toLocaleString('en-US')})`],
+    ['Weights in memory', P.formatMB(info.weights_bytes)],
+    ['Layers', info.n_layers],
+    ['Hidden size', info.hidden],
+    ['Attention heads', `${info.n_heads} (KV heads ${info.n_kv_heads}, head dim ${info.head_dim})`],
+    ['FFN size', info.ffn],
+    ['Vocabulary', info.vocab.toLocaleString('en-US')],
+    ['Context length', info.context_length.toLocaleString('en-US')],
+    ['Chat template', info.chat_template ? 'yes' : 'no'],
+  ];
+  for (const [k, v] of rows) {
+    const div = document.createElement('div');
+    const dt = document.createElement('dt');
+    const dd = document.createElement('dd');
+    dt.textContent = k;
+    dd.textContent = String(v);
+    div.append(dt, dd);
+    el.modelInfo.append(div);
+  }
+}
+
+// ---- chart (uPlot, per-token decode latency) -------------------------------------------------
+const chart = (() => {
+  let plot = null;
+  let xs = [];
+  let ys = [];
+  let pending = false;
+
+  function width() {
+    return Math.max(240, Math.floor(el.chart.clientWidth));
+  }
+
+  function create() {
+    if (plot || typeof window.uPlot !== 'function') return plot;
+    el.chart.replaceChildren();
+    plot = new window.uPlot(
+      {
+        width: width(),
+        height: 220,
+        legend: { show: false },
+        cursor: { drag: { x: false, y: false } },
+        scales: { x: { time: false }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.15)] } },
+        axes: [
+          { label: 'token', stroke: '#555', grid: { stroke: '#eee' } },
+          { label: 'ms', stroke: '#555', grid: { stroke: '#eee' }, size: 50 },
+        ],
+        series: [
+          { label: 'token' },
+          { label: 'decode ms', stroke: '#2f6fb5', width: 1.5, fill: 'rgba(47,111,181,0.08)', points: { show: false }, value: (_u, v) => (v == null ? '–' : v.toFixed(1)) },
+        ],
+      },
+      [[], []],
+      el.chart,
+    );
+    new ResizeObserver(() => plot && plot.setSize({ width: width(), height: 220 })).observe(el.chart);
+    return plot;
+  }
+
+  function draw() {
+    pending = false;
+    const p = create();
+    if (p) p.setData([xs, ys]);
+    else if (typeof window.uPlot !== 'function') {
+      el.chart.querySelector('.chart-empty').textContent = `chart library not loaded; ${ys.length} tokens measured`;
+    }
+  }
+
+  return {
+    reset() {
+      xs = [];
+      ys = [];
+      if (plot) plot.setData([xs, ys]);
+    },
+    push(values) {
+      for (const v of values) {
+        xs.push(xs.length + 1);
+        ys.push(v);
+      }
+      if (!pending) {
+        pending = true;
+        requestAnimationFrame(draw);
+      }
+    },
+    flush() {
+      if (xs.length) draw();
+    },
+  };
+})();
+
+// ---- actions ---------------------------------------------------------------------------------
+function startLoad(msg, label) {
+  clearError();
+  state.phase = 'loading';
+  state.modelLoaded = false;
+  state.modelInfo = null;
+  renderInfo(null);
+  resetMetrics();
+  el.progress.value = 0;
+  el.progress.max = 1;
+  el.progressText.textContent = `starting ${label}…`;
+  setStatus('loading…');
+  render();
+  send(msg);
+}
+
+el.loadDefault.addEventListener('click', () => {
+  startLoad(P.loadUrl(new URL(DEFAULT_MODEL_URL, document.baseURI).href), 'download');
+});
+
+el.modelFile.addEventListener('change', () => {
+  const file = el.modelFile.files?.[0];
+  if (!file) return;
+  startLoad(P.loadFile(file), file.name);
+  el.modelFile.value = ''; // choosing the same file again fires change again
+});
+
+el.form.addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  if (el.generate.disabled) return;
+  const { params, error } = P.parseGenerateForm({
+    prompt: el.prompt.value,
+    chat: el.chat.checked,
+    maxTokens: el.maxTokens.value,
+    temperature: el.temperature.value,
+    topP: el.topP.value,
+    seed: el.seed.value,
+  });
+  if (error) {
+    showError(error);
+    return;
+  }
+  clearError();
+  el.output.textContent = '';
+  el.finish.textContent = '';
+  delete el.finish.dataset.reason;
+  chart.reset();
+  for (const id of ['metric-ttft-ms', 'metric-prefill-tps', 'metric-decode-tps', 'metric-prompt-tokens', 'metric-generated-tokens', 'metric-kv-bytes', 'metric-kv-mb']) {
+    $(id).textContent = '';
+  }
+  state.phase = 'generating';
+  setStatus('generating…');
+  render();
+  send(P.generate(params));
+});
+
+el.stop.addEventListener('click', () => {
+  if (state.phase !== 'generating') return;
+  state.phase = 'stopping';
+  render();
+  send(P.stop());
+});
+
+// Start the worker now so the wasm compiles while the user reads the page.
+ensureWorker();
+render();

@@ -1,0 +1,388 @@
+// edgefit page <-> worker protocol.
+//
+// Pure ES module: no DOM, no wasm. Both `main.js` (the page, DOM only) and `worker.js` (owns the
+// wasm engine) import it, and `tests/web/protocol.test.mjs` unit-tests it under Node.
+//
+// Every message is a plain object with a `type` field. Constructors build valid messages and
+// throw on bad input; `validateToWorker` / `validateFromWorker` return an error string (or null
+// when the message is well formed) so each side can reject malformed messages instead of acting
+// on them.
+//
+// Page -> worker
+//   load-url  {url}                          fetch the model, streaming progress
+//   load-file {file}                         read a user-chosen File (a Blob) the same way
+//   generate  {prompt, chat, maxTokens, temperature, topP, seed}
+//   stop      {}                             ask the running generation to end after this token
+//
+// Worker -> page
+//   booted    {version}                      the wasm module is initialised
+//   progress  {loaded, total}                bytes read so far; total is null when unknown
+//   parsing   {bytes}                        all bytes read, the engine is parsing the model
+//   loaded    {info, metrics}                the model is ready (info() and metrics() parsed)
+//   started   {}                             generation started
+//   piece     {text, tokenMs, metrics}       one token's text, the new per-token decode latencies
+//                                            (ms) since the last piece, and a metrics snapshot
+//                                            without the token_ms array
+//   done      {reason, metrics}              reason: "stop" | "length" | "stopped" (user Stop)
+//   error     {message, fatal}               fatal: the wasm instance is poisoned (a panic) or the
+//                                            worker cannot go on; the page must respawn the worker
+
+export const ToWorker = Object.freeze({
+  LOAD_URL: 'load-url',
+  LOAD_FILE: 'load-file',
+  GENERATE: 'generate',
+  STOP: 'stop',
+});
+
+export const FromWorker = Object.freeze({
+  BOOTED: 'booted',
+  PROGRESS: 'progress',
+  PARSING: 'parsing',
+  LOADED: 'loaded',
+  STARTED: 'started',
+  PIECE: 'piece',
+  DONE: 'done',
+  ERROR: 'error',
+});
+
+export const FINISH_REASONS = Object.freeze(['stop', 'length', 'stopped']);
+
+/** Bounds the page enforces before a generation is sent to the worker. */
+export const LIMITS = Object.freeze({
+  maxTokens: { min: 1, max: 4096 },
+  temperature: { min: 0, max: 5 },
+  topP: { min: 0, max: 1 }, // exclusive of 0: topP must be > 0
+  seed: { min: 0, max: 2 ** 32 - 1 },
+});
+
+/** Metric keys from `Engine.metrics()` that are plain numbers (token_ms and finish_reason aside). */
+export const METRIC_KEYS = Object.freeze([
+  'load_ms',
+  'prompt_tokens',
+  'generated_tokens',
+  'ttft_ms',
+  'prefill_tok_s',
+  'decode_tok_s',
+  'weights_bytes',
+  'kv_bytes',
+  'peak_bytes',
+]);
+
+/** Keys of `Engine.info()` the page shows. */
+export const INFO_KEYS = Object.freeze([
+  'name',
+  'arch',
+  'n_layers',
+  'hidden',
+  'n_heads',
+  'n_kv_heads',
+  'head_dim',
+  'ffn',
+  'vocab',
+  'context_length',
+  'params',
+  'weights_bytes',
+  'chat_template',
+]);
+
+// ---------------------------------------------------------------------------------------------
+// small checks
+
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+const isFiniteNumber = (v) => typeof v === 'number' && Number.isFinite(v);
+const isNonNegInt = (v) => Number.isSafeInteger(v) && v >= 0;
+const isBlobLike = (v) =>
+  isObject(v) && typeof v.size === 'number' && (typeof v.stream === 'function' || typeof v.arrayBuffer === 'function');
+
+function fail(msg) {
+  throw new TypeError(msg);
+}
+
+function must(err) {
+  if (err) fail(err);
+}
+
+// ---------------------------------------------------------------------------------------------
+// generation parameters
+
+/**
+ * Checks generation knobs. Returns an error string naming the knob and its value, or null.
+ * @param {{prompt:string, chat:boolean, maxTokens:number, temperature:number, topP:number, seed:number}} p
+ */
+export function checkGenerateParams(p) {
+  if (!isObject(p)) return 'generate parameters must be an object';
+  if (typeof p.prompt !== 'string') return 'prompt must be a string';
+  if (p.prompt.trim() === '') return 'prompt is empty';
+  if (typeof p.chat !== 'boolean') return `chat must be true or false, got ${JSON.stringify(p.chat)}`;
+  const { maxTokens, temperature, topP, seed } = p;
+  if (!Number.isSafeInteger(maxTokens) || maxTokens < LIMITS.maxTokens.min || maxTokens > LIMITS.maxTokens.max)
+    return `max tokens must be an integer in ${LIMITS.maxTokens.min}..${LIMITS.maxTokens.max}, got ${fmtValue(maxTokens)}`;
+  if (!isFiniteNumber(temperature) || temperature < LIMITS.temperature.min || temperature > LIMITS.temperature.max)
+    return `temperature must be in ${LIMITS.temperature.min}..${LIMITS.temperature.max}, got ${fmtValue(temperature)}`;
+  if (!isFiniteNumber(topP) || topP <= LIMITS.topP.min || topP > LIMITS.topP.max)
+    return `top-p must be in (0, 1], got ${fmtValue(topP)}`;
+  if (!Number.isSafeInteger(seed) || seed < LIMITS.seed.min || seed > LIMITS.seed.max)
+    return `seed must be an integer in 0..${LIMITS.seed.max}, got ${fmtValue(seed)}`;
+  return null;
+}
+
+function fmtValue(v) {
+  if (typeof v === 'number') return String(v);
+  if (v === undefined) return 'nothing';
+  try {
+    return JSON.stringify(v);
+  } catch {
+    return String(v);
+  }
+}
+
+/**
+ * Parses the form's raw string values into generation parameters.
+ * Returns {params} or {error} (a message naming the bad field).
+ */
+export function parseGenerateForm({ prompt, chat, maxTokens, temperature, topP, seed }) {
+  const num = (s) => (typeof s === 'string' && s.trim() !== '' ? Number(s) : typeof s === 'number' ? s : NaN);
+  const params = {
+    prompt: String(prompt ?? ''),
+    chat: Boolean(chat),
+    maxTokens: num(maxTokens),
+    temperature: num(temperature),
+    topP: num(topP),
+    seed: num(seed),
+  };
+  const error = checkGenerateParams(params);
+  return error ? { error } : { params };
+}
+
+// ---------------------------------------------------------------------------------------------
+// constructors: page -> worker
+
+export function loadUrl(url) {
+  if (typeof url !== 'string' || url === '') fail('load-url needs a non-empty url string');
+  return { type: ToWorker.LOAD_URL, url };
+}
+
+export function loadFile(file) {
+  if (!isBlobLike(file)) fail('load-file needs a File or Blob');
+  return { type: ToWorker.LOAD_FILE, file };
+}
+
+export function generate(params) {
+  must(checkGenerateParams(params));
+  const { prompt, chat, maxTokens, temperature, topP, seed } = params;
+  return { type: ToWorker.GENERATE, prompt, chat, maxTokens, temperature, topP, seed };
+}
+
+export function stop() {
+  return { type: ToWorker.STOP };
+}
+
+/** Returns null if `msg` is a well-formed page -> worker message, else an error string. */
+export function validateToWorker(msg) {
+  if (!isObject(msg)) return 'message must be an object';
+  switch (msg.type) {
+    case ToWorker.LOAD_URL:
+      return typeof msg.url === 'string' && msg.url !== '' ? null : 'load-url: url must be a non-empty string';
+    case ToWorker.LOAD_FILE:
+      return isBlobLike(msg.file) ? null : 'load-file: file must be a File or Blob';
+    case ToWorker.GENERATE: {
+      const e = checkGenerateParams(msg);
+      return e ? `generate: ${e}` : null;
+    }
+    case ToWorker.STOP:
+      return null;
+    default:
+      return `unknown message type ${fmtValue(msg.type)}`;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// constructors: worker -> page
+
+export function booted(version) {
+  if (typeof version !== 'string') fail('booted needs a version string');
+  return { type: FromWorker.BOOTED, version };
+}
+
+export function progress(loaded, total) {
+  const m = { type: FromWorker.PROGRESS, loaded, total: total ?? null };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function parsing(bytes) {
+  const m = { type: FromWorker.PARSING, bytes };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function loaded(info, metrics) {
+  const m = { type: FromWorker.LOADED, info, metrics: stripTokenMs(metrics) };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function started() {
+  return { type: FromWorker.STARTED };
+}
+
+export function piece(text, tokenMs, metrics) {
+  const m = { type: FromWorker.PIECE, text, tokenMs: tokenMs ?? [], metrics: stripTokenMs(metrics) };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function done(reason, metrics) {
+  const m = { type: FromWorker.DONE, reason, metrics: stripTokenMs(metrics) };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function error(message, fatal = false) {
+  const text = typeof message === 'string' && message.trim() !== '' ? message : 'unknown error';
+  return { type: FromWorker.ERROR, message: text, fatal: Boolean(fatal) };
+}
+
+/** The error message to show for anything thrown (Error, string, other). */
+export function errorMessage(e) {
+  if (e instanceof Error) return e.message || e.name || 'unknown error';
+  if (typeof e === 'string' && e !== '') return e;
+  if (isObject(e) && typeof e.message === 'string' && e.message !== '') return e.message;
+  return e === undefined || e === null ? 'unknown error' : String(e);
+}
+
+function stripTokenMs(metrics) {
+  if (!isObject(metrics)) return metrics;
+  const { token_ms: _dropped, ...rest } = metrics;
+  return rest;
+}
+
+/** Checks a metrics object (token_ms optional). Returns an error string or null. */
+export function checkMetrics(m) {
+  if (!isObject(m)) return 'metrics must be an object';
+  for (const k of METRIC_KEYS) {
+    if (!(k in m)) return `metrics.${k} is missing`;
+    if (!isFiniteNumber(m[k]) || m[k] < 0) return `metrics.${k} must be a non-negative number, got ${fmtValue(m[k])}`;
+  }
+  if ('finish_reason' in m && m.finish_reason !== null && !['stop', 'length'].includes(m.finish_reason))
+    return `metrics.finish_reason must be "stop", "length" or null, got ${fmtValue(m.finish_reason)}`;
+  if ('token_ms' in m && !(Array.isArray(m.token_ms) && m.token_ms.every((x) => isFiniteNumber(x) && x >= 0)))
+    return 'metrics.token_ms must be an array of non-negative numbers';
+  return null;
+}
+
+/** Checks a model info object. Returns an error string or null. */
+export function checkInfo(info) {
+  if (!isObject(info)) return 'info must be an object';
+  for (const k of INFO_KEYS) {
+    if (!(k in info)) return `info.${k} is missing`;
+  }
+  if (typeof info.name !== 'string') return 'info.name must be a string';
+  if (typeof info.arch !== 'string') return 'info.arch must be a string';
+  if (typeof info.chat_template !== 'boolean') return 'info.chat_template must be a boolean';
+  for (const k of INFO_KEYS) {
+    if (['name', 'arch', 'chat_template'].includes(k)) continue;
+    if (!isNonNegInt(info[k])) return `info.${k} must be a non-negative integer, got ${fmtValue(info[k])}`;
+  }
+  return null;
+}
+
+/** Returns null if `msg` is a well-formed worker -> page message, else an error string. */
+export function validateFromWorker(msg) {
+  if (!isObject(msg)) return 'message must be an object';
+  switch (msg.type) {
+    case FromWorker.BOOTED:
+      return typeof msg.version === 'string' ? null : 'booted: version must be a string';
+    case FromWorker.PROGRESS:
+      if (!isNonNegInt(msg.loaded)) return `progress: loaded must be a non-negative integer, got ${fmtValue(msg.loaded)}`;
+      if (msg.total !== null && !isNonNegInt(msg.total))
+        return `progress: total must be a non-negative integer or null, got ${fmtValue(msg.total)}`;
+      return null;
+    case FromWorker.PARSING:
+      return isNonNegInt(msg.bytes) ? null : `parsing: bytes must be a non-negative integer, got ${fmtValue(msg.bytes)}`;
+    case FromWorker.LOADED: {
+      const e = checkInfo(msg.info) || checkMetrics(msg.metrics);
+      return e ? `loaded: ${e}` : null;
+    }
+    case FromWorker.STARTED:
+      return null;
+    case FromWorker.PIECE: {
+      if (typeof msg.text !== 'string') return 'piece: text must be a string';
+      if (!Array.isArray(msg.tokenMs) || !msg.tokenMs.every((x) => isFiniteNumber(x) && x >= 0))
+        return 'piece: tokenMs must be an array of non-negative numbers';
+      const e = checkMetrics(msg.metrics);
+      return e ? `piece: ${e}` : null;
+    }
+    case FromWorker.DONE: {
+      if (!FINISH_REASONS.includes(msg.reason))
+        return `done: reason must be one of ${FINISH_REASONS.join(', ')}, got ${fmtValue(msg.reason)}`;
+      const e = checkMetrics(msg.metrics);
+      return e ? `done: ${e}` : null;
+    }
+    case FromWorker.ERROR:
+      if (typeof msg.message !== 'string' || msg.message === '') return 'error: message must be a non-empty string';
+      if (typeof msg.fatal !== 'boolean') return 'error: fatal must be a boolean';
+      return null;
+    default:
+      return `unknown message type ${fmtValue(msg.type)}`;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// formatting (the metric elements hold plain numbers; units live in separate labels)
+
+/** A number for a metric element: fixed decimals, no units, no thousands separators. "" if absent. */
+export function formatNumber(v, decimals = 1) {
+  if (!isFiniteNumber(v)) return '';
+  return v.toFixed(decimals);
+}
+
+/** A byte count as a plain integer string ("" if absent). */
+export function formatBytes(v) {
+  if (!isFiniteNumber(v)) return '';
+  return String(Math.round(v));
+}
+
+/** Human-readable megabytes (10^6 bytes), e.g. "98.2 MB". "" if absent. */
+export function formatMB(bytes) {
+  if (!isFiniteNumber(bytes)) return '';
+  const mb = bytes / 1e6;
+  const decimals = mb >= 100 ? 0 : mb >= 10 ? 1 : 2;
+  return `${mb.toFixed(decimals)} MB`;
+}
+
+/** Progress text "x / y MB" (or "x MB" when the total is unknown). */
+export function formatProgress(loaded, total) {
+  const x = (loaded / 1e6).toFixed(1);
+  if (!isFiniteNumber(total) || total <= 0) return `${x} MB`;
+  return `${x} / ${(total / 1e6).toFixed(1)} MB`;
+}
+
+/** Parameter count as "135 M" / "1.24 B". */
+export function formatParams(n) {
+  if (!isFiniteNumber(n)) return '';
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)} B`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(n >= 1e8 ? 0 : 1)} M`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(1)} K`;
+  return String(n);
+}
+
+/**
+ * The values for the metric elements, keyed by data-testid, as plain number strings ("" when
+ * not yet measured). Decode rate needs at least one decode token, TTFT a first token.
+ */
+export function metricCells(m) {
+  const has = (k) => isObject(m) && isFiniteNumber(m[k]);
+  const gen = has('generated_tokens') ? m.generated_tokens : 0;
+  return {
+    'metric-load-ms': has('load_ms') && m.load_ms > 0 ? formatNumber(m.load_ms, 0) : '',
+    'metric-ttft-ms': has('ttft_ms') && gen > 0 ? formatNumber(m.ttft_ms, 1) : '',
+    'metric-prefill-tps': has('prefill_tok_s') && gen > 0 ? formatNumber(m.prefill_tok_s, 1) : '',
+    'metric-decode-tps': has('decode_tok_s') && gen > 1 ? formatNumber(m.decode_tok_s, 1) : '',
+    'metric-weights-bytes': has('weights_bytes') && m.weights_bytes > 0 ? formatBytes(m.weights_bytes) : '',
+    'metric-kv-bytes': has('kv_bytes') && m.kv_bytes > 0 ? formatBytes(m.kv_bytes) : '',
+    'metric-peak-bytes': has('peak_bytes') && m.peak_bytes > 0 ? formatBytes(m.peak_bytes) : '',
+    'metric-prompt-tokens': has('prompt_tokens') && m.prompt_tokens > 0 ? String(m.prompt_tokens) : '',
+    'metric-generated-tokens': has('generated_tokens') ? String(m.generated_tokens) : '',
+  };
+}

@@ -1,0 +1,224 @@
+// edgefit worker: owns the wasm engine. The page (main.js) never touches the wasm.
+//
+// It reads the model (fetch with a streaming reader, or a user-chosen File), builds the engine,
+// and runs generation one `step()` per token. Between tokens it yields to the event loop through
+// a MessageChannel (a task with no timer clamping, unlike setTimeout) so a `stop` message from
+// the page is handled between two tokens. Every message shape lives in protocol.js.
+//
+// A panic inside the wasm (a WebAssembly.RuntimeError) poisons the instance: the worker reports it
+// as a fatal error and the page replaces this worker with a fresh one.
+
+import * as P from './protocol.js';
+
+let wasm = null; // the wasm-bindgen module, once initialised
+let engine = null; // the loaded Engine, if any
+let busy = false; // a load or a generation is running
+let stopRequested = false;
+let poisoned = false;
+
+const post = (msg) => self.postMessage(msg);
+
+// ---- yielding without timer clamping --------------------------------------------------------
+const yieldChannel = new MessageChannel();
+const yieldQueue = [];
+yieldChannel.port1.onmessage = () => yieldQueue.shift()?.();
+function yieldToEventLoop() {
+  return new Promise((resolve) => {
+    yieldQueue.push(resolve);
+    yieldChannel.port2.postMessage(null);
+  });
+}
+
+// ---- wasm ------------------------------------------------------------------------------------
+async function boot() {
+  const mod = await import('./pkg/edgefit_wasm.js');
+  await mod.default();
+  wasm = mod;
+  post(P.booted(typeof mod.version === 'function' ? mod.version() : 'unknown'));
+}
+
+const ready = boot().catch((e) => {
+  poisoned = true;
+  post(P.error(`could not start the wasm engine: ${P.errorMessage(e)}`, true));
+});
+
+function isPanic(e) {
+  return typeof WebAssembly !== 'undefined' && e instanceof WebAssembly.RuntimeError;
+}
+
+function report(e, context) {
+  const fatal = isPanic(e);
+  if (fatal) poisoned = true;
+  const msg = P.errorMessage(e);
+  post(P.error(fatal ? `${context}: the engine crashed (${msg})` : msg, fatal));
+}
+
+// ---- loading ---------------------------------------------------------------------------------
+const PROGRESS_EVERY_MS = 100;
+
+/** Reads a ReadableStream of bytes into one Uint8Array, posting progress. */
+async function readAll(stream, total) {
+  const reader = stream.getReader();
+  let buf = total ? new Uint8Array(total) : new Uint8Array(1 << 24);
+  let loaded = 0;
+  let lastPost = 0;
+  post(P.progress(0, total));
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (loaded + value.length > buf.length) {
+      // Content-Length missing or wrong: grow.
+      const bigger = new Uint8Array(Math.max(buf.length * 2, loaded + value.length));
+      bigger.set(buf.subarray(0, loaded));
+      buf = bigger;
+    }
+    buf.set(value, loaded);
+    loaded += value.length;
+    const now = performance.now();
+    if (now - lastPost >= PROGRESS_EVERY_MS) {
+      lastPost = now;
+      post(P.progress(loaded, total));
+    }
+  }
+  const bytes = buf.length === loaded ? buf : buf.subarray(0, loaded);
+  post(P.progress(loaded, total && total === loaded ? total : loaded));
+  return bytes;
+}
+
+async function fetchModel(url) {
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`could not fetch ${url}: HTTP ${res.status} ${res.statusText}`.trim());
+  const len = Number(res.headers.get('Content-Length'));
+  const total = Number.isSafeInteger(len) && len > 0 ? len : null;
+  if (!res.body) return new Uint8Array(await res.arrayBuffer());
+  return readAll(res.body, total);
+}
+
+async function readFile(file) {
+  if (typeof file.stream === 'function') return readAll(file.stream(), file.size || null);
+  post(P.progress(0, file.size));
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  post(P.progress(bytes.length, bytes.length));
+  return bytes;
+}
+
+async function load(getBytes) {
+  await ready;
+  if (!wasm) return;
+  if (engine) {
+    engine.free();
+    engine = null;
+  }
+  let bytes;
+  try {
+    bytes = await getBytes();
+  } catch (e) {
+    post(P.error(P.errorMessage(e), false));
+    return;
+  }
+  post(P.parsing(bytes.length));
+  // Let the page paint "parsing" before the (synchronous) parse.
+  await yieldToEventLoop();
+  try {
+    engine = wasm.Engine.loadGguf(bytes);
+    bytes = null;
+    const info = JSON.parse(engine.info());
+    const metrics = JSON.parse(engine.metrics());
+    post(P.loaded(info, metrics));
+  } catch (e) {
+    engine = null;
+    report(e, 'loading the model');
+  }
+}
+
+// ---- generation ------------------------------------------------------------------------------
+function startEngine(p) {
+  try {
+    engine.start(p.prompt, p.chat, p.maxTokens, p.temperature, p.topP, p.seed);
+  } catch (e) {
+    // A u64 seed in the Rust signature wants a BigInt.
+    if (e instanceof TypeError && /BigInt/i.test(e.message)) {
+      engine.start(p.prompt, p.chat, p.maxTokens, p.temperature, p.topP, BigInt(p.seed));
+    } else {
+      throw e;
+    }
+  }
+}
+
+async function generate(p) {
+  await ready;
+  if (!engine) {
+    post(P.error('no model is loaded', false));
+    return;
+  }
+  stopRequested = false;
+  let sentMs = 0;
+  try {
+    startEngine(p);
+    post(P.started());
+    // Let "generating…" paint before the prefill runs.
+    await yieldToEventLoop();
+    for (;;) {
+      if (stopRequested) {
+        const m = JSON.parse(engine.metrics());
+        post(P.done('stopped', m));
+        return;
+      }
+      const text = engine.step();
+      const m = JSON.parse(engine.metrics());
+      if (text === undefined || text === null) {
+        const newMs = (m.token_ms ?? []).slice(sentMs);
+        if (newMs.length) post(P.piece('', newMs, m));
+        post(P.done(m.finish_reason === 'stop' ? 'stop' : 'length', m));
+        return;
+      }
+      const tokenMs = m.token_ms ?? [];
+      const newMs = tokenMs.slice(sentMs);
+      sentMs = tokenMs.length;
+      post(P.piece(text, newMs, m));
+      await yieldToEventLoop();
+    }
+  } catch (e) {
+    report(e, 'generating');
+  }
+}
+
+// ---- messages --------------------------------------------------------------------------------
+self.onmessage = (ev) => {
+  const msg = ev.data;
+  const bad = P.validateToWorker(msg);
+  if (bad) {
+    post(P.error(`worker got a malformed message: ${bad}`, false));
+    return;
+  }
+  if (msg.type === P.ToWorker.STOP) {
+    stopRequested = true;
+    return;
+  }
+  if (poisoned) {
+    post(P.error('the engine is not usable; reload the page', true));
+    return;
+  }
+  if (busy) {
+    post(P.error(`busy: cannot ${msg.type} now`, false));
+    return;
+  }
+  busy = true;
+  let job;
+  switch (msg.type) {
+    case P.ToWorker.LOAD_URL:
+      job = load(() => fetchModel(msg.url));
+      break;
+    case P.ToWorker.LOAD_FILE:
+      job = load(() => readFile(msg.file));
+      break;
+    case P.ToWorker.GENERATE:
+      job = generate(msg);
+      break;
+  }
+  job
+    .catch((e) => report(e, msg.type))
+    .finally(() => {
+      busy = false;
+    });
+};

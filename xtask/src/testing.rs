@@ -1,0 +1,394 @@
+//! `cargo xtask test`: every check and test, in order, stopping at the first failure.
+//!
+//! After setup: rustfmt; clippy native; clippy wasm32; native tests; wasm tests in Node; the
+//! same wasm tests in headless Chromium (Debian's chromium + chromedriver, never a downloaded
+//! browser); the release site; the page's own tests with `node --test` against that site,
+//! served on an ephemeral port.
+
+use crate::util::{self, run, which};
+use crate::{build, serve, setup};
+use anyhow::{bail, Context, Result};
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+
+/// Crates whose tests also run on wasm32 (in Node and in Chromium).
+const WASM_TEST_CRATES: [&str; 3] = ["edgefit-wasm", "edgefit-kernels", "edgefit-estimate"];
+
+/// Chromium flags for headless runs on a machine with no network but loopback: without the
+/// background-networking flags Chromium keeps trying (and failing) to reach Google's services.
+const CHROMIUM_ARGS: [&str; 9] = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+];
+
+type StepFn = Box<dyn FnOnce() -> Result<()>>;
+
+pub fn test() -> Result<()> {
+    let steps: Vec<(&str, StepFn)> = vec![
+        ("setup", Box::new(setup::setup)),
+        ("rustfmt", Box::new(fmt)),
+        ("clippy (native)", Box::new(clippy_native)),
+        ("clippy (wasm32)", Box::new(clippy_wasm)),
+        ("native tests", Box::new(native_tests)),
+        ("wasm tests in Node", Box::new(wasm_tests_node)),
+        (
+            "wasm tests in headless Chromium",
+            Box::new(wasm_tests_chromium),
+        ),
+        ("release build of the site", Box::new(build::build_site)),
+        ("web tests (node --test)", Box::new(web_tests)),
+    ];
+    let total = steps.len();
+    let mut done: Vec<(&str, Duration, bool)> = Vec::new();
+    let started = Instant::now();
+    for (i, (name, step)) in steps.into_iter().enumerate() {
+        println!("\n======== [test {}/{total}] {name} ========", i + 1);
+        let t = Instant::now();
+        let result = step();
+        done.push((name, t.elapsed(), result.is_ok()));
+        if let Err(err) = result {
+            summary(&done, total, started.elapsed());
+            return Err(err.context(format!("test step {}/{total} `{name}` failed", i + 1)));
+        }
+    }
+    summary(&done, total, started.elapsed());
+    Ok(())
+}
+
+fn summary(done: &[(&str, Duration, bool)], total: usize, elapsed: Duration) {
+    println!("\n======== summary ========");
+    for (i, (name, dur, ok)) in done.iter().enumerate() {
+        let mark = if *ok { "ok    " } else { "FAILED" };
+        println!(
+            "  {:>2}. {mark} {:>8.1} s  {name}",
+            i + 1,
+            dur.as_secs_f64()
+        );
+    }
+    let failed = done.iter().filter(|d| !d.2).count();
+    let not_run = total - done.len();
+    if not_run > 0 {
+        println!("  ({not_run} later steps not run)");
+    }
+    println!("  total {:.1} s", elapsed.as_secs_f64());
+    println!("xtask: {} passed, {failed} failed", done.len() - failed);
+}
+
+fn cargo_in_root() -> Command {
+    let mut cmd = util::cargo();
+    cmd.current_dir(util::root());
+    cmd
+}
+
+fn fmt() -> Result<()> {
+    run(cargo_in_root().args(["fmt", "--all", "--", "--check"]))
+        .context("formatting differs: run `cargo fmt --all` and look at the diff")
+}
+
+fn clippy_native() -> Result<()> {
+    run(cargo_in_root().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))
+}
+
+fn clippy_wasm() -> Result<()> {
+    let mut cmd = cargo_in_root();
+    cmd.args(["clippy", "--target", WASM_TARGET]);
+    for krate in [
+        "edgefit-kernels",
+        "edgefit-engine",
+        "edgefit-estimate",
+        "edgefit-wasm",
+    ] {
+        cmd.args(["-p", krate]);
+    }
+    run(cmd.args(["--all-targets", "--", "-D", "warnings"]))
+}
+
+fn native_tests() -> Result<()> {
+    run(cargo_in_root().args(["test", "--workspace"]))
+}
+
+/// `cargo test --target wasm32-unknown-unknown` for the crates that run on wasm; the runner set
+/// in .cargo/config.toml is wasm-bindgen-test-runner.
+fn wasm_test_command() -> Command {
+    let mut cmd = cargo_in_root();
+    // `--tests`: lib and integration tests, not doctests, which pass on wasm32 without running
+    // (the runner finds no wasm-bindgen tests in them and exits 0).
+    cmd.args(["test", "--target", WASM_TARGET, "--tests"]);
+    for krate in WASM_TEST_CRATES {
+        cmd.args(["-p", krate]);
+    }
+    // Runner variables from the caller's environment must not change where tests run.
+    for var in [
+        "WASM_BINDGEN_USE_BROWSER",
+        "WASM_BINDGEN_USE_NODE_EXPERIMENTAL",
+        "WASM_BINDGEN_USE_DENO",
+        "WASM_BINDGEN_USE_DEDICATED_WORKER",
+        "WASM_BINDGEN_USE_SHARED_WORKER",
+        "WASM_BINDGEN_USE_SERVICE_WORKER",
+        "WASM_BINDGEN_TEST_ONLY_NODE",
+        "WASM_BINDGEN_TEST_ONLY_WEB",
+        "NO_HEADLESS",
+    ] {
+        cmd.env_remove(var);
+    }
+    // Per-suite timeout (seconds): the engine tests run a model, and the machine may be busy.
+    cmd.env("WASM_BINDGEN_TEST_TIMEOUT", "600");
+    cmd
+}
+
+fn wasm_tests_node() -> Result<()> {
+    let mut cmd = wasm_test_command();
+    // Suites configured with `run_in_browser` are skipped here and run in the next step.
+    cmd.env("WASM_BINDGEN_TEST_ONLY_NODE", "1");
+    let output = run_tee(&mut cmd)?;
+    check_wasm_tests_ran(&output, "Node")
+}
+
+/// wasm-bindgen-test-runner only runs `#[wasm_bindgen_test]` functions: a test binary with only
+/// plain `#[test]`s prints `no tests to run!` and passes. Name those binaries, and fail if no
+/// wasm test ran at all, so this step cannot pass while testing nothing.
+fn check_wasm_tests_ran(output: &str, place: &str) -> Result<()> {
+    let mut current = "";
+    let mut empty = Vec::new();
+    let mut passed = 0u64;
+    for line in output.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("Running ") {
+            current = rest;
+        } else if line == "no tests to run!" {
+            empty.push(current);
+        } else if let Some(rest) = line.strip_prefix("test result: ok. ") {
+            passed += rest
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    for binary in &empty {
+        println!(
+            "  note: no #[wasm_bindgen_test] in {binary}: its plain #[test]s do not run on wasm32"
+        );
+    }
+    if passed == 0 {
+        bail!(
+            "no wasm test ran in {place}: add #[wasm_bindgen_test] tests to {WASM_TEST_CRATES:?}"
+        );
+    }
+    println!("  {passed} wasm tests passed in {place}");
+    Ok(())
+}
+
+fn wasm_tests_chromium() -> Result<()> {
+    let chromium =
+        which("chromium").context("`chromium` is not on PATH: run `cargo xtask setup`")?;
+    let driver =
+        which("chromedriver").context("`chromedriver` is not on PATH: run `cargo xtask setup`")?;
+    let caps = serde_json::json!({
+        "goog:chromeOptions": {
+            "binary": chromium,
+            "args": CHROMIUM_ARGS,
+        }
+    });
+    let caps_path = util::xtask_dir()?.join("webdriver.json");
+    fs::write(&caps_path, serde_json::to_string_pretty(&caps)?)?;
+    let mut cmd = wasm_test_command();
+    cmd.env("WASM_BINDGEN_USE_BROWSER", "1")
+        .env("WASM_BINDGEN_TEST_ONLY_WEB", "1")
+        .env("CHROMEDRIVER", &driver)
+        .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &caps_path)
+        .env("WASM_BINDGEN_TEST_DRIVER_TIMEOUT", "60");
+    let output = run_tee(&mut cmd)?;
+    // Each test binary that ran says where; make sure that was Chromium, not Node.
+    let in_chrome = output
+        .lines()
+        .filter(|l| l.contains("Running headless tests in Chrome"))
+        .count();
+    if in_chrome == 0 {
+        bail!(
+            "wasm-bindgen-test-runner never reported `Running headless tests in Chrome`: \
+             the tests did not run in Chromium"
+        );
+    }
+    println!(
+        "  verified: {in_chrome} test binaries ran in headless Chromium ({})",
+        chromium.display()
+    );
+    Ok(())
+}
+
+/// Like [`run`], but also returns everything the command printed (stdout and stderr).
+fn run_tee(cmd: &mut Command) -> Result<String> {
+    let shown = util::display(cmd);
+    println!("  $ {shown}");
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("could not start `{shown}`"))?;
+    let log = Arc::new(Mutex::new(String::new()));
+    let pump = |stream: Box<dyn std::io::Read + Send>, to_stderr: bool| {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                if to_stderr {
+                    eprintln!("{line}");
+                } else {
+                    println!("{line}");
+                }
+                let mut log = log.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        })
+    };
+    let out = pump(Box::new(child.stdout.take().unwrap()), false);
+    let err = pump(Box::new(child.stderr.take().unwrap()), true);
+    let status = child.wait()?;
+    out.join().ok();
+    err.join().ok();
+    std::io::stdout().flush().ok();
+    if !status.success() {
+        bail!("`{shown}` failed ({status})");
+    }
+    let log = log.lock().unwrap().clone();
+    Ok(log)
+}
+
+/// Test files node's runner would pick by name, found recursively under `dir`.
+fn node_test_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        if path.is_dir() {
+            if name != "node_modules" && !name.starts_with('.') {
+                node_test_files(&path, out)?;
+            }
+            continue;
+        }
+        let Some(stem) = ["js", "mjs", "cjs"]
+            .iter()
+            .find_map(|ext| name.strip_suffix(&format!(".{ext}")))
+        else {
+            continue;
+        };
+        if stem == "test"
+            || stem.starts_with("test-")
+            || stem.ends_with(".test")
+            || stem.ends_with("-test")
+            || stem.ends_with("_test")
+        {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn web_tests() -> Result<()> {
+    let root = util::root();
+    let mut files = Vec::new();
+    for dir in ["tests/web", "tests/e2e"] {
+        let path = root.join(dir);
+        if !path.is_dir() {
+            bail!("{dir}/ does not exist: the page's tests live there, and a missing test directory must not pass");
+        }
+        let before = files.len();
+        node_test_files(&path, &mut files)?;
+        if files.len() == before {
+            bail!(
+                "{dir}/ has no test files (*.test.js, *-test.js, *_test.js, test-*.js, test.js; \
+                 also .mjs/.cjs): an empty test directory must not pass"
+            );
+        }
+    }
+    files.sort();
+    let chromium =
+        which("chromium").context("`chromium` is not on PATH: run `cargo xtask setup`")?;
+    let build_dir = root.join("build");
+    let server = serve::start(&build_dir.join("site"), "127.0.0.1", 0)?;
+    println!(
+        "  serving {} at {}",
+        build_dir.join("site").display(),
+        server.url()
+    );
+    let mut cmd = Command::new("node");
+    cmd.current_dir(&root)
+        .arg("--test")
+        .args(files.iter().map(|f| f.strip_prefix(&root).unwrap_or(f)))
+        .env("EDGEFIT_URL", server.url())
+        .env("EDGEFIT_BUILD_DIR", &build_dir)
+        .env("CHROMIUM", &chromium)
+        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
+    let result = run(&mut cmd);
+    drop(server);
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wasm_runs_that_test_nothing_fail() {
+        let empty = "     Running unittests src/lib.rs (target/x.wasm)\nno tests to run!\n";
+        assert!(check_wasm_tests_ran(empty, "Node").is_err());
+        let ran = format!(
+            "{empty}     Running tests/web.rs (t/w.wasm)\nrunning 2 tests\n\
+                           test result: ok. 2 passed; 0 failed; 0 ignored; 0 filtered out\n"
+        );
+        check_wasm_tests_ran(&ran, "Node").unwrap();
+    }
+
+    #[test]
+    fn finds_node_test_files_by_name() {
+        let dir = util::target_dir().join(format!("xtask-test-nodefiles-{}", std::process::id()));
+        fs::create_dir_all(dir.join("sub/node_modules")).unwrap();
+        for f in [
+            "a.test.js",
+            "sub/b.test.mjs",
+            "test-c.js",
+            "helper.js",
+            "sub/node_modules/x.test.js",
+            "d_test.cjs",
+            "shot.png",
+        ] {
+            fs::write(dir.join(f), "").unwrap();
+        }
+        let mut found = Vec::new();
+        node_test_files(&dir, &mut found).unwrap();
+        let mut names: Vec<String> = found
+            .iter()
+            .map(|p| p.strip_prefix(&dir).unwrap().to_string_lossy().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["a.test.js", "d_test.cjs", "sub/b.test.mjs", "test-c.js"]
+        );
+        fs::remove_dir_all(&dir).ok();
+    }
+}
