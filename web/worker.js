@@ -132,19 +132,6 @@ async function load(getBytes) {
 }
 
 // ---- generation ------------------------------------------------------------------------------
-function startEngine(p) {
-  try {
-    engine.start(p.prompt, p.chat, p.maxTokens, p.temperature, p.topP, p.seed);
-  } catch (e) {
-    // A u64 seed in the Rust signature wants a BigInt.
-    if (e instanceof TypeError && /BigInt/i.test(e.message)) {
-      engine.start(p.prompt, p.chat, p.maxTokens, p.temperature, p.topP, BigInt(p.seed));
-    } else {
-      throw e;
-    }
-  }
-}
-
 async function generate(p) {
   await ready;
   if (!engine) {
@@ -154,7 +141,7 @@ async function generate(p) {
   stopRequested = false;
   let sentMs = 0;
   try {
-    startEngine(p);
+    engine.start(p.prompt, p.chat, p.maxTokens, p.temperature, p.topP, p.seed);
     post(P.started());
     // Let "generating…" paint before the prefill runs.
     await yieldToEventLoop();

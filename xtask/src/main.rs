@@ -22,8 +22,9 @@ commands:
   build                          setup, then build the static site into build/site and the CLI
   serve [--port P] [--host H]    serve build/site over HTTP (default 127.0.0.1:8080)
   demo  [--port P] [--host H]    build, then serve and print the URL
-  test                           setup, then run every check and test (native, wasm in Node,
-                                 wasm in headless Chromium, the page end to end)
+  test [--from N]                setup, then run every check and test (native, wasm in Node,
+                                 wasm in headless Chromium, the page end to end); --from N
+                                 starts at step N (setup always runs)
 ";
 
 fn main() {
@@ -58,10 +59,7 @@ fn run() -> Result<()> {
             build::build()?;
             serve::serve_forever(&util::root().join("build/site"), &host, port)
         }
-        "test" => {
-            no_args(&cmd, &rest)?;
-            testing::test()
-        }
+        "test" => testing::test(from_step(&rest)?),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())
@@ -78,6 +76,19 @@ fn no_args(cmd: &str, rest: &[String]) -> Result<()> {
         bail!("`{cmd}` takes no arguments, got `{first}`");
     }
     Ok(())
+}
+
+/// Parses `[--from N]` for `test`.
+fn from_step(rest: &[String]) -> Result<usize> {
+    match rest {
+        [] => Ok(1),
+        [flag, n] if flag == "--from" => n
+            .parse()
+            .ok()
+            .filter(|&n| n >= 1)
+            .with_context(|| format!("`--from {n}`: expected a step number, 1 or more")),
+        [other, ..] => bail!("unknown option `{other}` for test: expected --from N"),
+    }
 }
 
 /// Parses `[--port P] [--host H]` (also `--port=P`, `--host=H`).

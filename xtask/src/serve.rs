@@ -66,7 +66,8 @@ pub fn start(root: &Path, host: &str, port: u16) -> Result<Running> {
         if in_use {
             anyhow::anyhow!(
                 "port {port} on {host} is already in use (another edgefit demo?): \
-                 pick another with `--port 8081`"
+                 pick another with `--port {}`",
+                port.wrapping_add(1).max(1024)
             )
         } else {
             anyhow::anyhow!("cannot listen on {host}:{port}: {err}")

@@ -36,7 +36,8 @@ const CHROMIUM_ARGS: [&str; 9] = [
 
 type StepFn = Box<dyn FnOnce() -> Result<()>>;
 
-pub fn test() -> Result<()> {
+/// Runs the steps; `from` (1-based) skips the steps before it, except setup.
+pub fn test(from: usize) -> Result<()> {
     let steps: Vec<(&str, StepFn)> = vec![
         ("setup", Box::new(setup::setup)),
         ("rustfmt", Box::new(fmt)),
@@ -52,13 +53,23 @@ pub fn test() -> Result<()> {
         ("web tests (node --test)", Box::new(web_tests)),
     ];
     let total = steps.len();
-    let mut done: Vec<(&str, Duration, bool)> = Vec::new();
+    let mut done: Vec<(usize, &str, Duration, bool)> = Vec::new();
     let started = Instant::now();
+    if from > total {
+        bail!("--from {from}: there are only {total} steps");
+    }
     for (i, (name, step)) in steps.into_iter().enumerate() {
+        if i > 0 && i + 1 < from {
+            println!(
+                "\n======== [test {}/{total}] {name}: skipped (--from {from})",
+                i + 1
+            );
+            continue;
+        }
         println!("\n======== [test {}/{total}] {name} ========", i + 1);
         let t = Instant::now();
         let result = step();
-        done.push((name, t.elapsed(), result.is_ok()));
+        done.push((i + 1, name, t.elapsed(), result.is_ok()));
         if let Err(err) = result {
             summary(&done, total, started.elapsed());
             return Err(err.context(format!("test step {}/{total} `{name}` failed", i + 1)));
@@ -68,20 +79,16 @@ pub fn test() -> Result<()> {
     Ok(())
 }
 
-fn summary(done: &[(&str, Duration, bool)], total: usize, elapsed: Duration) {
+fn summary(done: &[(usize, &str, Duration, bool)], total: usize, elapsed: Duration) {
+    let skipped = total - done.len();
     println!("\n======== summary ========");
-    for (i, (name, dur, ok)) in done.iter().enumerate() {
+    for (n, name, dur, ok) in done {
         let mark = if *ok { "ok    " } else { "FAILED" };
-        println!(
-            "  {:>2}. {mark} {:>8.1} s  {name}",
-            i + 1,
-            dur.as_secs_f64()
-        );
+        println!("  {n:>2}. {mark} {:>8.1} s  {name}", dur.as_secs_f64());
     }
-    let failed = done.iter().filter(|d| !d.2).count();
-    let not_run = total - done.len();
-    if not_run > 0 {
-        println!("  ({not_run} later steps not run)");
+    let failed = done.iter().filter(|d| !d.3).count();
+    if skipped > 0 {
+        println!("  ({skipped} steps skipped or not reached)");
     }
     println!("  total {:.1} s", elapsed.as_secs_f64());
     println!("xtask: {} passed, {failed} failed", done.len() - failed);

@@ -1,1 +1,156 @@
-fn main() {}
+//! # edgefit (CLI)
+//!
+//! The terminal face of edgefit: the same engine and estimator as the web page, with the same
+//! numbers, for engineers and CI pipelines. Subcommands today: `generate`. Later issues add
+//! `estimate`, `perplexity`, `prune`, `quantize` and `bench`.
+
+use std::io::{BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use edgefit_engine::native::NativePlatform;
+use edgefit_engine::{Engine, GenerateOptions, SamplerConfig};
+use indicatif::{ProgressBar, ProgressStyle};
+
+#[derive(Parser)]
+#[command(name = "edgefit", version, about = "Size and run small LLMs for phones and other end-side devices")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate text with a model and report measured speed and memory.
+    Generate(GenerateArgs),
+}
+
+#[derive(clap::Args)]
+struct GenerateArgs {
+    /// A GGUF file, or a directory with config.json, tokenizer.json and *.safetensors.
+    #[arg(long)]
+    model: PathBuf,
+    /// The prompt text.
+    #[arg(long)]
+    prompt: String,
+    /// Wrap the prompt in the model's chat template (instruct models).
+    #[arg(long)]
+    chat: bool,
+    /// Most tokens to generate.
+    #[arg(long, default_value_t = 64)]
+    max_tokens: usize,
+    /// Sampling temperature; 0 is greedy.
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f32,
+    /// Nucleus sampling mass, in (0, 1].
+    #[arg(long, default_value_t = 1.0)]
+    top_p: f32,
+    /// Random seed for sampling.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Print one JSON object with the text and the metrics instead of streaming text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Generate(args) => generate(args),
+    }
+}
+
+fn load(path: &Path, quiet: bool) -> Result<Engine> {
+    let platform = Box::new(NativePlatform::default());
+    if path.is_dir() {
+        let t0 = std::time::Instant::now();
+        let read = |name: &str| std::fs::read(path.join(name)).with_context(|| format!("reading {}", path.join(name).display()));
+        let config = String::from_utf8(read("config.json")?).context("config.json is not UTF-8")?;
+        let tokenizer = read("tokenizer.json")?;
+        let tokenizer_config = std::fs::read_to_string(path.join("tokenizer_config.json")).ok();
+        let mut shard_paths: Vec<PathBuf> = std::fs::read_dir(path)
+            .with_context(|| format!("listing {}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "safetensors"))
+            .collect();
+        shard_paths.sort();
+        if shard_paths.is_empty() {
+            bail!("no .safetensors file in {}", path.display());
+        }
+        let shards: Vec<Vec<u8>> = shard_paths
+            .iter()
+            .map(|p| std::fs::read(p).with_context(|| format!("reading {}", p.display())))
+            .collect::<Result<_>>()?;
+        let refs: Vec<&[u8]> = shards.iter().map(Vec::as_slice).collect();
+        let (model, tok) = edgefit_engine::hf::load_hf(&config, &tokenizer, tokenizer_config.as_deref(), &refs)
+            .with_context(|| format!("loading {}", path.display()))?;
+        return Ok(Engine::new(model, tok, platform, t0.elapsed().as_secs_f64() * 1000.0));
+    }
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut reader = BufReader::new(file);
+    let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(0) };
+    bar.set_style(
+        ProgressStyle::with_template("loading {msg} [{bar:30}] {pos}/{len} tensors")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_message(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+    let engine = Engine::load_gguf(&mut reader, platform, &mut |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })
+    .with_context(|| format!("loading {}", path.display()))?;
+    bar.finish_and_clear();
+    Ok(engine)
+}
+
+fn generate(args: GenerateArgs) -> Result<()> {
+    let mut engine = load(&args.model, args.json)?;
+    let options = GenerateOptions {
+        chat: args.chat,
+        max_tokens: args.max_tokens,
+        sampler: SamplerConfig {
+            temperature: args.temperature,
+            top_p: args.top_p,
+            seed: args.seed,
+        },
+    };
+    let mut stdout = std::io::stdout().lock();
+    let text = engine.generate(&args.prompt, options, &mut |piece| {
+        if !args.json {
+            // A closed pipe ends the output; the generation itself is unaffected.
+            let _ = stdout.write_all(piece.as_bytes());
+            let _ = stdout.flush();
+        }
+    })?;
+    let m = engine.metrics();
+    if args.json {
+        let mut obj = serde_json::to_value(m)?;
+        if let Some(map) = obj.as_object_mut() {
+            map.insert("text".to_string(), serde_json::Value::String(text));
+            map.insert("model".to_string(), serde_json::Value::String(args.model.display().to_string()));
+        }
+        writeln!(stdout, "{}", serde_json::to_string(&obj)?)?;
+    } else {
+        writeln!(stdout)?;
+        eprintln!(
+            "{} prompt tokens, {} generated ({}) | load {:.0} ms | TTFT {:.0} ms | prefill {:.1} tok/s | decode {:.1} tok/s | weights {:.1} MB | KV {:.2} MB | peak {:.1} MB",
+            m.prompt_tokens,
+            m.generated_tokens,
+            match m.finish_reason {
+                Some(edgefit_engine::FinishReason::Stop) => "stop token",
+                Some(edgefit_engine::FinishReason::Length) => "max tokens",
+                None => "unfinished",
+            },
+            m.load_ms,
+            m.ttft_ms,
+            m.prefill_tok_s,
+            m.decode_tok_s,
+            m.weights_bytes as f64 / 1e6,
+            m.kv_bytes as f64 / 1e6,
+            m.peak_bytes as f64 / 1e6
+        );
+    }
+    Ok(())
+}

@@ -5,9 +5,10 @@
 //!
 //! Tolerance: both sides dequantize the same 4-bit weights exactly and compute in f32, differing
 //! only in summation order (numpy's pairwise BLAS sums vs the engine's 8-lane dot products), and
-//! exp/sin/cos implementations. Over 30 layers that accumulates to a few thousandths on logits of
-//! magnitude ~10–30, so we allow `LOGIT_TOL` = 0.02 absolute. Breaking RoPE, the causal mask,
-//! GQA head mapping or a norm changes logits by whole units, far outside it.
+//! exp/sin/cos implementations. Over 30 layers that accumulated to 1e-4 at most on logits of
+//! magnitude ~10–30 when this test was written, so we allow `LOGIT_TOL` = 0.002 absolute (20×
+//! that). Breaking RoPE, the causal mask, the GQA head mapping or a norm moves logits by whole
+//! units, far outside it.
 
 use std::path::PathBuf;
 
@@ -15,7 +16,7 @@ use edgefit_engine::native::NativePlatform;
 use edgefit_engine::{Engine, GenerateOptions, Logits, SamplerConfig};
 use serde_json::Value;
 
-const LOGIT_TOL: f32 = 0.02;
+const LOGIT_TOL: f32 = 0.002;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -1,5 +1,5 @@
 //! Prints a report summary (or the full JSON with `--json`):
-//! `cargo run -p edgefit-estimate --example estimate -- PRESET DEVICE [WEIGHTS] [KV] [POLICY] [--json]`
+//! `cargo run -p edgefit-estimate --example estimate -- PRESET DEVICE [WEIGHTS] [KV] [POLICY] [--unit=cpu|gpu|npu] [--json]`
 
 use edgefit_estimate::{device, estimate, preset, Deployment};
 
@@ -18,6 +18,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(p) = pos.get(4) {
         dep.policy = p.parse()?;
+    }
+    if let Some(u) = args.iter().find_map(|a| a.strip_prefix("--unit=")) {
+        dep.unit = Some(u.parse()?);
     }
     let r = estimate(&preset(model)?, &dep, &device(dev)?)?;
     if json {
