@@ -167,6 +167,26 @@ test('loads the default model, generates 16 tokens greedily, shows metrics', asy
   assert.deepEqual(consoleErrors, [], 'no console errors');
 });
 
+test('the chat template answers an instruct question', async (t) => {
+  const { page, consoleErrors, pageErrors } = await openPage(t);
+  await loadDefault(page);
+  assert.equal(await page.getByTestId('chat').isEnabled(), true, 'the default model has a chat template');
+  await setKnobs(page, { prompt: 'What is the capital of France? Answer in one sentence.', maxTokens: 24, temperature: 0 });
+  await page.getByTestId('chat').setChecked(true);
+  await page.getByTestId('generate').click();
+  const s = await waitStatus(page, 'done', GEN_TIMEOUT);
+  assert.equal(s, 'done', `generation ended with status "${s}"`);
+  const output = await page.getByTestId('output').textContent();
+  const generated = await num(page, 'metric-generated-tokens');
+  const promptTokens = await num(page, 'metric-prompt-tokens');
+  t.diagnostic(`chat: ${promptTokens} prompt tokens, ${generated} generated: ${JSON.stringify(output)}`);
+  assert.ok(promptTokens > 20, `the template wraps the prompt (prompt tokens ${promptTokens})`);
+  assert.ok(generated >= 1, 'the answer has at least one token');
+  assert.match(output, /Paris/, `the answer should mention Paris, got ${JSON.stringify(output)}`);
+  assert.deepEqual(pageErrors, [], 'no page errors');
+  assert.deepEqual(consoleErrors, [], 'no console errors');
+});
+
 test('a non-GGUF file shows an error and the page recovers', async (t) => {
   const { page, pageErrors } = await openPage(t);
   await page.getByTestId('model-file').setInputFiles({

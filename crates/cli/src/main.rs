@@ -14,7 +14,11 @@ use edgefit_engine::{Engine, GenerateOptions, SamplerConfig};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Parser)]
-#[command(name = "edgefit", version, about = "Size and run small LLMs for phones and other end-side devices")]
+#[command(
+    name = "edgefit",
+    version,
+    about = "Size and run small LLMs for phones and other end-side devices"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -65,7 +69,10 @@ fn load(path: &Path, quiet: bool) -> Result<Engine> {
     let platform = Box::new(NativePlatform::default());
     if path.is_dir() {
         let t0 = std::time::Instant::now();
-        let read = |name: &str| std::fs::read(path.join(name)).with_context(|| format!("reading {}", path.join(name).display()));
+        let read = |name: &str| {
+            std::fs::read(path.join(name))
+                .with_context(|| format!("reading {}", path.join(name).display()))
+        };
         let config = String::from_utf8(read("config.json")?).context("config.json is not UTF-8")?;
         let tokenizer = read("tokenizer.json")?;
         let tokenizer_config = std::fs::read_to_string(path.join("tokenizer_config.json")).ok();
@@ -83,19 +90,33 @@ fn load(path: &Path, quiet: bool) -> Result<Engine> {
             .map(|p| std::fs::read(p).with_context(|| format!("reading {}", p.display())))
             .collect::<Result<_>>()?;
         let refs: Vec<&[u8]> = shards.iter().map(Vec::as_slice).collect();
-        let (model, tok) = edgefit_engine::hf::load_hf(&config, &tokenizer, tokenizer_config.as_deref(), &refs)
-            .with_context(|| format!("loading {}", path.display()))?;
-        return Ok(Engine::new(model, tok, platform, t0.elapsed().as_secs_f64() * 1000.0));
+        let (model, tok) =
+            edgefit_engine::hf::load_hf(&config, &tokenizer, tokenizer_config.as_deref(), &refs)
+                .with_context(|| format!("loading {}", path.display()))?;
+        return Ok(Engine::new(
+            model,
+            tok,
+            platform,
+            t0.elapsed().as_secs_f64() * 1000.0,
+        ));
     }
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut reader = BufReader::new(file);
-    let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(0) };
+    let bar = if quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(0)
+    };
     bar.set_style(
         ProgressStyle::with_template("loading {msg} [{bar:30}] {pos}/{len} tensors")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
-    bar.set_message(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+    bar.set_message(
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    );
     let engine = Engine::load_gguf(&mut reader, platform, &mut |done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
@@ -129,7 +150,10 @@ fn generate(args: GenerateArgs) -> Result<()> {
         let mut obj = serde_json::to_value(m)?;
         if let Some(map) = obj.as_object_mut() {
             map.insert("text".to_string(), serde_json::Value::String(text));
-            map.insert("model".to_string(), serde_json::Value::String(args.model.display().to_string()));
+            map.insert(
+                "model".to_string(),
+                serde_json::Value::String(args.model.display().to_string()),
+            );
         }
         writeln!(stdout, "{}", serde_json::to_string(&obj)?)?;
     } else {

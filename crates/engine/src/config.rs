@@ -81,13 +81,13 @@ impl LlamaConfig {
         check("ffn", self.ffn, MAX_FFN)?;
         check("vocab", self.vocab, MAX_VOCAB)?;
         check("context_length", self.context_length, MAX_CONTEXT)?;
-        if self.n_heads % self.n_kv_heads != 0 {
+        if !self.n_heads.is_multiple_of(self.n_kv_heads) {
             return Err(EngineError::Config(format!(
                 "n_heads = {} is not a multiple of n_kv_heads = {} (grouped-query attention needs whole groups)",
                 self.n_heads, self.n_kv_heads
             )));
         }
-        if self.head_dim % 2 != 0 {
+        if !self.head_dim.is_multiple_of(2) {
             return Err(EngineError::Config(format!(
                 "head_dim = {} is odd; RoPE rotates pairs",
                 self.head_dim

@@ -118,7 +118,12 @@ pub struct Engine {
 
 impl Engine {
     /// Wraps a loaded model. `load_ms` is how long loading took, as measured by the caller.
-    pub fn new(model: Model, tokenizer: TextTokenizer, platform: Box<dyn Platform>, load_ms: f64) -> Self {
+    pub fn new(
+        model: Model,
+        tokenizer: TextTokenizer,
+        platform: Box<dyn Platform>,
+        load_ms: f64,
+    ) -> Self {
         let cache = model.new_cache(model.config.context_length);
         let metrics = Metrics {
             load_ms,
@@ -245,7 +250,9 @@ impl Engine {
         let t0 = self.platform.now_ms();
         let logits = match gen.pending {
             None => {
-                let l = self.model.forward(&gen.prompt, &mut self.cache, Logits::Last)?;
+                let l = self
+                    .model
+                    .forward(&gen.prompt, &mut self.cache, Logits::Last)?;
                 let ms = self.platform.now_ms() - t0;
                 self.metrics.prefill_tok_s = rate(gen.prompt.len(), ms);
                 l
@@ -287,7 +294,12 @@ impl Engine {
 
     /// Runs [`start`](Self::start) then [`step`](Self::step) to the end, calling `on_piece`
     /// with each piece of text; returns the whole text.
-    pub fn generate(&mut self, prompt: &str, options: GenerateOptions, on_piece: &mut dyn FnMut(&str)) -> Result<String> {
+    pub fn generate(
+        &mut self,
+        prompt: &str,
+        options: GenerateOptions,
+        on_piece: &mut dyn FnMut(&str),
+    ) -> Result<String> {
         self.start(prompt, options)?;
         let mut text = String::new();
         while let Some(piece) = self.step()? {

@@ -25,7 +25,8 @@ pub fn load_gguf<R: Read + Seek>(
     reader: &mut R,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Model, TextTokenizer)> {
-    let content = Content::read(reader).map_err(|e| EngineError::Format(format!("GGUF header: {e}")))?;
+    let content =
+        Content::read(reader).map_err(|e| EngineError::Format(format!("GGUF header: {e}")))?;
     let md = &content.metadata;
     let arch = get_str(md, "general.architecture")?;
     if !LLAMA_ARCHS.contains(&arch.as_str()) {
@@ -41,8 +42,7 @@ pub fn load_gguf<R: Read + Seek>(
     let n_kv_heads = opt_usize(md, &key("attention.head_count_kv"))?.unwrap_or(n_heads);
     let head_dim = match opt_usize(md, &key("attention.key_length"))? {
         Some(d) => d,
-        None if n_heads > 0 => hidden / n_heads,
-        None => 0,
+        None => hidden.checked_div(n_heads).unwrap_or(0),
     };
     if let Some(v) = opt_usize(md, &key("attention.value_length"))? {
         if v != head_dim {
@@ -100,7 +100,13 @@ pub fn load_gguf<R: Read + Seek>(
         progress(done, total);
         Ok(v)
     };
-    let (h, qd, kvd, ffn, vocab) = (config.hidden, config.q_dim(), config.kv_dim(), config.ffn, config.vocab);
+    let (h, qd, kvd, ffn, vocab) = (
+        config.hidden,
+        config.q_dim(),
+        config.kv_dim(),
+        config.ffn,
+        config.vocab,
+    );
     let embed = read("token_embd.weight", vocab, h)?;
     let mut layers = Vec::with_capacity(config.n_layers);
     for i in 0..config.n_layers {
@@ -133,15 +139,28 @@ pub fn load_gguf<R: Read + Seek>(
 }
 
 /// Reads one tensor, checking it is `rows × cols` (a vector when `rows == 1`) before reading.
-fn read_tensor<R: Read + Seek>(content: &Content, reader: &mut R, name: &str, rows: usize, cols: usize) -> Result<Vec<f32>> {
+fn read_tensor<R: Read + Seek>(
+    content: &Content,
+    reader: &mut R,
+    name: &str,
+    rows: usize,
+    cols: usize,
+) -> Result<Vec<f32>> {
     let info = content
         .tensor_infos
         .get(name)
         .ok_or_else(|| EngineError::tensor(name, "missing"))?;
     let dims = info.shape.dims();
-    let ok = if rows == 1 { dims == [cols] || dims == [1, cols] } else { dims == [rows, cols] };
+    let ok = if rows == 1 {
+        dims == [cols] || dims == [1, cols]
+    } else {
+        dims == [rows, cols]
+    };
     if !ok {
-        return Err(EngineError::tensor(name, format!("shape {dims:?}, expected [{rows}, {cols}]")));
+        return Err(EngineError::tensor(
+            name,
+            format!("shape {dims:?}, expected [{rows}, {cols}]"),
+        ));
     }
     let q = info
         .read(reader, content.tensor_data_offset, &Device::Cpu)
@@ -150,9 +169,14 @@ fn read_tensor<R: Read + Seek>(content: &Content, reader: &mut R, name: &str, ro
         .dequantize(&Device::Cpu)
         .and_then(|t| t.flatten_all())
         .and_then(|t| t.to_vec1::<f32>())
-        .map_err(|e| EngineError::tensor(name, format!("dequantizing {:?}: {e}", info.ggml_dtype)))?;
+        .map_err(|e| {
+            EngineError::tensor(name, format!("dequantizing {:?}: {e}", info.ggml_dtype))
+        })?;
     if let Some(bad) = t.iter().position(|v| !v.is_finite()) {
-        return Err(EngineError::tensor(name, format!("value {} at index {bad} is not finite", t[bad])));
+        return Err(EngineError::tensor(
+            name,
+            format!("value {} at index {bad} is not finite", t[bad]),
+        ));
     }
     Ok(t)
 }
@@ -162,9 +186,15 @@ fn tokenizer_fields(md: &HashMap<String, Value>) -> Result<GgufTokenizerFields> 
         match md.get(key) {
             None => Ok(Vec::new()),
             Some(v) => {
-                let arr = v.to_vec().map_err(|_| EngineError::metadata(key, "is not an array"))?;
+                let arr = v
+                    .to_vec()
+                    .map_err(|_| EngineError::metadata(key, "is not an array"))?;
                 arr.iter()
-                    .map(|x| x.to_string().cloned().map_err(|_| EngineError::metadata(key, "holds a non-string")))
+                    .map(|x| {
+                        x.to_string()
+                            .cloned()
+                            .map_err(|_| EngineError::metadata(key, "holds a non-string"))
+                    })
                     .collect()
             }
         }
@@ -175,7 +205,11 @@ fn tokenizer_fields(md: &HashMap<String, Value>) -> Result<GgufTokenizerFields> 
             .to_vec()
             .map_err(|_| EngineError::metadata("tokenizer.ggml.token_type", "is not an array"))?
             .iter()
-            .map(|x| x.to_i32().map_err(|_| EngineError::metadata("tokenizer.ggml.token_type", "holds a non-i32")))
+            .map(|x| {
+                x.to_i32().map_err(|_| {
+                    EngineError::metadata("tokenizer.ggml.token_type", "holds a non-i32")
+                })
+            })
             .collect::<Result<_>>()?,
     };
     let id = |key: &str| -> Result<Option<u32>> { opt_usize(md, key).map(|o| o.map(|v| v as u32)) };
@@ -189,9 +223,9 @@ fn tokenizer_fields(md: &HashMap<String, Value>) -> Result<GgufTokenizerFields> 
         eos: id("tokenizer.ggml.eos_token_id")?,
         add_bos: match md.get("tokenizer.ggml.add_bos_token") {
             None => false,
-            Some(v) => v
-                .to_bool()
-                .map_err(|_| EngineError::metadata("tokenizer.ggml.add_bos_token", "is not a bool"))?,
+            Some(v) => v.to_bool().map_err(|_| {
+                EngineError::metadata("tokenizer.ggml.add_bos_token", "is not a bool")
+            })?,
         },
         chat_template: opt_str(md, "tokenizer.chat_template"),
     })
@@ -212,7 +246,9 @@ fn opt_str(md: &HashMap<String, Value>, key: &str) -> Option<String> {
 }
 
 fn opt_usize(md: &HashMap<String, Value>, key: &str) -> Result<Option<usize>> {
-    let Some(v) = md.get(key) else { return Ok(None) };
+    let Some(v) = md.get(key) else {
+        return Ok(None);
+    };
     let n: Option<u64> = match v {
         Value::U8(x) => Some(*x as u64),
         Value::U16(x) => Some(*x as u64),
@@ -226,7 +262,10 @@ fn opt_usize(md: &HashMap<String, Value>, key: &str) -> Result<Option<usize>> {
     };
     match n.and_then(|n| usize::try_from(n).ok()) {
         Some(n) => Ok(Some(n)),
-        None => Err(EngineError::metadata(key, format!("{v:?} is not a valid count"))),
+        None => Err(EngineError::metadata(
+            key,
+            format!("{v:?} is not a valid count"),
+        )),
     }
 }
 

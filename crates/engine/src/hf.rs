@@ -44,8 +44,8 @@ pub fn load_hf(
     tokenizer_config_json: Option<&str>,
     shards: &[&[u8]],
 ) -> Result<(Model, TextTokenizer)> {
-    let hf: HfConfig =
-        serde_json::from_str(config_json).map_err(|e| EngineError::Config(format!("config.json: {e}")))?;
+    let hf: HfConfig = serde_json::from_str(config_json)
+        .map_err(|e| EngineError::Config(format!("config.json: {e}")))?;
     let arch = hf.model_type.clone().unwrap_or_default();
     if !["llama", "mistral"].contains(&arch.as_str()) {
         return Err(EngineError::Unsupported(format!(
@@ -54,11 +54,15 @@ pub fn load_hf(
     }
     if let Some(act) = &hf.hidden_act {
         if act != "silu" {
-            return Err(EngineError::Unsupported(format!("hidden_act `{act}` (only silu)")));
+            return Err(EngineError::Unsupported(format!(
+                "hidden_act `{act}` (only silu)"
+            )));
         }
     }
     if hf.rope_scaling.as_ref().is_some_and(|v| !v.is_null()) {
-        return Err(EngineError::Unsupported("rope_scaling in config.json".to_string()));
+        return Err(EngineError::Unsupported(
+            "rope_scaling in config.json".to_string(),
+        ));
     }
     let config = LlamaConfig {
         name: hf.name.clone().unwrap_or_default(),
@@ -67,9 +71,11 @@ pub fn load_hf(
         hidden: hf.hidden_size,
         n_heads: hf.num_attention_heads,
         n_kv_heads: hf.num_key_value_heads.unwrap_or(hf.num_attention_heads),
-        head_dim: hf
-            .head_dim
-            .unwrap_or(if hf.num_attention_heads > 0 { hf.hidden_size / hf.num_attention_heads } else { 0 }),
+        head_dim: hf.head_dim.unwrap_or(
+            hf.hidden_size
+                .checked_div(hf.num_attention_heads)
+                .unwrap_or(0),
+        ),
         ffn: hf.intermediate_size,
         vocab: hf.vocab_size,
         context_length: hf.max_position_embeddings.unwrap_or(2048),
@@ -87,7 +93,10 @@ pub fn load_hf(
 
     let mut files = Vec::with_capacity(shards.len());
     for (i, s) in shards.iter().enumerate() {
-        files.push(SafeTensors::deserialize(s).map_err(|e| EngineError::Format(format!("safetensors shard {i}: {e}")))?);
+        files.push(
+            SafeTensors::deserialize(s)
+                .map_err(|e| EngineError::Format(format!("safetensors shard {i}: {e}")))?,
+        );
     }
     let mut index: HashMap<String, usize> = HashMap::new();
     for (i, f) in files.iter().enumerate() {
@@ -96,17 +105,34 @@ pub fn load_hf(
         }
     }
     let read = |name: &str, rows: usize, cols: usize| -> Result<Vec<f32>> {
-        let file = index.get(name).ok_or_else(|| EngineError::tensor(name, "missing"))?;
-        let view = files[*file].tensor(name).map_err(|e| EngineError::tensor(name, e.to_string()))?;
+        let file = index
+            .get(name)
+            .ok_or_else(|| EngineError::tensor(name, "missing"))?;
+        let view = files[*file]
+            .tensor(name)
+            .map_err(|e| EngineError::tensor(name, e.to_string()))?;
         let shape = view.shape();
-        let ok = if rows == 1 { shape == [cols] } else { shape == [rows, cols] };
+        let ok = if rows == 1 {
+            shape == [cols]
+        } else {
+            shape == [rows, cols]
+        };
         if !ok {
-            return Err(EngineError::tensor(name, format!("shape {shape:?}, expected [{rows}, {cols}]")));
+            return Err(EngineError::tensor(
+                name,
+                format!("shape {shape:?}, expected [{rows}, {cols}]"),
+            ));
         }
         to_f32(name, view.dtype(), view.data())
     };
-    let (h, qd, kvd, ffn, vocab, hd) =
-        (config.hidden, config.q_dim(), config.kv_dim(), config.ffn, config.vocab, config.head_dim);
+    let (h, qd, kvd, ffn, vocab, hd) = (
+        config.hidden,
+        config.q_dim(),
+        config.kv_dim(),
+        config.ffn,
+        config.vocab,
+        config.head_dim,
+    );
     let embed = read("model.embed_tokens.weight", vocab, h)?;
     let mut layers = Vec::with_capacity(config.n_layers);
     for i in 0..config.n_layers {
@@ -141,12 +167,24 @@ pub fn load_hf(
 /// Reorders the rows of a q/k projection (`heads × head_dim` rows of `cols`) from HF's
 /// rotate-half layout to adjacent pairs: new row `2i + j` of a head is old row `j·d/2 + i`.
 pub(crate) fn rotate_half_to_pairs(w: &[f32], head_dim: usize, cols: usize) -> Vec<f32> {
-    permute_heads(w, head_dim, cols, |i, j, half| j * half + i, |i, j| 2 * i + j)
+    permute_heads(
+        w,
+        head_dim,
+        cols,
+        |i, j, half| j * half + i,
+        |i, j| 2 * i + j,
+    )
 }
 
 /// The inverse of [`rotate_half_to_pairs`] (used to write HF files from GGUF-layout weights).
 pub(crate) fn pairs_to_rotate_half(w: &[f32], head_dim: usize, cols: usize) -> Vec<f32> {
-    permute_heads(w, head_dim, cols, |i, j, _| 2 * i + j, |i, j| j * (head_dim / 2) + i)
+    permute_heads(
+        w,
+        head_dim,
+        cols,
+        |i, j, _| 2 * i + j,
+        |i, j| j * (head_dim / 2) + i,
+    )
 }
 
 fn permute_heads(
@@ -158,11 +196,15 @@ fn permute_heads(
 ) -> Vec<f32> {
     let half = head_dim / 2;
     let mut out = vec![0.0f32; w.len()];
-    for (head_in, head_out) in w.chunks_exact(head_dim * cols).zip(out.chunks_exact_mut(head_dim * cols)) {
+    for (head_in, head_out) in w
+        .chunks_exact(head_dim * cols)
+        .zip(out.chunks_exact_mut(head_dim * cols))
+    {
         for i in 0..half {
             for j in 0..2 {
                 let (s, d) = (src(i, j, half), dst(i, j));
-                head_out[d * cols..(d + 1) * cols].copy_from_slice(&head_in[s * cols..(s + 1) * cols]);
+                head_out[d * cols..(d + 1) * cols]
+                    .copy_from_slice(&head_in[s * cols..(s + 1) * cols]);
             }
         }
     }
@@ -171,7 +213,10 @@ fn permute_heads(
 
 fn to_f32(name: &str, dtype: Dtype, data: &[u8]) -> Result<Vec<f32>> {
     let v: Vec<f32> = match dtype {
-        Dtype::F32 => data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+        Dtype::F32 => data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
         Dtype::F16 => data
             .chunks_exact(2)
             .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
@@ -180,10 +225,18 @@ fn to_f32(name: &str, dtype: Dtype, data: &[u8]) -> Result<Vec<f32>> {
             .chunks_exact(2)
             .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
             .collect(),
-        other => return Err(EngineError::tensor(name, format!("dtype {other:?} (supported: F32, F16, BF16)"))),
+        other => {
+            return Err(EngineError::tensor(
+                name,
+                format!("dtype {other:?} (supported: F32, F16, BF16)"),
+            ))
+        }
     };
     if let Some(bad) = v.iter().position(|x| !x.is_finite()) {
-        return Err(EngineError::tensor(name, format!("value {} at index {bad} is not finite", v[bad])));
+        return Err(EngineError::tensor(
+            name,
+            format!("value {} at index {bad} is not finite", v[bad]),
+        ));
     }
     Ok(v)
 }
@@ -202,6 +255,9 @@ mod tests {
         assert_eq!(&p[cols..2 * cols], &w[4 * cols..5 * cols]);
         // Head 1: new row 2 is old row 1.
         let base = hd * cols;
-        assert_eq!(&p[base + 2 * cols..base + 3 * cols], &w[base + cols..base + 2 * cols]);
+        assert_eq!(
+            &p[base + 2 * cols..base + 3 * cols],
+            &w[base + cols..base + 2 * cols]
+        );
     }
 }

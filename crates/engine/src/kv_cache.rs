@@ -134,7 +134,13 @@ mod tests {
         // Growth stops at max_tokens: 10 tokens × 4 floats × 4 tensors.
         assert_eq!(c.reserved_bytes(), 10 * 4 * 4 * 4);
         c.check_room(8).unwrap();
-        assert!(matches!(c.check_room(9), Err(EngineError::ContextFull { needed: 11, limit: 10 })));
+        assert!(matches!(
+            c.check_room(9),
+            Err(EngineError::ContextFull {
+                needed: 11,
+                limit: 10
+            })
+        ));
         c.reset();
         assert_eq!(c.len(), 0);
         assert_eq!(c.bytes(), 0);

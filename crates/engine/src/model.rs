@@ -63,8 +63,10 @@ impl Weights {
                     + l.w_down.len()
             })
             .sum();
-        let floats =
-            self.embed.len() + layer + self.final_norm.len() + self.output.as_ref().map_or(0, Vec::len);
+        let floats = self.embed.len()
+            + layer
+            + self.final_norm.len()
+            + self.output.as_ref().map_or(0, Vec::len);
         (floats * std::mem::size_of::<f32>()) as u64
     }
 }
@@ -92,7 +94,11 @@ impl Model {
     pub fn new(config: LlamaConfig, weights: Weights) -> Self {
         let half = config.head_dim / 2;
         let inv_freq = (0..half)
-            .map(|i| config.rope_base.powf(-(2.0 * i as f32) / config.head_dim as f32))
+            .map(|i| {
+                config
+                    .rope_base
+                    .powf(-(2.0 * i as f32) / config.head_dim as f32)
+            })
             .collect();
         Model {
             config,
@@ -240,7 +246,10 @@ fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
 fn rope(x: &mut [f32], width: usize, head_dim: usize, cos: &[f32], sin: &[f32]) {
     let half = head_dim / 2;
     for (t, row) in x.chunks_exact_mut(width).enumerate() {
-        let (c, s) = (&cos[t * half..(t + 1) * half], &sin[t * half..(t + 1) * half]);
+        let (c, s) = (
+            &cos[t * half..(t + 1) * half],
+            &sin[t * half..(t + 1) * half],
+        );
         for head in row.chunks_exact_mut(head_dim) {
             for i in 0..half {
                 let (a, b) = (head[2 * i], head[2 * i + 1]);

@@ -14,7 +14,9 @@ pub struct NativePlatform {
 
 impl Default for NativePlatform {
     fn default() -> Self {
-        NativePlatform { origin: Instant::now() }
+        NativePlatform {
+            origin: Instant::now(),
+        }
     }
 }
 

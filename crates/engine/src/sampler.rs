@@ -74,7 +74,11 @@ impl Sampler {
         let mut probs: Vec<f32> = logits.iter().map(|l| l / self.config.temperature).collect();
         softmax(&mut probs);
         let mut order: Vec<u32> = (0..probs.len() as u32).collect();
-        order.sort_unstable_by(|a, b| probs[*b as usize].total_cmp(&probs[*a as usize]).then(a.cmp(b)));
+        order.sort_unstable_by(|a, b| {
+            probs[*b as usize]
+                .total_cmp(&probs[*a as usize])
+                .then(a.cmp(b))
+        });
         // Smallest prefix whose mass reaches top_p (always at least one token).
         let mut mass = 0.0;
         let mut keep = 0;
@@ -121,22 +125,39 @@ mod tests {
     #[test]
     fn seeded_sampling_repeats_and_top_p_cuts_the_tail() {
         let logits = [2.0, 1.9, -5.0, -6.0, -7.0];
-        let cfg = SamplerConfig { temperature: 1.0, top_p: 0.9, seed: 42 };
+        let cfg = SamplerConfig {
+            temperature: 1.0,
+            top_p: 0.9,
+            seed: 42,
+        };
         let draw = |cfg| {
             let mut s = Sampler::new(cfg).unwrap();
             (0..200).map(|_| s.sample(&logits)).collect::<Vec<_>>()
         };
         let a = draw(cfg);
         assert_eq!(a, draw(cfg));
-        assert!(a.iter().all(|&t| t < 2), "top-p 0.9 keeps only the first two tokens");
+        assert!(
+            a.iter().all(|&t| t < 2),
+            "top-p 0.9 keeps only the first two tokens"
+        );
         assert!(a.contains(&0) && a.contains(&1));
         assert_ne!(a, draw(SamplerConfig { seed: 43, ..cfg }));
     }
 
     #[test]
     fn bad_settings_are_rejected() {
-        for (t, p) in [(-1.0, 1.0), (f32::NAN, 1.0), (11.0, 1.0), (1.0, 0.0), (1.0, 1.5)] {
-            let cfg = SamplerConfig { temperature: t, top_p: p, seed: 0 };
+        for (t, p) in [
+            (-1.0, 1.0),
+            (f32::NAN, 1.0),
+            (11.0, 1.0),
+            (1.0, 0.0),
+            (1.0, 1.5),
+        ] {
+            let cfg = SamplerConfig {
+                temperature: t,
+                top_p: p,
+                seed: 0,
+            };
             assert!(Sampler::new(cfg).is_err(), "{t} {p}");
         }
     }

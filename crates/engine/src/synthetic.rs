@@ -49,7 +49,10 @@ impl SyntheticDType {
 
 /// GPT-2's reversible map from bytes to printable characters.
 fn byte_chars() -> Vec<char> {
-    let mut printable: Vec<u32> = (b'!' as u32..=b'~' as u32).chain(0xA1..=0xAC).chain(0xAE..=0xFF).collect();
+    let mut printable: Vec<u32> = (b'!' as u32..=b'~' as u32)
+        .chain(0xA1..=0xAC)
+        .chain(0xAE..=0xFF)
+        .collect();
     let mut chars: Vec<u32> = printable.clone();
     let mut extra = 0;
     for b in 0..256u32 {
@@ -76,7 +79,9 @@ pub fn vocab() -> Vec<String> {
 
 fn tokenizer_fields() -> GgufTokenizerFields {
     let tokens = vocab();
-    let token_types = (0..tokens.len()).map(|i| if i < SPECIALS.len() { 3 } else { 1 }).collect();
+    let token_types = (0..tokens.len())
+        .map(|i| if i < SPECIALS.len() { 3 } else { 1 })
+        .collect();
     GgufTokenizerFields {
         model: "gpt2".to_string(),
         pre: "default".to_string(),
@@ -147,7 +152,10 @@ pub fn gguf_bytes(seed: u64, dtype: SyntheticDType) -> Result<Vec<u8>> {
     let u32v = |v: usize| Value::U32(v as u32);
     let metadata: Vec<(&str, Value)> = vec![
         ("general.architecture", Value::String("llama".into())),
-        ("general.name", Value::String("edgefit synthetic tiny".into())),
+        (
+            "general.name",
+            Value::String("edgefit synthetic tiny".into()),
+        ),
         ("llama.block_count", u32v(LAYERS)),
         ("llama.context_length", u32v(CONTEXT)),
         ("llama.embedding_length", u32v(HIDDEN)),
@@ -160,16 +168,26 @@ pub fn gguf_bytes(seed: u64, dtype: SyntheticDType) -> Result<Vec<u8>> {
         ("tokenizer.ggml.model", Value::String(tf.model.clone())),
         ("tokenizer.ggml.pre", Value::String(tf.pre.clone())),
         ("tokenizer.ggml.tokens", strings(&tf.tokens)),
-        ("tokenizer.ggml.token_type", Value::Array(tf.token_types.iter().map(|t| Value::I32(*t)).collect())),
+        (
+            "tokenizer.ggml.token_type",
+            Value::Array(tf.token_types.iter().map(|t| Value::I32(*t)).collect()),
+        ),
         ("tokenizer.ggml.merges", strings(&tf.merges)),
         ("tokenizer.ggml.bos_token_id", Value::U32(1)),
         ("tokenizer.ggml.eos_token_id", Value::U32(2)),
         ("tokenizer.ggml.add_bos_token", Value::Bool(false)),
-        ("tokenizer.chat_template", Value::String(CHAT_TEMPLATE.into())),
+        (
+            "tokenizer.chat_template",
+            Value::String(CHAT_TEMPLATE.into()),
+        ),
     ];
     let mut qtensors = Vec::new();
     for (name, rows, cols, v) in tensors(seed) {
-        let (shape, dt) = if rows == 1 { (vec![cols], GgmlDType::F32) } else { (vec![rows, cols], dtype.ggml()) };
+        let (shape, dt) = if rows == 1 {
+            (vec![cols], GgmlDType::F32)
+        } else {
+            (vec![rows, cols], dtype.ggml())
+        };
         let t = Tensor::from_vec(v, shape, &Device::Cpu).map_err(candle_err)?;
         qtensors.push((name, QTensor::quantize(&t, dt).map_err(candle_err)?));
     }
@@ -224,9 +242,16 @@ pub fn hf_files(seed: u64) -> Result<(String, String, String, Vec<u8>)> {
             "output_norm.weight" => "model.norm.weight".to_string(),
             _ => {
                 let mut parts = gguf.splitn(3, '.');
-                let (_, layer, rest) = (parts.next(), parts.next().unwrap_or("0"), parts.next().unwrap_or(""));
+                let (_, layer, rest) = (
+                    parts.next(),
+                    parts.next().unwrap_or("0"),
+                    parts.next().unwrap_or(""),
+                );
                 let base = rest.trim_end_matches(".weight");
-                let hf = map.iter().find(|(g, _)| *g == base).map_or(base, |(_, h)| h);
+                let hf = map
+                    .iter()
+                    .find(|(g, _)| *g == base)
+                    .map_or(base, |(_, h)| h);
                 format!("model.layers.{layer}.{hf}.weight")
             }
         }
@@ -238,7 +263,11 @@ pub fn hf_files(seed: u64) -> Result<(String, String, String, Vec<u8>)> {
         } else {
             v
         };
-        let shape = if rows == 1 { vec![cols] } else { vec![rows, cols] };
+        let shape = if rows == 1 {
+            vec![cols]
+        } else {
+            vec![rows, cols]
+        };
         let bytes = v.iter().flat_map(|x| x.to_le_bytes()).collect();
         data.push((hf_name(&name), shape, bytes));
     }
@@ -252,5 +281,10 @@ pub fn hf_files(seed: u64) -> Result<(String, String, String, Vec<u8>)> {
         .collect::<Result<_>>()?;
     let st = safetensors::serialize(views, None)
         .map_err(|e| EngineError::Format(format!("writing synthetic safetensors: {e}")))?;
-    Ok((config.to_string(), tokenizer_json, tokenizer_config.to_string(), st))
+    Ok((
+        config.to_string(),
+        tokenizer_json,
+        tokenizer_config.to_string(),
+        st,
+    ))
 }

@@ -20,7 +20,13 @@ const TOKEN_TYPE_USER_DEFINED: i32 = 4;
 
 /// End-of-turn markers of common chat formats: generation stops on any of them that the
 /// vocabulary has, besides the declared end-of-sequence token.
-const STOP_TEXTS: [&str; 5] = ["<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>", "</s>"];
+const STOP_TEXTS: [&str; 5] = [
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<|eot_id|>",
+    "<|end|>",
+    "</s>",
+];
 
 /// The GPT-2 regex, used by `gpt2`/`default` and (after splitting digits) `smollm`.
 const LLAMA3_REGEX: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -84,14 +90,24 @@ impl TextTokenizer {
         if !f.token_types.is_empty() && f.token_types.len() != f.tokens.len() {
             return Err(EngineError::metadata(
                 "tokenizer.ggml.token_type",
-                format!("has {} entries for {} tokens", f.token_types.len(), f.tokens.len()),
+                format!(
+                    "has {} entries for {} tokens",
+                    f.token_types.len(),
+                    f.tokens.len()
+                ),
             ));
         }
         let n = f.tokens.len();
-        for (key, id) in [("tokenizer.ggml.bos_token_id", f.bos), ("tokenizer.ggml.eos_token_id", f.eos)] {
+        for (key, id) in [
+            ("tokenizer.ggml.bos_token_id", f.bos),
+            ("tokenizer.ggml.eos_token_id", f.eos),
+        ] {
             if let Some(id) = id {
                 if id as usize >= n {
-                    return Err(EngineError::metadata(key, format!("{id} is not below the vocabulary size {n}")));
+                    return Err(EngineError::metadata(
+                        key,
+                        format!("{id} is not below the vocabulary size {n}"),
+                    ));
                 }
             }
         }
@@ -113,11 +129,16 @@ impl TextTokenizer {
             .vocab_and_merges(vocab, merges)
             .build()
             .map_err(tok_err)?;
-        let byte_level = |use_regex| PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, use_regex));
+        let byte_level =
+            |use_regex| PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, use_regex));
         let split = |re: &str| -> Result<PreTokenizerWrapper> {
             Ok(PreTokenizerWrapper::Split(
-                Split::new(SplitPattern::Regex(re.to_string()), SplitDelimiterBehavior::Isolated, false)
-                    .map_err(tok_err)?,
+                Split::new(
+                    SplitPattern::Regex(re.to_string()),
+                    SplitDelimiterBehavior::Isolated,
+                    false,
+                )
+                .map_err(tok_err)?,
             ))
         };
         let pre = match f.pre.as_str() {
@@ -148,7 +169,10 @@ impl TextTokenizer {
             }
         }
         inner.add_special_tokens(&added);
-        let text_of = |id: Option<u32>| id.and_then(|i| f.tokens.get(i as usize).cloned()).unwrap_or_default();
+        let text_of = |id: Option<u32>| {
+            id.and_then(|i| f.tokens.get(i as usize).cloned())
+                .unwrap_or_default()
+        };
         let bos_text = text_of(f.bos);
         let eos_text = text_of(f.eos);
         let mut stop_ids: Vec<u32> = f.eos.into_iter().collect();
@@ -172,7 +196,11 @@ impl TextTokenizer {
 
     /// Loads an HF `tokenizer.json`, with BOS/EOS and the chat template from
     /// `tokenizer_config.json` when given.
-    pub fn from_hf(tokenizer_json: &[u8], tokenizer_config: Option<&str>, eos_from_config: Option<u32>) -> Result<Self> {
+    pub fn from_hf(
+        tokenizer_json: &[u8],
+        tokenizer_config: Option<&str>,
+        eos_from_config: Option<u32>,
+    ) -> Result<Self> {
         let inner = Tokenizer::from_bytes(tokenizer_json).map_err(tok_err)?;
         let cfg: serde_json::Value = match tokenizer_config {
             Some(s) => serde_json::from_str(s)
@@ -182,7 +210,10 @@ impl TextTokenizer {
         let token_text = |key: &str| -> Option<String> {
             match cfg.get(key)? {
                 serde_json::Value::String(s) => Some(s.clone()),
-                v => v.get("content").and_then(|c| c.as_str()).map(str::to_string),
+                v => v
+                    .get("content")
+                    .and_then(|c| c.as_str())
+                    .map(str::to_string),
             }
         };
         let vocab = inner.get_vocab(true);
@@ -190,15 +221,26 @@ impl TextTokenizer {
         let eos_text = token_text("eos_token").unwrap_or_default();
         let bos = vocab.get(&bos_text).copied();
         let mut stop_ids: Vec<u32> = eos_from_config.into_iter().collect();
-        for s in STOP_TEXTS.iter().copied().chain(std::iter::once(eos_text.as_str())) {
+        for s in STOP_TEXTS
+            .iter()
+            .copied()
+            .chain(std::iter::once(eos_text.as_str()))
+        {
             if let Some(&id) = vocab.get(s) {
                 if !stop_ids.contains(&id) {
                     stop_ids.push(id);
                 }
             }
         }
-        let add_bos = cfg.get("add_bos_token").and_then(|v| v.as_bool()).unwrap_or(false) && bos.is_some();
-        let chat_template = cfg.get("chat_template").and_then(|v| v.as_str()).map(str::to_string);
+        let add_bos = cfg
+            .get("add_bos_token")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false)
+            && bos.is_some();
+        let chat_template = cfg
+            .get("chat_template")
+            .and_then(|v| v.as_str())
+            .map(str::to_string);
         Ok(TextTokenizer {
             inner,
             bos,
@@ -263,9 +305,15 @@ impl TextTokenizer {
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-        env.add_function("raise_exception", |msg: String| -> std::result::Result<String, minijinja::Error> {
-            Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, msg))
-        });
+        env.add_function(
+            "raise_exception",
+            |msg: String| -> std::result::Result<String, minijinja::Error> {
+                Err(minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    msg,
+                ))
+            },
+        );
         let tmpl = env
             .template_from_str(template)
             .map_err(|e| EngineError::ChatTemplate(e.to_string()))?;

@@ -9,6 +9,8 @@
 //! magnitude ~10–30 when this test was written, so we allow `LOGIT_TOL` = 0.002 absolute (20×
 //! that). Breaking RoPE, the causal mask, the GQA head mapping or a norm moves logits by whole
 //! units, far outside it.
+// Native only: these tests read files and use the native clock.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::path::PathBuf;
 
@@ -38,16 +40,26 @@ fn load() -> Engine {
         )
     });
     let mut reader = std::io::BufReader::new(file);
-    Engine::load_gguf(&mut reader, Box::new(NativePlatform::default()), &mut |_, _| {}).expect("model loads")
+    Engine::load_gguf(
+        &mut reader,
+        Box::new(NativePlatform::default()),
+        &mut |_, _| {},
+    )
+    .expect("model loads")
 }
 
 fn goldens() -> Value {
-    let text = std::fs::read_to_string(repo().join("tests/golden/smollm2-135m.json")).expect("golden file");
+    let text = std::fs::read_to_string(repo().join("tests/golden/smollm2-135m.json"))
+        .expect("golden file");
     serde_json::from_str(&text).expect("golden JSON")
 }
 
 fn ids(v: &Value) -> Vec<u32> {
-    v.as_array().expect("array").iter().map(|x| x.as_u64().expect("id") as u32).collect()
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|x| x.as_u64().expect("id") as u32)
+        .collect()
 }
 
 /// Compares every case; returns the largest logit difference seen.
@@ -60,7 +72,11 @@ fn check_case(engine: &Engine, case: &Value) -> f32 {
     } else {
         prompt.to_string()
     };
-    assert_eq!(rendered, case["rendered"].as_str().unwrap(), "{name}: rendered prompt");
+    assert_eq!(
+        rendered,
+        case["rendered"].as_str().unwrap(),
+        "{name}: rendered prompt"
+    );
     let tokens = tok.encode(&rendered).unwrap();
     assert_eq!(tokens, ids(&case["tokens"]), "{name}: token ids");
 
@@ -78,14 +94,24 @@ fn check_case(engine: &Engine, case: &Value) -> f32 {
             let want = entry[1].as_f64().unwrap() as f32;
             let diff = (row[id] - want).abs();
             worst = worst.max(diff);
-            assert!(diff <= LOGIT_TOL, "{name} pos {pos} token {id}: {} vs reference {want}", row[id]);
+            assert!(
+                diff <= LOGIT_TOL,
+                "{name} pos {pos} token {id}: {} vs reference {want}",
+                row[id]
+            );
         }
         // Nothing outside the reference's top-k may beat its k-th logit by more than the tolerance.
         let kth = top.last().unwrap()[1].as_f64().unwrap() as f32;
-        let listed: Vec<usize> = top.iter().map(|e| e[0].as_u64().unwrap() as usize).collect();
+        let listed: Vec<usize> = top
+            .iter()
+            .map(|e| e[0].as_u64().unwrap() as usize)
+            .collect();
         for (id, l) in row.iter().enumerate() {
             if !listed.contains(&id) {
-                assert!(*l <= kth + LOGIT_TOL, "{name} pos {pos}: token {id} has {l}, above the reference top-k");
+                assert!(
+                    *l <= kth + LOGIT_TOL,
+                    "{name} pos {pos}: token {id} has {l}, above the reference top-k"
+                );
             }
         }
     }
@@ -102,7 +128,11 @@ fn check_case(engine: &Engine, case: &Value) -> f32 {
         last = &step_logits;
     }
     assert_eq!(got, want, "{name}: greedy continuation");
-    assert_eq!(tok.decode(&got).unwrap(), case["greedy"]["text"].as_str().unwrap(), "{name}: greedy text");
+    assert_eq!(
+        tok.decode(&got).unwrap(),
+        case["greedy"]["text"].as_str().unwrap(),
+        "{name}: greedy text"
+    );
     worst
 }
 
@@ -127,7 +157,9 @@ fn capital_of_france_is_paris_through_the_engine() {
     };
     let mut streamed = String::new();
     let text = engine
-        .generate("The capital of France is", opts, &mut |p| streamed.push_str(p))
+        .generate("The capital of France is", opts, &mut |p| {
+            streamed.push_str(p)
+        })
         .unwrap();
     assert!(text.starts_with(" Paris"), "got {text:?}");
     assert_eq!(text, streamed);
@@ -149,6 +181,12 @@ fn chat_generation_stops_at_end_of_turn() {
     };
     let text = engine.generate("What is 2+2?", opts, &mut |_| {}).unwrap();
     assert!(text.contains('4'), "got {text:?}");
-    assert!(!text.contains("<|im_end|>"), "the stop token is not part of the text: {text:?}");
-    assert_eq!(engine.metrics().finish_reason, Some(edgefit_engine::FinishReason::Stop));
+    assert!(
+        !text.contains("<|im_end|>"),
+        "the stop token is not part of the text: {text:?}"
+    );
+    assert_eq!(
+        engine.metrics().finish_reason,
+        Some(edgefit_engine::FinishReason::Stop)
+    );
 }

@@ -55,10 +55,33 @@ fn dot_unrolled(a: &[f32], b: &[f32]) -> f32 {
 ///
 /// # Panics
 /// If the slice lengths do not match the dimensions (a programming error).
-pub fn matmul_t(kernel: Kernel, x: &[f32], rows: usize, k: usize, w: &[f32], n: usize, out: &mut [f32]) {
-    assert_eq!(x.len(), rows * k, "matmul_t: x has {} values, expected {rows}×{k}", x.len());
-    assert_eq!(w.len(), n * k, "matmul_t: w has {} values, expected {n}×{k}", w.len());
-    assert_eq!(out.len(), rows * n, "matmul_t: out has {} values, expected {rows}×{n}", out.len());
+pub fn matmul_t(
+    kernel: Kernel,
+    x: &[f32],
+    rows: usize,
+    k: usize,
+    w: &[f32],
+    n: usize,
+    out: &mut [f32],
+) {
+    assert_eq!(
+        x.len(),
+        rows * k,
+        "matmul_t: x has {} values, expected {rows}×{k}",
+        x.len()
+    );
+    assert_eq!(
+        w.len(),
+        n * k,
+        "matmul_t: w has {} values, expected {n}×{k}",
+        w.len()
+    );
+    assert_eq!(
+        out.len(),
+        rows * n,
+        "matmul_t: out has {} values, expected {rows}×{n}",
+        out.len()
+    );
     if k == 0 {
         out.fill(0.0);
         return;
@@ -99,7 +122,11 @@ mod tests {
             let a = values(len as u64, len);
             let b = values(len as u64 + 1000, len);
             let exact = f64_dot(&a, &b);
-            let mag: f64 = a.iter().zip(&b).map(|(x, y)| (*x as f64 * *y as f64).abs()).sum();
+            let mag: f64 = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| (*x as f64 * *y as f64).abs())
+                .sum();
             for kernel in Kernel::ALL {
                 let got = dot(kernel, &a, &b) as f64;
                 // f32 summation error bound: len · ε · Σ|a·b|.
@@ -124,7 +151,11 @@ mod tests {
         for kernel in Kernel::ALL {
             let got = dot(kernel, &a, &b);
             let exact = f64_dot(&a, &b) as f32;
-            assert!((got - exact).abs() <= exact.abs() * 1e-6, "{}: {got} vs {exact}", kernel.name());
+            assert!(
+                (got - exact).abs() <= exact.abs() * 1e-6,
+                "{}: {got} vs {exact}",
+                kernel.name()
+            );
         }
     }
 
@@ -139,7 +170,11 @@ mod tests {
             for r in 0..rows {
                 for j in 0..n {
                     let expect = f64_dot(&x[r * k..(r + 1) * k], &w[j * k..(j + 1) * k]);
-                    assert!((out[r * n + j] as f64 - expect).abs() < 1e-4, "{} [{r},{j}]", kernel.name());
+                    assert!(
+                        (out[r * n + j] as f64 - expect).abs() < 1e-4,
+                        "{} [{r},{j}]",
+                        kernel.name()
+                    );
                 }
             }
         }

@@ -61,8 +61,12 @@ impl Engine {
     #[wasm_bindgen(js_name = loadGguf)]
     pub fn load_gguf(bytes: &[u8]) -> Result<Engine, JsError> {
         let mut reader = std::io::Cursor::new(bytes);
-        let inner = edgefit_engine::Engine::load_gguf(&mut reader, Box::new(BrowserPlatform), &mut |_, _| {})
-            .map_err(js_err)?;
+        let inner = edgefit_engine::Engine::load_gguf(
+            &mut reader,
+            Box::new(BrowserPlatform),
+            &mut |_, _| {},
+        )
+        .map_err(js_err)?;
         Ok(Engine { inner })
     }
 

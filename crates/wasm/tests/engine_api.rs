@@ -27,7 +27,8 @@ fn loads_and_reports_the_shape() {
 #[wasm_bindgen_test]
 fn generates_with_measurements() {
     let mut e = engine();
-    e.start("the cat", false, 6, 0.0, 1.0, 0).unwrap_or_else(|_| panic!("start"));
+    e.start("the cat", false, 6, 0.0, 1.0, 0)
+        .unwrap_or_else(|_| panic!("start"));
     let mut pieces = 0;
     while let Some(_piece) = e.step().unwrap_or_else(|_| panic!("step")) {
         pieces += 1;
@@ -35,7 +36,7 @@ fn generates_with_measurements() {
     }
     let m = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
     let generated = m["generated_tokens"].as_u64().unwrap();
-    assert!(generated >= 1 && generated <= 6);
+    assert!((1..=6).contains(&generated));
     assert!(m["prompt_tokens"].as_u64().unwrap() >= 2);
     assert!(m["ttft_ms"].as_f64().unwrap() >= 0.0);
     assert!(m["weights_bytes"].as_u64().unwrap() > 0);
@@ -50,12 +51,18 @@ fn generates_with_measurements() {
 fn greedy_is_deterministic_and_chat_works() {
     let run = |chat| {
         let mut e = engine();
-        e.start("hello there", chat, 5, 0.0, 1.0, 0).unwrap_or_else(|_| panic!("start"));
+        e.start("hello there", chat, 5, 0.0, 1.0, 0)
+            .unwrap_or_else(|_| panic!("start"));
         let mut text = String::new();
         while let Some(p) = e.step().unwrap_or_else(|_| panic!("step")) {
             text.push_str(&p);
         }
-        (text, json(&e.metrics().unwrap_or_else(|_| panic!("metrics")))["prompt_tokens"].as_u64().unwrap())
+        (
+            text,
+            json(&e.metrics().unwrap_or_else(|_| panic!("metrics")))["prompt_tokens"]
+                .as_u64()
+                .unwrap(),
+        )
     };
     let (a, plain_tokens) = run(false);
     let (b, _) = run(false);
@@ -68,11 +75,26 @@ fn greedy_is_deterministic_and_chat_works() {
 fn bad_input_is_an_error_not_a_panic() {
     assert!(Engine::load_gguf(b"definitely not a gguf file").is_err());
     let bytes = gguf_bytes(7, SyntheticDType::Q8_0).unwrap();
-    assert!(Engine::load_gguf(&bytes[..bytes.len() / 2]).is_err(), "truncated file");
+    assert!(
+        Engine::load_gguf(&bytes[..bytes.len() / 2]).is_err(),
+        "truncated file"
+    );
     let mut e = engine();
-    assert!(e.start("x", false, 4, -1.0, 1.0, 0).is_err(), "negative temperature");
-    assert!(e.start("x", false, 0, 0.0, 1.0, 0).is_err(), "zero max tokens");
-    assert!(e.start("x", false, 4, 0.0, 1.5, 0).is_err(), "top-p above 1");
-    assert!(e.start("x", false, 100_000, 0.0, 1.0, 0).is_err(), "beyond the context");
+    assert!(
+        e.start("x", false, 4, -1.0, 1.0, 0).is_err(),
+        "negative temperature"
+    );
+    assert!(
+        e.start("x", false, 0, 0.0, 1.0, 0).is_err(),
+        "zero max tokens"
+    );
+    assert!(
+        e.start("x", false, 4, 0.0, 1.5, 0).is_err(),
+        "top-p above 1"
+    );
+    assert!(
+        e.start("x", false, 100_000, 0.0, 1.0, 0).is_err(),
+        "beyond the context"
+    );
     assert!(e.step().is_err(), "step without a started generation");
 }

@@ -1,0 +1,169 @@
+//! Loading the synthetic tiny model from every supported source and rejecting broken files with
+//! errors (never panics).
+// Native only: these tests read files and use the native clock.
+#![cfg(not(target_arch = "wasm32"))]
+
+use edgefit_engine::hf::load_hf;
+use edgefit_engine::native::NativePlatform;
+use edgefit_engine::synthetic::{gguf_bytes, hf_files, SyntheticDType};
+use edgefit_engine::{Engine, EngineError, GenerateOptions, Logits, Model, TextTokenizer};
+
+const SEED: u64 = 11;
+
+fn from_gguf(dtype: SyntheticDType) -> (Model, TextTokenizer) {
+    let bytes = gguf_bytes(SEED, dtype).unwrap();
+    edgefit_engine::gguf::load_gguf(&mut std::io::Cursor::new(bytes), &mut |_, _| {}).unwrap()
+}
+
+fn logits(model: &Model, tokens: &[u32]) -> Vec<f32> {
+    let mut cache = model.new_cache(64);
+    model.forward(tokens, &mut cache, Logits::All).unwrap()
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn hf_safetensors_and_gguf_give_the_same_logits() {
+    let (gguf_model, gguf_tok) = from_gguf(SyntheticDType::F32);
+    let (config, tokenizer, tokenizer_config, st) = hf_files(SEED).unwrap();
+    let (hf_model, hf_tok) = load_hf(
+        &config,
+        tokenizer.as_bytes(),
+        Some(&tokenizer_config),
+        &[&st],
+    )
+    .unwrap();
+    let text = "the theme: 42 ü";
+    let tokens = gguf_tok.encode(text).unwrap();
+    assert_eq!(tokens, hf_tok.encode(text).unwrap());
+    let d = max_diff(&logits(&gguf_model, &tokens), &logits(&hf_model, &tokens));
+    // Same f32 weights, same order of operations once q/k rows are permuted back: exact.
+    assert_eq!(
+        d, 0.0,
+        "HF loader (with the rotate-half permutation) disagrees with GGUF"
+    );
+    assert_eq!(
+        hf_tok.apply_chat_template("hi").unwrap(),
+        gguf_tok.apply_chat_template("hi").unwrap()
+    );
+}
+
+#[test]
+fn quantized_gguf_types_dequantize_close_to_f32() {
+    let (reference, tok) = from_gguf(SyntheticDType::F32);
+    let tokens = tok.encode("the the the").unwrap();
+    let base = logits(&reference, &tokens);
+    let scale = base.iter().map(|v| v.abs()).fold(0.0, f32::max);
+    // Error budgets relative to the largest logit: f16 ~1e-3, 8-bit ~1e-2, 4-bit ~2e-1.
+    for (dtype, budget) in [
+        (SyntheticDType::F16, 0.005),
+        (SyntheticDType::Q8_0, 0.03),
+        (SyntheticDType::Q4_0, 0.3),
+        (SyntheticDType::Q4_1, 0.3),
+    ] {
+        let (m, _) = from_gguf(dtype);
+        let d = max_diff(&base, &logits(&m, &tokens)) / scale;
+        assert!(
+            d < budget,
+            "{dtype:?}: relative logit error {d} over budget {budget}"
+        );
+        assert!(d > 0.0, "{dtype:?}: quantization must change something");
+    }
+}
+
+#[test]
+fn tokenizer_applies_merges_and_special_tokens() {
+    let (_, tok) = from_gguf(SyntheticDType::F32);
+    let vocab = edgefit_engine::synthetic::vocab();
+    let id = |s: &str| vocab.iter().position(|t| t == s).unwrap() as u32;
+    // " the" merges to one token via "Ġ t" then "Ġt he".
+    assert_eq!(tok.encode(" the").unwrap(), vec![id("Ġthe")]);
+    assert_eq!(tok.encode("<|im_start|>").unwrap(), vec![1]);
+    let text = "x <|im_end|> 東京😀";
+    assert_eq!(tok.decode(&tok.encode(text).unwrap()).unwrap(), text);
+}
+
+#[test]
+fn kv_cache_decode_matches_full_recompute() {
+    let (model, tok) = from_gguf(SyntheticDType::F32);
+    let tokens = tok.encode("the theme of the thesis").unwrap();
+    let full = logits(&model, &tokens);
+    let vocab = model.config.vocab;
+    let mut cache = model.new_cache(64);
+    let (head, tail) = tokens.split_at(3);
+    model.forward(head, &mut cache, Logits::Last).unwrap();
+    for (i, t) in tail.iter().enumerate() {
+        let step = model.forward(&[*t], &mut cache, Logits::Last).unwrap();
+        let pos = head.len() + i;
+        let d = max_diff(&step, &full[pos * vocab..(pos + 1) * vocab]);
+        assert!(
+            d < 1e-4,
+            "position {pos}: incremental decode differs by {d}"
+        );
+    }
+}
+
+#[test]
+fn broken_files_are_errors() {
+    let good = gguf_bytes(SEED, SyntheticDType::Q8_0).unwrap();
+    let load = |b: &[u8]| {
+        edgefit_engine::gguf::load_gguf(&mut std::io::Cursor::new(b.to_vec()), &mut |_, _| {})
+    };
+    assert!(matches!(load(b""), Err(EngineError::Format(_))));
+    assert!(matches!(
+        load(b"GGUF\x03\0\0\0garbage"),
+        Err(EngineError::Format(_))
+    ));
+    for cut in [8, 100, good.len() / 3, good.len() - 10] {
+        assert!(
+            load(&good[..cut]).is_err(),
+            "truncated at {cut} of {}",
+            good.len()
+        );
+    }
+    // Flip the architecture name to one we do not support.
+    let pos = good.windows(5).position(|w| w == b"llama").unwrap();
+    let mut bad = good.clone();
+    bad[pos..pos + 5].copy_from_slice(b"gemma");
+    let err = load(&bad).expect_err("unsupported architecture");
+    assert!(err.to_string().contains("gemma"), "{err}");
+    // A config.json that is not a llama.
+    assert!(load_hf(r#"{"model_type":"bert","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":8,"vocab_size":8}"#, b"{}", None, &[]).is_err());
+}
+
+#[test]
+fn engine_generates_and_rejects_bad_settings() {
+    let bytes = gguf_bytes(SEED, SyntheticDType::Q8_0).unwrap();
+    let mut engine = Engine::load_gguf(
+        &mut std::io::Cursor::new(bytes),
+        Box::new(NativePlatform::default()),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let opts = GenerateOptions {
+        max_tokens: 5,
+        ..GenerateOptions::default()
+    };
+    engine.generate("the", opts, &mut |_| {}).unwrap();
+    let m = engine.metrics();
+    assert!(m.generated_tokens <= 5);
+    assert_eq!(m.prompt_tokens, 2, "`the` is `t` + the merged `he`");
+    assert!(matches!(
+        engine.start(
+            "the",
+            GenerateOptions {
+                max_tokens: 1000,
+                ..opts
+            }
+        ),
+        Err(EngineError::ContextFull { .. })
+    ));
+    assert!(matches!(engine.step(), Err(EngineError::NotStarted)));
+    assert!(engine.start("", opts).is_err(), "empty prompt");
+}
