@@ -1,8 +1,8 @@
 //! # edgefit (CLI)
 //!
 //! The terminal face of edgefit: the same engine and estimator as the web page, with the same
-//! numbers, for engineers and CI pipelines. Subcommands today: `generate`. Later issues add
-//! `estimate`, `perplexity`, `prune`, `quantize` and `bench`.
+//! numbers, for engineers and CI pipelines. Subcommands today: `generate` and `estimate`.
+//! Later issues add `perplexity`, `prune`, `quantize` and `bench`.
 
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -12,6 +12,8 @@ use clap::{Parser, Subcommand};
 use edgefit_engine::native::NativePlatform;
 use edgefit_engine::{Engine, GenerateOptions, SamplerConfig};
 use indicatif::{ProgressBar, ProgressStyle};
+
+mod estimate;
 
 #[derive(Parser)]
 #[command(
@@ -28,6 +30,8 @@ struct Cli {
 enum Command {
     /// Generate text with a model and report measured speed and memory.
     Generate(GenerateArgs),
+    /// Predict memory, latency, heat and the golden-four verdicts for a model on a device.
+    Estimate(estimate::EstimateArgs),
 }
 
 #[derive(clap::Args)]
@@ -58,10 +62,22 @@ struct GenerateArgs {
     json: bool,
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // `{:#}` prints the whole chain of causes on one line, without a backtrace.
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Generate(args) => generate(args),
+        Command::Estimate(args) => estimate::run(args),
     }
 }
 

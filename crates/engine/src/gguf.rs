@@ -11,6 +11,8 @@ use std::io::{Read, Seek};
 use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::Device;
 
+use edgefit_estimate::{GgufMetadata, GgufTensorInfo, GgufValue};
+
 use crate::config::LlamaConfig;
 use crate::error::{EngineError, Result};
 use crate::model::{LayerWeights, Model, Weights};
@@ -25,8 +27,8 @@ pub fn load_gguf<R: Read + Seek>(
     reader: &mut R,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Model, TextTokenizer)> {
-    let content =
-        Content::read(reader).map_err(|e| EngineError::Format(format!("GGUF header: {e}")))?;
+    let content = Content::read(reader)
+        .map_err(|e| EngineError::Format(format!("GGUF header: {}", candle_msg(&e))))?;
     let md = &content.metadata;
     let arch = get_str(md, "general.architecture")?;
     if !LLAMA_ARCHS.contains(&arch.as_str()) {
@@ -164,7 +166,7 @@ fn read_tensor<R: Read + Seek>(
     }
     let q = info
         .read(reader, content.tensor_data_offset, &Device::Cpu)
-        .map_err(|e| EngineError::tensor(name, e.to_string()))?;
+        .map_err(|e| EngineError::tensor(name, candle_msg(&e)))?;
     let t = q
         .dequantize(&Device::Cpu)
         .and_then(|t| t.flatten_all())
@@ -179,6 +181,12 @@ fn read_tensor<R: Read + Seek>(
         ));
     }
     Ok(t)
+}
+
+/// candle appends a backtrace to its message when `RUST_BACKTRACE` is set; users get the first
+/// line, which names the problem.
+fn candle_msg(e: &candle_core::Error) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
 }
 
 fn tokenizer_fields(md: &HashMap<String, Value>) -> Result<GgufTokenizerFields> {
@@ -279,5 +287,46 @@ fn opt_f32(md: &HashMap<String, Value>, key: &str) -> Result<Option<f32>> {
         Some(Value::F32(x)) => Ok(Some(*x)),
         Some(Value::F64(x)) => Ok(Some(*x as f32)),
         Some(_) => Err(EngineError::metadata(key, "is not a float")),
+    }
+}
+
+/// Reads only a GGUF file's header (metadata and tensor list, no tensor data) in the form the
+/// estimator takes, so `edgefit estimate --model file.gguf` sizes exactly the file's shape.
+pub fn read_estimate_metadata<R: Read + Seek>(reader: &mut R) -> Result<GgufMetadata> {
+    let content = Content::read(reader)
+        .map_err(|e| EngineError::Format(format!("GGUF header: {}", candle_msg(&e))))?;
+    let kv = content
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.clone(), estimate_value(v)))
+        .collect();
+    let mut tensors: Vec<GgufTensorInfo> = content
+        .tensor_infos
+        .iter()
+        .map(|(name, info)| GgufTensorInfo {
+            name: name.clone(),
+            // candle lists dims slowest-first; GGUF (and the estimator) fastest-first.
+            dims: info.shape.dims().iter().rev().map(|d| *d as u64).collect(),
+        })
+        .collect();
+    tensors.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(GgufMetadata { kv, tensors })
+}
+
+fn estimate_value(v: &Value) -> GgufValue {
+    match v {
+        Value::U8(x) => GgufValue::Uint(*x as u64),
+        Value::U16(x) => GgufValue::Uint(*x as u64),
+        Value::U32(x) => GgufValue::Uint(*x as u64),
+        Value::U64(x) => GgufValue::Uint(*x),
+        Value::I8(x) => GgufValue::Int(*x as i64),
+        Value::I16(x) => GgufValue::Int(*x as i64),
+        Value::I32(x) => GgufValue::Int(*x as i64),
+        Value::I64(x) => GgufValue::Int(*x),
+        Value::F32(x) => GgufValue::Float(*x as f64),
+        Value::F64(x) => GgufValue::Float(*x),
+        Value::Bool(x) => GgufValue::Bool(*x),
+        Value::String(x) => GgufValue::String(x.clone()),
+        Value::Array(a) => GgufValue::ArrayLen(a.len() as u64),
     }
 }

@@ -1,0 +1,237 @@
+//! `edgefit estimate`: the estimator's report for a model shape on a device, as a table or JSON.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use edgefit_estimate::{
+    device, device_ids, estimate, preset, preset_ids, Deployment, DeviceProfile, ModelSpec,
+};
+
+#[derive(clap::Args)]
+pub struct EstimateArgs {
+    /// A preset name (see the error for the list), an HF config.json (or a directory holding
+    /// one), or a .gguf file (only its header is read).
+    #[arg(long)]
+    model: String,
+    /// A device profile id, or a path to a device profile JSON.
+    #[arg(long, default_value = "snapdragon-8-gen3")]
+    device: String,
+    /// Weight format: f32 f16 bf16 int8 w4g32 w4g64 w4g128 q4_0 q4_1 q8_0 q4_k q6_k.
+    #[arg(long)]
+    weights: Option<String>,
+    /// KV-cache format: f32 f16 k8v16 int8 int4g32.
+    #[arg(long)]
+    kv: Option<String>,
+    /// Context length the KV cache is sized for.
+    #[arg(long)]
+    context: Option<u32>,
+    /// Prompt tokens.
+    #[arg(long)]
+    prompt_tokens: Option<u32>,
+    /// Generated tokens.
+    #[arg(long)]
+    gen_tokens: Option<u32>,
+    /// Compute unit: cpu, gpu or npu.
+    #[arg(long)]
+    unit: Option<String>,
+    /// Thermal policy: flat-out, paced or capped.
+    #[arg(long)]
+    policy: Option<String>,
+    /// Minutes of continuous generation to simulate.
+    #[arg(long)]
+    minutes: Option<f64>,
+    /// Print the whole report as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+fn load_spec(model: &str) -> Result<ModelSpec> {
+    let path = Path::new(model);
+    if path.is_file() && model.ends_with(".gguf") {
+        let file = std::fs::File::open(path).with_context(|| format!("opening {model}"))?;
+        let md = edgefit_engine::gguf::read_estimate_metadata(&mut std::io::BufReader::new(file))
+            .with_context(|| format!("reading {model}"))?;
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        return Ok(md.to_spec(&name)?);
+    }
+    let config = if path.is_dir() {
+        path.join("config.json")
+    } else {
+        path.to_path_buf()
+    };
+    if config.is_file() {
+        let text = std::fs::read_to_string(&config)
+            .with_context(|| format!("reading {}", config.display()))?;
+        let name = if path.is_dir() {
+            path
+        } else {
+            path.parent().unwrap_or(path)
+        };
+        let name = name
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| model.to_string());
+        return Ok(ModelSpec::from_hf_config(&name, &text)?);
+    }
+    preset(model).with_context(|| {
+        format!(
+            "`{model}` is neither a file nor a preset (presets: {})",
+            preset_ids().join(", ")
+        )
+    })
+}
+
+fn load_device(id: &str) -> Result<DeviceProfile> {
+    let path = Path::new(id);
+    if path.is_file() {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {id}"))?;
+        return Ok(DeviceProfile::from_json(&text)?);
+    }
+    device(id).with_context(|| {
+        format!(
+            "unknown device `{id}` (devices: {})",
+            device_ids().join(", ")
+        )
+    })
+}
+
+pub fn run(args: EstimateArgs) -> Result<()> {
+    let spec = load_spec(&args.model)?;
+    let dev = load_device(&args.device)?;
+    let mut dep = Deployment::default();
+    if let Some(w) = &args.weights {
+        dep.weights = w.parse()?;
+    }
+    if let Some(k) = &args.kv {
+        dep.kv = k.parse()?;
+    }
+    if let Some(c) = args.context {
+        dep.context = c;
+    }
+    if let Some(p) = args.prompt_tokens {
+        dep.prompt_tokens = p;
+    }
+    if let Some(g) = args.gen_tokens {
+        dep.gen_tokens = g;
+    }
+    if let Some(u) = &args.unit {
+        dep.unit = Some(u.parse()?);
+    }
+    if let Some(p) = &args.policy {
+        dep.policy = p.parse()?;
+    }
+    if let Some(m) = args.minutes {
+        if !(m.is_finite() && m > 0.0) {
+            bail!("--minutes {m}: expected a positive number of minutes");
+        }
+        dep.minutes = m;
+    }
+    let r = estimate(&spec, &dep, &dev)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&r)?);
+        return Ok(());
+    }
+    let d = &r.deployment;
+    let label = |v: &dyn erased::Label| v.label();
+    println!("{} on {}", r.model.name, r.device.name);
+    println!(
+        "  weights {} | KV {} | context {} | prompt {} + {} generated | unit {} | policy {}",
+        label(&d.weights),
+        label(&d.kv),
+        d.context,
+        d.prompt_tokens,
+        d.gen_tokens,
+        r.latency.unit,
+        label(&d.policy)
+    );
+    let m = &r.memory;
+    println!("\nmemory");
+    for (what, bytes) in [
+        ("weights", m.weights_bytes),
+        ("KV cache (full context)", m.kv_bytes),
+        ("activations (peak)", m.activations_bytes),
+        ("runtime overhead", m.runtime_overhead_bytes),
+        ("loader duplication", m.loader_duplication_bytes),
+        ("fragmentation allowance", m.fragmentation_bytes),
+        ("total", m.total_bytes),
+        ("usable on device", m.usable_bytes),
+    ] {
+        println!("  {what:<26} {:>10.1} MB", bytes as f64 / 1e6);
+    }
+    println!("  {:<26} {:>10} B", "KV per token", m.kv_bytes_per_token);
+    let l = &r.latency;
+    println!("\nlatency");
+    println!("  {:<26} {:>10.1} ms", "time to first token", l.ttft_ms);
+    println!("  {:<26} {:>10.1} tok/s", "prefill", l.prefill_tok_s);
+    println!(
+        "  {:<26} {:>10.1} tok/s",
+        "decode (average)", l.decode_tok_s
+    );
+    let t = &r.thermal;
+    println!("\nthermal ({} min)", dep.minutes);
+    match t.time_to_throttle_s {
+        Some(s) => println!("  {:<26} {:>10.0} s", "first throttle", s),
+        None => println!("  {:<26} {:>10}", "first throttle", "never"),
+    }
+    println!("  {:<26} {:>10.1} tok/s", "sustained", t.sustained_tok_s);
+    println!("  {:<26} {:>10.1} °C", "temperature rise", t.temp_rise_c);
+    println!(
+        "  {:<26} {:>10.3} J",
+        "energy per token", t.energy_per_token_j
+    );
+    println!("\nper-layer decode ops (first step)");
+    println!(
+        "  {:<8} {:<14} {:>12} {:>12} {:>10} {:>9} {:>10}",
+        "layers", "op", "MFLOP", "weight KB", "KV KB", "FLOP/B", "µs"
+    );
+    for g in &r.layers {
+        let span = format!("{}-{}", g.first_layer, g.last_layer);
+        for op in &g.decode {
+            println!(
+                "  {:<8} {:<14} {:>12.2} {:>12.1} {:>10.1} {:>9.2} {:>10.1}  {}",
+                span,
+                op.op,
+                op.flops / 1e6,
+                op.weight_bytes / 1e3,
+                op.kv_bytes / 1e3,
+                op.intensity,
+                op.time_us,
+                label(&op.bound)
+            );
+        }
+    }
+    let v = &r.verdict;
+    println!("\nverdict (golden four)");
+    for (what, verdict) in [
+        ("memory", &v.memory),
+        ("TTFT", &v.ttft),
+        ("sustained tok/s", &v.sustained),
+        ("temperature", &v.temperature),
+    ] {
+        println!("  {what:<26} {}", label(verdict));
+    }
+    for w in &r.warnings {
+        println!("warning: {w}");
+    }
+    Ok(())
+}
+
+/// Displays any serde-serializable enum by its JSON name (`w4g32`, `pass`, `memory`).
+mod erased {
+    pub trait Label {
+        fn label(&self) -> String;
+    }
+
+    impl<T: serde::Serialize> Label for T {
+        fn label(&self) -> String {
+            match serde_json::to_value(self) {
+                Ok(serde_json::Value::String(s)) => s,
+                Ok(other) => other.to_string(),
+                Err(_) => "?".to_string(),
+            }
+        }
+    }
+}
