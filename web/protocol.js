@@ -13,6 +13,13 @@
 //   load-file {file}                         read a user-chosen File (a Blob) the same way
 //   generate  {prompt, chat, maxTokens, temperature, topP, seed}
 //   stop      {}                             ask the running generation to end after this token
+//   estimate  {id, purpose, model, device, deployment}
+//                                            run the estimator (pure, fast; handled even while a
+//                                            generation runs, between two tokens). model:
+//                                            {kind:"preset", id} | {kind:"loaded"} |
+//                                            {kind:"config", name, text}; device: {kind:"bundled",
+//                                            id} | {kind:"this-browser"} (measured once, cached);
+//                                            purpose: "panel" | "compare"; id: increasing integer
 //
 // Worker -> page
 //   booted    {version}                      the wasm module is initialised
@@ -24,6 +31,12 @@
 //                                            (ms) since the last piece, and a metrics snapshot
 //                                            without the token_ms array
 //   done      {reason, metrics}              reason: "stop" | "length" | "stopped" (user Stop)
+//   catalog   {presets, devices}             [{id, name}] lists, sent once after booted
+//   measuring {}                             the this-browser micro-benchmarks are running (~1 s)
+//   estimate-result {id, purpose, report, device, measurements}
+//                                            device: {id, name, units, default_unit};
+//                                            measurements: BrowserMeasurements or null
+//   estimate-error  {id, purpose, message}   the estimator refused the request (message says why)
 //   error     {message, fatal}               fatal: the wasm instance is poisoned (a panic) or the
 //                                            worker cannot go on; the page must respawn the worker
 
@@ -32,6 +45,7 @@ export const ToWorker = Object.freeze({
   LOAD_FILE: 'load-file',
   GENERATE: 'generate',
   STOP: 'stop',
+  ESTIMATE: 'estimate',
 });
 
 export const FromWorker = Object.freeze({
@@ -43,7 +57,13 @@ export const FromWorker = Object.freeze({
   PIECE: 'piece',
   DONE: 'done',
   ERROR: 'error',
+  CATALOG: 'catalog',
+  MEASURING: 'measuring',
+  ESTIMATE_RESULT: 'estimate-result',
+  ESTIMATE_ERROR: 'estimate-error',
 });
+
+export const ESTIMATE_PURPOSES = Object.freeze(['panel', 'compare']);
 
 export const FINISH_REASONS = Object.freeze(['stop', 'length', 'stopped']);
 
@@ -177,6 +197,33 @@ export function stop() {
   return { type: ToWorker.STOP };
 }
 
+/** Checks an estimate request's fields. Returns an error string or null. */
+export function checkEstimateRequest(m) {
+  if (!isObject(m)) return 'estimate request must be an object';
+  if (!isNonNegInt(m.id)) return `id must be a non-negative integer, got ${fmtValue(m.id)}`;
+  if (!ESTIMATE_PURPOSES.includes(m.purpose)) return `purpose must be one of ${ESTIMATE_PURPOSES.join(', ')}, got ${fmtValue(m.purpose)}`;
+  const md = m.model;
+  if (!isObject(md)) return 'model must be an object';
+  if (md.kind === 'preset') {
+    if (typeof md.id !== 'string' || md.id === '') return 'model.id must be a non-empty string';
+  } else if (md.kind === 'config') {
+    if (typeof md.name !== 'string' || typeof md.text !== 'string') return 'a config model needs name and text strings';
+  } else if (md.kind !== 'loaded') return `model.kind must be preset, loaded or config, got ${fmtValue(md.kind)}`;
+  const dv = m.device;
+  if (!isObject(dv)) return 'device must be an object';
+  if (dv.kind === 'bundled') {
+    if (typeof dv.id !== 'string' || dv.id === '') return 'device.id must be a non-empty string';
+  } else if (dv.kind !== 'this-browser') return `device.kind must be bundled or this-browser, got ${fmtValue(dv.kind)}`;
+  if (!isObject(m.deployment)) return 'deployment must be an object';
+  return null;
+}
+
+export function estimate(id, purpose, model, device, deployment) {
+  const m = { type: ToWorker.ESTIMATE, id, purpose, model, device, deployment };
+  must(checkEstimateRequest(m));
+  return m;
+}
+
 /** Returns null if `msg` is a well-formed page -> worker message, else an error string. */
 export function validateToWorker(msg) {
   if (!isObject(msg)) return 'message must be an object';
@@ -191,6 +238,10 @@ export function validateToWorker(msg) {
     }
     case ToWorker.STOP:
       return null;
+    case ToWorker.ESTIMATE: {
+      const e = checkEstimateRequest(msg);
+      return e ? `estimate: ${e}` : null;
+    }
     default:
       return `unknown message type ${fmtValue(msg.type)}`;
   }
@@ -241,6 +292,42 @@ export function done(reason, metrics) {
 export function error(message, fatal = false) {
   const text = typeof message === 'string' && message.trim() !== '' ? message : 'unknown error';
   return { type: FromWorker.ERROR, message: text, fatal: Boolean(fatal) };
+}
+
+export function catalog(presets, devices) {
+  const m = { type: FromWorker.CATALOG, presets, devices };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function measuring() {
+  return { type: FromWorker.MEASURING };
+}
+
+export function estimateResult(id, purpose, report, device, measurements = null) {
+  const m = { type: FromWorker.ESTIMATE_RESULT, id, purpose, report, device, measurements };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function estimateError(id, purpose, message) {
+  const text = typeof message === 'string' && message.trim() !== '' ? message : 'unknown error';
+  const m = { type: FromWorker.ESTIMATE_ERROR, id, purpose, message: text };
+  must(validateFromWorker(m));
+  return m;
+}
+
+const isIdList = (v) => Array.isArray(v) && v.every((x) => isObject(x) && typeof x.id === 'string' && typeof x.name === 'string');
+
+/** Checks an estimator report has the parts the panel reads. Returns an error string or null. */
+export function checkReport(r) {
+  if (!isObject(r)) return 'report must be an object';
+  for (const k of ['memory', 'latency', 'thermal', 'verdict', 'explain']) {
+    if (!isObject(r[k])) return `report.${k} must be an object`;
+  }
+  if (!Array.isArray(r.layers)) return 'report.layers must be an array';
+  if (!Array.isArray(r.warnings)) return 'report.warnings must be an array';
+  return null;
 }
 
 /** The error message to show for anything thrown (Error, string, other). */
@@ -319,6 +406,24 @@ export function validateFromWorker(msg) {
       const e = checkMetrics(msg.metrics);
       return e ? `done: ${e}` : null;
     }
+    case FromWorker.CATALOG:
+      return isIdList(msg.presets) && isIdList(msg.devices) ? null : 'catalog: presets and devices must be [{id, name}] lists';
+    case FromWorker.MEASURING:
+      return null;
+    case FromWorker.ESTIMATE_RESULT: {
+      if (!isNonNegInt(msg.id)) return `estimate-result: id must be a non-negative integer, got ${fmtValue(msg.id)}`;
+      if (!ESTIMATE_PURPOSES.includes(msg.purpose)) return `estimate-result: bad purpose ${fmtValue(msg.purpose)}`;
+      const e = checkReport(msg.report);
+      if (e) return `estimate-result: ${e}`;
+      if (!isObject(msg.device) || typeof msg.device.id !== 'string' || !Array.isArray(msg.device.units))
+        return 'estimate-result: device must be {id, name, units, default_unit}';
+      if (msg.measurements !== null && !isObject(msg.measurements)) return 'estimate-result: measurements must be an object or null';
+      return null;
+    }
+    case FromWorker.ESTIMATE_ERROR:
+      if (!isNonNegInt(msg.id)) return `estimate-error: id must be a non-negative integer, got ${fmtValue(msg.id)}`;
+      if (!ESTIMATE_PURPOSES.includes(msg.purpose)) return `estimate-error: bad purpose ${fmtValue(msg.purpose)}`;
+      return typeof msg.message === 'string' && msg.message !== '' ? null : 'estimate-error: message must be a non-empty string';
     case FromWorker.ERROR:
       if (typeof msg.message !== 'string' || msg.message === '') return 'error: message must be a non-empty string';
       if (typeof msg.fatal !== 'boolean') return 'error: fatal must be a boolean';

@@ -35,6 +35,7 @@ async function boot() {
   await mod.default();
   wasm = mod;
   post(P.booted(typeof mod.version === 'function' ? mod.version() : 'unknown'));
+  post(P.catalog(JSON.parse(mod.presetIds()), JSON.parse(mod.deviceIds())));
 }
 
 const ready = boot().catch((e) => {
@@ -170,6 +171,61 @@ async function generate(p) {
   }
 }
 
+// ---- estimator -------------------------------------------------------------------------------
+// Pure and fast (milliseconds), so it runs right here, also between two tokens of a generation.
+const presetSpecs = new Map(); // preset id -> ModelSpec JSON
+const devices = new Map(); // bundled device id -> DeviceProfile JSON
+let browserMeasurements = null; // measured once per worker, then cached
+let browserDevice = null;
+
+function specFor(model) {
+  switch (model.kind) {
+    case 'preset':
+      if (!presetSpecs.has(model.id)) presetSpecs.set(model.id, wasm.presetSpec(model.id));
+      return presetSpecs.get(model.id);
+    case 'loaded':
+      if (!engine) throw new Error('no model is loaded: load one, or pick a preset');
+      return engine.modelSpec();
+    case 'config':
+      return wasm.specFromConfig(model.name, model.text);
+  }
+  throw new Error(`unknown model kind ${model.kind}`);
+}
+
+function deviceFor(device) {
+  if (device.kind === 'this-browser') {
+    if (!browserDevice) {
+      post(P.measuring());
+      const m = wasm.measureBrowser();
+      browserDevice = wasm.thisBrowserDevice(m);
+      browserMeasurements = JSON.parse(m);
+    }
+    return browserDevice;
+  }
+  if (!devices.has(device.id)) devices.set(device.id, wasm.deviceProfile(device.id));
+  return devices.get(device.id);
+}
+
+async function runEstimate(msg) {
+  await ready;
+  if (!wasm) return;
+  try {
+    const spec = specFor(msg.model);
+    const devJson = deviceFor(msg.device);
+    const rep = JSON.parse(wasm.estimate(spec, JSON.stringify(msg.deployment), devJson));
+    const d = JSON.parse(devJson);
+    const device = { id: d.id, name: d.name, units: Object.keys(d.units ?? {}), default_unit: d.default_unit };
+    const measured = msg.device.kind === 'this-browser' ? browserMeasurements : null;
+    post(P.estimateResult(msg.id, msg.purpose, rep, device, measured));
+  } catch (e) {
+    if (isPanic(e)) {
+      report(e, 'estimating');
+      return;
+    }
+    post(P.estimateError(msg.id, msg.purpose, P.errorMessage(e)));
+  }
+}
+
 // ---- messages --------------------------------------------------------------------------------
 self.onmessage = (ev) => {
   const msg = ev.data;
@@ -184,6 +240,11 @@ self.onmessage = (ev) => {
   }
   if (poisoned) {
     post(P.error('the engine is not usable; reload the page', true));
+    return;
+  }
+  if (msg.type === P.ToWorker.ESTIMATE) {
+    // Not a job: answered at once (or between two tokens of a running generation).
+    runEstimate(msg);
     return;
   }
   if (busy) {

@@ -63,6 +63,38 @@ impl LlamaConfig {
         embed + head + h + self.n_layers as u64 * per_layer
     }
 
+    /// The estimator's description of this shape, so a loaded model can be estimated exactly.
+    pub fn to_spec(&self) -> edgefit_estimate::ModelSpec {
+        let layer = edgefit_estimate::LayerSpec {
+            num_heads: self.n_heads as u32,
+            num_kv_heads: self.n_kv_heads as u32,
+            qk_head_dim: self.head_dim as u32,
+            v_head_dim: self.head_dim as u32,
+            intermediate_size: self.ffn as u32,
+        };
+        edgefit_estimate::ModelSpec {
+            name: if self.name.is_empty() {
+                self.arch.clone()
+            } else {
+                self.name.clone()
+            },
+            family: if self.arch == "mistral" {
+                edgefit_estimate::Family::Mistral
+            } else {
+                edgefit_estimate::Family::Llama
+            },
+            hidden_size: self.hidden as u32,
+            vocab_size: self.vocab as u32,
+            tie_word_embeddings: self.tied_embeddings,
+            qkv_bias: false,
+            o_bias: false,
+            mlp_bias: false,
+            norms_per_layer: 2,
+            max_position_embeddings: Some(self.context_length as u32),
+            layers: vec![layer; self.n_layers],
+        }
+    }
+
     /// Checks every dimension is positive, consistent and within sane bounds.
     pub fn validate(&self) -> Result<()> {
         let check = |what: &str, v: usize, max: usize| -> Result<()> {

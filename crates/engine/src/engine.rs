@@ -163,6 +163,11 @@ impl Engine {
         &self.tokenizer
     }
 
+    /// The estimator's description of the loaded model.
+    pub fn model_spec(&self) -> edgefit_estimate::ModelSpec {
+        self.model.config.to_spec()
+    }
+
     /// Shape and tokenizer summary.
     pub fn info(&self) -> ModelInfo {
         let c = &self.model.config;

@@ -21,6 +21,7 @@ pub mod error;
 pub mod gguf;
 pub mod hf;
 pub mod kv_cache;
+pub mod microbench;
 pub mod model;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;

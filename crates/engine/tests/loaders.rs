@@ -167,3 +167,16 @@ fn engine_generates_and_rejects_bad_settings() {
     assert!(matches!(engine.step(), Err(EngineError::NotStarted)));
     assert!(engine.start("", opts).is_err(), "empty prompt");
 }
+
+#[test]
+fn estimator_counts_the_same_parameters_as_the_loaded_model() {
+    let (model, _) = from_gguf(SyntheticDType::F32);
+    let spec = model.config.to_spec();
+    assert_eq!(spec.params().total, model.config.params());
+    let held = model.weights.bytes() / 4;
+    assert_eq!(
+        held,
+        model.config.params(),
+        "every parameter is held once as f32"
+    );
+}

@@ -213,7 +213,12 @@ impl DeviceProfile {
     }
 
     /// `this-browser` with the bundled defaults replaced by the figures measured in this tab.
+    ///
+    /// Weight rates are *merged*: a format the tab measured replaces the bundled figure, a
+    /// format it did not measure keeps the bundled one (still an estimate, from another
+    /// machine). `sources` marks as measured only what was measured.
     pub fn this_browser(m: &BrowserMeasurements) -> Result<DeviceProfile> {
+        const MEASURED: &str = "measured in this tab by the wasm micro-benchmarks";
         let mut p = device("this-browser")?;
         let cpu =
             p.units
@@ -226,20 +231,40 @@ impl DeviceProfile {
         cpu.bandwidth_gbs = m.read_bandwidth_gbs;
         cpu.peak_gflops.insert(ComputeDtype::F32, m.f32_gflops);
         cpu.compute_efficiency = 1.0;
-        cpu.weight_rate_gws = m.weight_rate_gws.clone();
+        for (format, rate) in &m.weight_rate_gws {
+            cpu.weight_rate_gws.insert(*format, *rate);
+        }
+        let unmeasured: Vec<WeightFormat> = cpu
+            .weight_rate_gws
+            .keys()
+            .filter(|f| !m.weight_rate_gws.contains_key(f))
+            .copied()
+            .collect();
         if let Some(limit) = m.wasm_limit_bytes {
             p.memory.wasm_limit_bytes = Some(limit);
         }
-        for f in [
-            "units.cpu.bandwidth_gbs",
-            "units.cpu.peak_gflops.f32",
-            "units.cpu.weight_rate_gws",
-        ] {
-            p.sources.insert(
-                f.to_string(),
-                "measured in this tab by the wasm micro-benchmarks".into(),
-            );
+        let mut measured = vec![
+            "units.cpu.bandwidth_gbs".to_string(),
+            "units.cpu.peak_gflops.f32".to_string(),
+        ];
+        measured.extend(
+            m.weight_rate_gws
+                .keys()
+                .map(|f| format!("units.cpu.weight_rate_gws.{f}")),
+        );
+        for f in &measured {
+            p.sources.insert(f.clone(), MEASURED.into());
             p.estimates.retain(|e| e != f);
+        }
+        // The bundled list marks all weight rates as estimates; keep that only for the formats
+        // the tab did not measure.
+        if p.estimates.iter().any(|e| e == "units.cpu.weight_rate_gws") {
+            p.estimates.retain(|e| e != "units.cpu.weight_rate_gws");
+            p.estimates.extend(
+                unmeasured
+                    .iter()
+                    .map(|f| format!("units.cpu.weight_rate_gws.{f}")),
+            );
         }
         p.validate()?;
         Ok(p)
@@ -404,5 +429,58 @@ impl UnitProfile {
     /// The top frequency, MHz.
     pub fn f_max(&self) -> f64 {
         self.freq_mhz.first().copied().unwrap_or(1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_browser_merges_measured_weight_rates_into_the_bundled_ones() {
+        let bundled = device("this-browser").unwrap();
+        let bundled_cpu = bundled.unit(ComputeUnit::Cpu).unwrap();
+        let w4_bundled = bundled_cpu.weight_rate_gws[&WeightFormat::W4g32];
+        let m = BrowserMeasurements {
+            read_bandwidth_gbs: 11.0,
+            f32_gflops: 7.5,
+            weight_rate_gws: [(WeightFormat::F32, 1.25)].into(),
+            wasm_limit_bytes: Some(4 << 30),
+        };
+        let p = DeviceProfile::this_browser(&m).unwrap();
+        let cpu = p.unit(ComputeUnit::Cpu).unwrap();
+        // Measured: replaced.
+        assert_eq!(cpu.weight_rate_gws[&WeightFormat::F32], 1.25);
+        assert_eq!(cpu.bandwidth_gbs, 11.0);
+        assert_eq!(cpu.peak_gflops[&ComputeDtype::F32], 7.5);
+        // Not measured: the bundled figures stay.
+        assert_eq!(cpu.weight_rate_gws[&WeightFormat::W4g32], w4_bundled);
+        for (f, v) in &bundled_cpu.weight_rate_gws {
+            if *f != WeightFormat::F32 {
+                assert_eq!(cpu.weight_rate_gws[f], *v, "{f} keeps its bundled rate");
+            }
+        }
+        // Sources: measured only for what was measured.
+        let measured = |k: &str| {
+            p.sources
+                .get(k)
+                .is_some_and(|s| s.contains("measured in this tab"))
+        };
+        assert!(measured("units.cpu.weight_rate_gws.f32"));
+        assert!(measured("units.cpu.bandwidth_gbs"));
+        assert!(measured("units.cpu.peak_gflops.f32"));
+        assert!(!measured("units.cpu.weight_rate_gws.w4g32"));
+        assert!(!measured("units.cpu.weight_rate_gws"));
+        // Estimates: the unmeasured rates are still listed as estimates, the measured are not.
+        assert!(p
+            .estimates
+            .iter()
+            .any(|e| e == "units.cpu.weight_rate_gws.w4g32"));
+        assert!(!p
+            .estimates
+            .iter()
+            .any(|e| e == "units.cpu.weight_rate_gws.f32"));
+        assert!(!p.estimates.iter().any(|e| e == "units.cpu.weight_rate_gws"));
+        assert!(!p.estimates.iter().any(|e| e == "units.cpu.bandwidth_gbs"));
     }
 }

@@ -102,8 +102,107 @@ impl Engine {
         self.inner.step().map_err(js_err)
     }
 
+    /// The estimator's `ModelSpec` of the loaded model as JSON (feed it to [`estimate`]).
+    #[wasm_bindgen(js_name = modelSpec)]
+    pub fn model_spec(&self) -> Result<String, JsError> {
+        serde_json::to_string(&self.inner.model_spec()).map_err(js_err)
+    }
+
     /// Measurements of the load and the latest generation as JSON.
     pub fn metrics(&self) -> Result<String, JsError> {
         serde_json::to_string(self.inner.metrics()).map_err(js_err)
     }
+}
+
+/// The model presets: JSON array of `{id, name}`.
+#[wasm_bindgen(js_name = presetIds)]
+pub fn preset_ids() -> Result<String, JsError> {
+    let list: Vec<serde_json::Value> = edgefit_estimate::preset_ids()
+        .into_iter()
+        .map(|id| {
+            let name = edgefit_estimate::preset(id)
+                .map(|s| s.name)
+                .unwrap_or_default();
+            serde_json::json!({ "id": id, "name": name })
+        })
+        .collect();
+    serde_json::to_string(&list).map_err(js_err)
+}
+
+/// The bundled device profiles: JSON array of `{id, name}`.
+#[wasm_bindgen(js_name = deviceIds)]
+pub fn device_ids() -> Result<String, JsError> {
+    let list: Vec<serde_json::Value> = edgefit_estimate::device_ids()
+        .into_iter()
+        .map(|id| {
+            let name = edgefit_estimate::device(id)
+                .map(|d| d.name)
+                .unwrap_or_default();
+            serde_json::json!({ "id": id, "name": name })
+        })
+        .collect();
+    serde_json::to_string(&list).map_err(js_err)
+}
+
+/// A preset's `ModelSpec` as JSON.
+#[wasm_bindgen(js_name = presetSpec)]
+pub fn preset_spec(id: &str) -> Result<String, JsError> {
+    serde_json::to_string(&edgefit_estimate::preset(id).map_err(js_err)?).map_err(js_err)
+}
+
+/// A `ModelSpec` (JSON) from the text of an HF `config.json`.
+#[wasm_bindgen(js_name = specFromConfig)]
+pub fn spec_from_config(name: &str, config_json: &str) -> Result<String, JsError> {
+    let spec = edgefit_estimate::ModelSpec::from_hf_config(name, config_json).map_err(js_err)?;
+    serde_json::to_string(&spec).map_err(js_err)
+}
+
+/// A bundled device profile as JSON.
+#[wasm_bindgen(js_name = deviceProfile)]
+pub fn device_profile(id: &str) -> Result<String, JsError> {
+    serde_json::to_string(&edgefit_estimate::device(id).map_err(js_err)?).map_err(js_err)
+}
+
+/// The `this-browser` profile filled with figures measured in this tab (`BrowserMeasurements`
+/// JSON), as a device profile JSON.
+#[wasm_bindgen(js_name = thisBrowserDevice)]
+pub fn this_browser_device(measurements_json: &str) -> Result<String, JsError> {
+    let m: edgefit_estimate::BrowserMeasurements =
+        serde_json::from_str(measurements_json).map_err(js_err)?;
+    serde_json::to_string(&edgefit_estimate::DeviceProfile::this_browser(&m).map_err(js_err)?)
+        .map_err(js_err)
+}
+
+/// The estimator's full report (JSON) for a `ModelSpec` (JSON), a deployment (JSON object whose
+/// missing fields take their defaults) and a device profile (JSON).
+#[wasm_bindgen]
+pub fn estimate(
+    spec_json: &str,
+    deployment_json: &str,
+    device_json: &str,
+) -> Result<String, JsError> {
+    let spec: edgefit_estimate::ModelSpec =
+        serde_json::from_str(spec_json).map_err(|e| JsError::new(&format!("model spec: {e}")))?;
+    let dep: edgefit_estimate::Deployment = serde_json::from_str(deployment_json)
+        .map_err(|e| JsError::new(&format!("deployment: {e}")))?;
+    let dev = edgefit_estimate::DeviceProfile::from_json(device_json).map_err(js_err)?;
+    let report = edgefit_estimate::estimate(&spec, &dep, &dev).map_err(js_err)?;
+    serde_json::to_string(&report).map_err(js_err)
+}
+
+/// wasm32 linear memory is addressed with 32 bits: at most 4 GiB.
+const WASM32_LIMIT_BYTES: u64 = 4 << 30;
+
+/// Runs the `this-browser` micro-benchmarks in this tab (streaming read bandwidth, f32 GEMM
+/// throughput, the engine's f32 GEMV weight rate; about a second in all) and returns the
+/// `BrowserMeasurements` JSON that [`this_browser_device`] takes. Allocates a 64 MiB buffer for
+/// the bandwidth probe, so the wasm memory grows by that much (it never shrinks).
+#[wasm_bindgen(js_name = measureBrowser)]
+pub fn measure_browser() -> Result<String, JsError> {
+    let m = edgefit_engine::microbench::measure(
+        &BrowserPlatform,
+        &edgefit_engine::microbench::MicrobenchConfig::default(),
+        Some(WASM32_LIMIT_BYTES),
+    );
+    serde_json::to_string(&m).map_err(js_err)
 }

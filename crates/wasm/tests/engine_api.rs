@@ -98,3 +98,65 @@ fn bad_input_is_an_error_not_a_panic() {
     );
     assert!(e.step().is_err(), "step without a started generation");
 }
+
+#[wasm_bindgen_test]
+fn estimates_the_loaded_model_and_presets() {
+    let e = engine();
+    let spec = e.model_spec().unwrap_or_else(|_| panic!("spec"));
+    let device =
+        edgefit_wasm::device_profile("snapdragon-8-gen3").unwrap_or_else(|_| panic!("device"));
+    let report = json(
+        &edgefit_wasm::estimate(&spec, r#"{"weights":"w4g32","kv":"k8v16"}"#, &device)
+            .unwrap_or_else(|_| panic!("estimate")),
+    );
+    assert!(report["memory"]["kv_bytes_per_token"].as_u64().unwrap() > 0);
+    assert!(report["latency"]["decode_tok_s"].as_f64().unwrap() > 0.0);
+    let presets = json(&edgefit_wasm::preset_ids().unwrap_or_else(|_| panic!("presets")));
+    assert!(presets
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["id"] == "smollm2-135m"));
+    let smol = edgefit_wasm::preset_spec("smollm2-135m").unwrap_or_else(|_| panic!("preset"));
+    assert!(
+        edgefit_wasm::estimate(&smol, r#"{"context":0}"#, &device).is_err(),
+        "context 0 is refused"
+    );
+    assert!(
+        edgefit_wasm::estimate(&smol, "{}", "{}").is_err(),
+        "an empty device is refused"
+    );
+}
+
+#[wasm_bindgen_test]
+fn measures_this_browser_and_builds_its_profile() {
+    let m = json(&edgefit_wasm::measure_browser().unwrap_or_else(|_| panic!("measure")));
+    for v in [
+        m["read_bandwidth_gbs"].as_f64().unwrap(),
+        m["f32_gflops"].as_f64().unwrap(),
+        m["weight_rate_gws"]["f32"].as_f64().unwrap(),
+    ] {
+        assert!(v.is_finite() && v > 0.0, "{m}");
+    }
+    assert_eq!(m["wasm_limit_bytes"].as_u64(), Some(4 << 30));
+    let device = edgefit_wasm::this_browser_device(&m.to_string())
+        .unwrap_or_else(|_| panic!("this-browser profile"));
+    let d = json(&device);
+    assert_eq!(
+        d["units"]["cpu"]["weight_rate_gws"]["f32"].as_f64(),
+        m["weight_rate_gws"]["f32"].as_f64()
+    );
+    // w4 is not measured yet: its bundled rate stays.
+    assert!(
+        d["units"]["cpu"]["weight_rate_gws"]["w4g32"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    let spec = edgefit_wasm::preset_spec("smollm2-135m").unwrap_or_else(|_| panic!("preset"));
+    let report = json(
+        &edgefit_wasm::estimate(&spec, r#"{"weights":"f32","kv":"f32"}"#, &device)
+            .unwrap_or_else(|_| panic!("estimate")),
+    );
+    assert!(report["latency"]["decode_tok_s"].as_f64().unwrap() > 0.0);
+}

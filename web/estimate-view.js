@@ -1,0 +1,280 @@
+// edgefit estimator panel: pure helpers (no DOM, no wasm), unit-tested in
+// tests/web/estimate-view.test.mjs. main.js renders what these return; worker.js runs the
+// estimator itself.
+
+export const WEIGHT_FORMATS = Object.freeze([
+  'f32', 'f16', 'bf16', 'int8', 'w4g32', 'w4g64', 'w4g128', 'q4_0', 'q4_1', 'q8_0', 'q4_k', 'q6_k',
+]);
+export const KV_FORMATS = Object.freeze(['f32', 'f16', 'k8v16', 'int8', 'int4g32']);
+export const UNITS = Object.freeze(['cpu', 'gpu', 'npu']);
+export const POLICIES = Object.freeze(['flat-out', 'paced', 'capped']);
+
+/** The picker value of the measured browser device and of the non-preset models. */
+export const THIS_BROWSER = 'this-browser';
+export const LOADED_MODEL = '@loaded';
+export const CONFIG_MODEL = '@config';
+
+export const DEFAULT_KNOBS = Object.freeze({
+  weights: 'w4g32',
+  kv: 'f16',
+  context: '2048',
+  prompt_tokens: '128',
+  gen_tokens: '128',
+  unit: '',
+  policy: 'flat-out',
+  minutes: '15',
+});
+
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+const isFiniteNumber = (v) => typeof v === 'number' && Number.isFinite(v);
+
+/**
+ * Turns the knobs' raw strings into the deployment JSON object the estimator takes. Only the
+ * syntax is checked here (a whole number, a known name); ranges (context 0, 10^9 tokens, ...)
+ * are the estimator's to judge, so its message, naming the field and the limit, is what the
+ * panel shows. Returns {deployment} or {error}.
+ */
+export function buildDeployment(knobs) {
+  const k = { ...DEFAULT_KNOBS, ...knobs };
+  const dep = {};
+  const pick = (name, list, label) => {
+    if (!list.includes(k[name])) return `${label} must be one of ${list.join(', ')}, got ${JSON.stringify(k[name])}`;
+    dep[name] = k[name];
+    return null;
+  };
+  const int = (name, label) => {
+    const s = String(k[name]).trim();
+    if (!/^-?\d+$/.test(s)) return `${label} must be a whole number, got ${JSON.stringify(String(k[name]))}`;
+    const v = Number(s);
+    if (!Number.isSafeInteger(v) || v < 0 || v > 2 ** 32 - 1)
+      return `${label} must be a whole number from 0 to 4294967295, got ${s}`;
+    dep[name] = v;
+    return null;
+  };
+  const err =
+    pick('weights', WEIGHT_FORMATS, 'weights') ||
+    pick('kv', KV_FORMATS, 'KV format') ||
+    int('context', 'context') ||
+    int('prompt_tokens', 'prompt tokens') ||
+    int('gen_tokens', 'generated tokens') ||
+    (k.unit === '' ? null : pick('unit', UNITS, 'unit')) ||
+    pick('policy', POLICIES, 'policy');
+  if (err) return { error: err };
+  const minutes = Number(String(k.minutes).trim());
+  if (String(k.minutes).trim() === '' || !Number.isFinite(minutes))
+    return { error: `minutes must be a number, got ${JSON.stringify(String(k.minutes))}` };
+  dep.minutes = minutes;
+  return { deployment: dep };
+}
+
+/**
+ * The deployment that predicts the run the engine just measured: the engine holds f32 weights
+ * and an f32 KV cache today, on the tab's CPU, sized for the tokens it held.
+ */
+export function comparisonDeployment(metrics) {
+  if (!isObject(metrics)) return null;
+  const p = metrics.prompt_tokens;
+  const g = metrics.generated_tokens;
+  if (!Number.isSafeInteger(p) || !Number.isSafeInteger(g) || p < 1 || g < 1) return null;
+  return {
+    weights: 'f32',
+    kv: 'f32',
+    unit: 'cpu',
+    policy: 'flat-out',
+    prompt_tokens: p,
+    gen_tokens: g,
+    context: p + g,
+  };
+}
+
+/** Signed error of an estimate against a measurement, in percent; null when not comparable. */
+export function percentError(estimate, measured) {
+  if (!isFiniteNumber(estimate) || !isFiniteNumber(measured) || measured === 0) return null;
+  return ((estimate - measured) / Math.abs(measured)) * 100;
+}
+
+/** "+12.3 %" / "−4.0 %" / "" */
+export function formatPercent(p) {
+  if (!isFiniteNumber(p)) return '';
+  const sign = p > 0 ? '+' : p < 0 ? '\u2212' : '';
+  return `${sign}${Math.abs(p).toFixed(1)} %`;
+}
+
+/**
+ * Rows of the estimate-vs-measured table. Each: {key, label, unit, estimate, measured, error}
+ * (error in percent, null when the measurement is missing).
+ */
+export function comparisonRows(report, metrics) {
+  if (!isObject(report) || !isObject(metrics)) return [];
+  const gen = metrics.generated_tokens ?? 0;
+  const rows = [
+    ['ttft', 'Time to first token', 'ms', report.latency?.ttft_ms, gen >= 1 ? metrics.ttft_ms : null],
+    ['prefill', 'Prefill', 'tok/s', report.latency?.prefill_tok_s, gen >= 1 ? metrics.prefill_tok_s : null],
+    ['decode', 'Decode', 'tok/s', report.latency?.decode_tok_s, gen >= 2 ? metrics.decode_tok_s : null],
+    ['weights', 'Weights', 'bytes', report.memory?.weights_bytes, metrics.weights_bytes],
+    ['kv', 'KV cache', 'bytes', report.memory?.kv_bytes, metrics.kv_bytes],
+  ];
+  return rows.map(([key, label, unit, estimate, measured]) => ({
+    key,
+    label,
+    unit,
+    estimate: isFiniteNumber(estimate) ? estimate : null,
+    measured: isFiniteNumber(measured) ? measured : null,
+    error: percentError(estimate, measured),
+  }));
+}
+
+/** Bytes in binary units for humans: "663.2 MiB", "1.07 GiB". */
+export function formatBinary(bytes) {
+  if (!isFiniteNumber(bytes)) return '';
+  const a = Math.abs(bytes);
+  if (a >= 2 ** 30) return `${(bytes / 2 ** 30).toFixed(2)} GiB`;
+  if (a >= 2 ** 20) return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+  if (a >= 2 ** 10) return `${(bytes / 2 ** 10).toFixed(1)} KiB`;
+  return `${Math.round(bytes)} B`;
+}
+
+/** A plain number with sensible precision for a metric cell ("" when absent). */
+export function formatValue(v, decimals) {
+  if (!isFiniteNumber(v)) return '';
+  if (decimals !== undefined) return v.toFixed(decimals);
+  const a = Math.abs(v);
+  return v.toFixed(a >= 100 ? 0 : a >= 10 ? 1 : 2);
+}
+
+/**
+ * The numbers the panel shows: data-testid (or id), label, value string, unit, human form,
+ * and the report.explain key holding its formula.
+ */
+export function summaryCells(report) {
+  const m = report?.memory ?? {};
+  const l = report?.latency ?? {};
+  const t = report?.thermal ?? {};
+  const bytes = (v) => (isFiniteNumber(v) ? String(Math.round(v)) : '');
+  return [
+    { id: 'est-weights-bytes', label: 'Weights', value: bytes(m.weights_bytes), unit: 'bytes', human: formatBinary(m.weights_bytes), explain: 'memory.weights_bytes' },
+    { id: 'est-kv-per-token', label: 'KV per token', value: bytes(m.kv_bytes_per_token), unit: 'bytes', human: formatBinary(m.kv_bytes_per_token), explain: 'memory.kv_bytes_per_token' },
+    { id: 'est-kv-bytes', label: 'KV cache (full context)', value: bytes(m.kv_bytes), unit: 'bytes', human: formatBinary(m.kv_bytes), explain: 'memory.kv_bytes' },
+    { id: 'est-activations-bytes', label: 'Activations (peak)', value: bytes(m.activations_bytes), unit: 'bytes', human: formatBinary(m.activations_bytes), explain: 'memory.activations_bytes' },
+    { id: 'est-total-bytes', label: 'Total memory', value: bytes(m.total_bytes), unit: 'bytes', human: formatBinary(m.total_bytes), explain: 'memory.total_bytes' },
+    { id: 'est-usable-bytes', label: 'Usable on device', value: bytes(m.usable_bytes), unit: 'bytes', human: formatBinary(m.usable_bytes), explain: 'memory.usable_bytes' },
+    { id: 'est-ttft-ms', label: 'Time to first token', value: formatValue(l.ttft_ms, 1), unit: 'ms', human: '', explain: 'latency.ttft_ms' },
+    { id: 'est-prefill-tps', label: 'Prefill', value: formatValue(l.prefill_tok_s, 1), unit: 'tok/s', human: '', explain: 'latency.prefill_tok_s' },
+    { id: 'est-decode-tps', label: 'Decode (average)', value: formatValue(l.decode_tok_s, 2), unit: 'tok/s', human: '', explain: 'latency.decode_tok_s' },
+    { id: 'est-sustained-tps', label: `Sustained (after ${formatValue((t.duration_s ?? 0) / 60, 0)} min)`, value: formatValue(t.sustained_tok_s, 2), unit: 'tok/s', human: '', explain: 'thermal.sustained_tok_s' },
+    { id: 'est-temp-rise', label: 'Temperature rise (body)', value: formatValue(t.temp_rise_c, 2), unit: '°C', human: '', explain: 'thermal.temp_rise_c' },
+    { id: 'est-throttle-s', label: 'Time to first throttle', value: t.time_to_throttle_s == null ? 'never' : formatValue(t.time_to_throttle_s, 0), unit: t.time_to_throttle_s == null ? '' : 's', human: '', explain: 'thermal.time_to_throttle_s' },
+    { id: 'est-energy-j', label: 'Energy per token', value: formatValue(t.energy_per_token_j, 3), unit: 'J', human: '', explain: 'thermal.energy_per_token_j' },
+  ];
+}
+
+export const VERDICTS = Object.freeze(['memory', 'ttft', 'sustained', 'temperature']);
+
+/** The explanation of `key` as {formula, values, result, note} strings, or null. */
+export function explanation(report, key) {
+  const e = report?.explain?.[key];
+  if (!isObject(e)) return null;
+  const s = (v) => (typeof v === 'string' ? v : v == null ? '' : String(v));
+  return { formula: s(e.formula), values: s(e.values), result: s(e.result), note: s(e.note) };
+}
+
+const COMPONENT_LABELS = {
+  embedding: 'embedding',
+  attention: 'attention',
+  mlp: 'MLP',
+  norms: 'norms',
+  lm_head: 'output head',
+};
+
+/**
+ * Segments of the memory bar, in drawing order: {key, label, bytes, fraction} with fraction of
+ * max(total, usable) so the usable-memory marker fits on the same scale. Zero segments are
+ * dropped.
+ */
+export function memorySegments(memory) {
+  if (!isObject(memory)) return { segments: [], scale: 0, usableAt: null };
+  const seg = [];
+  const byComp = isObject(memory.weights_by_component) ? memory.weights_by_component : {};
+  for (const [k, label] of Object.entries(COMPONENT_LABELS)) {
+    if (isFiniteNumber(byComp[k])) seg.push({ key: `w-${k}`, label: `weights: ${label}`, bytes: byComp[k] });
+  }
+  if (seg.length === 0 && isFiniteNumber(memory.weights_bytes)) seg.push({ key: 'w', label: 'weights', bytes: memory.weights_bytes });
+  for (const [k, label] of [
+    ['kv_bytes', 'KV cache'],
+    ['activations_bytes', 'activations'],
+    ['runtime_overhead_bytes', 'runtime'],
+    ['loader_duplication_bytes', 'loader copy'],
+    ['fragmentation_bytes', 'fragmentation'],
+  ]) {
+    if (isFiniteNumber(memory[k])) seg.push({ key: k, label, bytes: memory[k] });
+  }
+  const segments = seg.filter((s) => s.bytes > 0);
+  const total = segments.reduce((a, s) => a + s.bytes, 0);
+  const usable = isFiniteNumber(memory.usable_bytes) ? memory.usable_bytes : 0;
+  const scale = Math.max(total, usable, 1);
+  for (const s of segments) s.fraction = s.bytes / scale;
+  return { segments, scale, usableAt: usable > 0 ? usable / scale : null };
+}
+
+/**
+ * uPlot data for the roofline (log-log, aligned mode): x = the sorted union of the ops'
+ * arithmetic intensities (FLOP/byte) plus the ends of the roof; series: the roof
+ * min(compute, bandwidth × I), prefill op points, decode op points (null where a series has
+ * no point). Ops with zero intensity or throughput cannot sit on a log scale and are left out.
+ */
+export function rooflineData(report) {
+  const lat = report?.latency ?? {};
+  const layer = Array.isArray(report?.layers) ? report.layers[0] : null;
+  const ok = (o) => isObject(o) && isFiniteNumber(o.intensity) && o.intensity > 0 && isFiniteNumber(o.attainable_gflops) && o.attainable_gflops > 0;
+  const prefill = (layer?.prefill ?? []).filter(ok);
+  const decode = (layer?.decode ?? []).filter(ok);
+  const compute = isFiniteNumber(lat.effective_gflops) && lat.effective_gflops > 0 ? lat.effective_gflops : lat.peak_gflops;
+  const bw = lat.bandwidth_gbs;
+  const ridge = isFiniteNumber(lat.ridge_intensity) && lat.ridge_intensity > 0 ? lat.ridge_intensity : null;
+  const pts = [...prefill, ...decode].map((o) => o.intensity);
+  if (ridge) pts.push(ridge);
+  if (pts.length === 0 || !isFiniteNumber(compute) || !isFiniteNumber(bw)) return null;
+  const lo = Math.min(...pts) / 4;
+  const hi = Math.max(...pts) * 4;
+  const xs = [...new Set([lo, hi, ...pts])].sort((a, b) => a - b);
+  const roof = xs.map((x) => Math.min(compute, bw * x));
+  const at = (ops) => {
+    const m = new Map();
+    for (const o of ops) m.set(o.intensity, Math.max(m.get(o.intensity) ?? 0, o.attainable_gflops));
+    return xs.map((x) => (m.has(x) ? m.get(x) : null));
+  };
+  const labels = (ops) => {
+    const m = new Map();
+    for (const o of ops) m.set(o.intensity, [...(m.get(o.intensity) ?? []), o.op]);
+    return xs.map((x) => (m.get(x) ?? []).join(', '));
+  };
+  return {
+    data: [xs, roof, at(prefill), at(decode)],
+    labels: { prefill: labels(prefill), decode: labels(decode) },
+    ridge,
+    compute,
+    bandwidth: bw,
+  };
+}
+
+/** uPlot data for the thermal chart: [t (min), die °C, body °C, tok/s]. */
+export function thermalData(report) {
+  const s = report?.thermal?.series;
+  if (!Array.isArray(s) || s.length === 0) return null;
+  const col = (k) => s.map((p) => (isFiniteNumber(p[k]) ? p[k] : null));
+  return [s.map((p) => p.t_s / 60), col('die_c'), col('body_c'), col('tok_s')];
+}
+
+/** The warnings of a report as strings. */
+export function warningTexts(report) {
+  const w = report?.warnings;
+  if (!Array.isArray(w)) return [];
+  return w.map((x) => (typeof x === 'string' ? x : isObject(x) && typeof x.message === 'string' ? x.message : JSON.stringify(x)));
+}
+
+/** Describes measurements for the panel: "read 21.3 GB/s · f32 GEMM 6.1 GFLOP/s · f32 GEMV 2.9 G weights/s". */
+export function describeMeasurements(m) {
+  if (!isObject(m)) return '';
+  const f = (v, d = 1) => (isFiniteNumber(v) ? v.toFixed(d) : '?');
+  return `streaming read ${f(m.read_bandwidth_gbs)} GB/s · f32 GEMM ${f(m.f32_gflops)} GFLOP/s · f32 GEMV ${f(m.weight_rate_gws?.f32, 2)} G weights/s`;
+}
