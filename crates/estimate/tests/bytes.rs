@@ -1,5 +1,9 @@
 //! Byte counts of weight and KV formats, by hand.
 
+// On wasm32 these run under wasm-bindgen-test (Node and headless Chromium).
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
 use edgefit_estimate::{
     kv_bytes, kv_bytes_per_token, preset, weight_bytes, KvFormat, LayerSpec, WeightFormat,
 };

@@ -1,5 +1,9 @@
 //! The time, memory, thermal and verdict models: hand-computed cases and properties.
 
+// On wasm32 these run under wasm-bindgen-test (Node and headless Chromium).
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
 use edgefit_estimate::{
     device, device_ids, estimate, preset, BrowserMeasurements, ComputeDtype, ComputeUnit,
     Deployment, DeviceProfile, EstimateError, Family, KvFormat, ModelSpec, Policy, PruneRatios,

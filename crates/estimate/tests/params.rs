@@ -1,5 +1,9 @@
 //! Parameter counts against published totals, config.json and GGUF parsing, pruning.
 
+// On wasm32 these run under wasm-bindgen-test (Node and headless Chromium).
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen_test::wasm_bindgen_test as test;
+
 use std::collections::BTreeMap;
 
 use edgefit_estimate::{

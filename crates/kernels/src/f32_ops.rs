@@ -96,6 +96,10 @@ pub fn matmul_t(
 #[cfg(test)]
 mod tests {
     use super::*;
+    // On wasm32 the same tests run under wasm-bindgen-test in Node and headless Chromium, so the
+    // simd128 build of every kernel is checked there, not only natively.
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
 
     /// Deterministic pseudo-random values in [-1, 1) (splitmix64), so failures reproduce.
     fn values(seed: u64, len: usize) -> Vec<f32> {
