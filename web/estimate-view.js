@@ -69,7 +69,8 @@ export function buildDeployment(knobs) {
 
 /**
  * The deployment that predicts the run the engine just measured: the engine holds f32 weights
- * and an f32 KV cache today, on the tab's CPU, sized for the tokens it held.
+ * and an f32 KV cache today, on the tab's CPU. The context is the run's prompt + generated
+ * tokens (the estimator requires both to fit in it); see `comparisonRows` for the KV bytes.
  */
 export function comparisonDeployment(metrics) {
   if (!isObject(metrics)) return null;
@@ -107,12 +108,17 @@ export function formatPercent(p) {
 export function comparisonRows(report, metrics) {
   if (!isObject(report) || !isObject(metrics)) return [];
   const gen = metrics.generated_tokens ?? 0;
+  // The cache holds the prompt and every generated token but the last (sampled, never fed
+  // back): the estimator's bytes per token (the shared KV function) times that count.
+  const held = (metrics.prompt_tokens ?? 0) + Math.max(gen - 1, 0);
+  const perToken = report.memory?.kv_bytes_per_token;
+  const kvHeld = isFiniteNumber(perToken) && held > 0 ? perToken * held : null;
   const rows = [
     ['ttft', 'Time to first token', 'ms', report.latency?.ttft_ms, gen >= 1 ? metrics.ttft_ms : null],
     ['prefill', 'Prefill', 'tok/s', report.latency?.prefill_tok_s, gen >= 1 ? metrics.prefill_tok_s : null],
     ['decode', 'Decode', 'tok/s', report.latency?.decode_tok_s, gen >= 2 ? metrics.decode_tok_s : null],
     ['weights', 'Weights', 'bytes', report.memory?.weights_bytes, metrics.weights_bytes],
-    ['kv', 'KV cache', 'bytes', report.memory?.kv_bytes, metrics.kv_bytes],
+    ['kv', 'KV cache (tokens held)', 'bytes', kvHeld, metrics.kv_bytes],
   ];
   return rows.map(([key, label, unit, estimate, measured]) => ({
     key,

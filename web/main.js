@@ -2,6 +2,7 @@
 // renders what it reports. Message shapes and formatting live in protocol.js.
 
 import * as P from './protocol.js';
+import { createEstimatePanel } from './estimate-panel.js';
 
 const DEFAULT_MODEL_URL = 'models/smollm2-135m-instruct-q4_1.gguf';
 
@@ -98,6 +99,8 @@ function onFatal(w, message) {
   state.modelLoaded = false;
   state.modelInfo = null;
   renderInfo(null);
+  panel.workerRestarted();
+  panel.modelUnloaded();
   showError(hadBooted ? `${message}; the engine was restarted, load the model again` : message);
   render();
 }
@@ -105,6 +108,8 @@ function onFatal(w, message) {
 function send(msg) {
   ensureWorker().postMessage(msg);
 }
+
+const panel = createEstimatePanel({ send });
 
 // ---- worker messages -------------------------------------------------------------------------
 function onWorkerMessage(w, msg) {
@@ -141,6 +146,7 @@ function onWorkerMessage(w, msg) {
       renderMetrics(msg.metrics);
       setStatus('ready');
       render();
+      panel.modelLoaded(msg.info);
       break;
     case P.FromWorker.STARTED:
       break;
@@ -161,6 +167,19 @@ function onWorkerMessage(w, msg) {
       el.finish.dataset.reason = msg.reason;
       setStatus('done');
       render();
+      panel.generationDone(msg.metrics);
+      break;
+    case P.FromWorker.CATALOG:
+      panel.onCatalog(msg);
+      break;
+    case P.FromWorker.MEASURING:
+      panel.onMeasuring();
+      break;
+    case P.FromWorker.ESTIMATE_RESULT:
+      panel.onResult(msg);
+      break;
+    case P.FromWorker.ESTIMATE_ERROR:
+      panel.onError(msg);
       break;
     case P.FromWorker.ERROR:
       if (msg.fatal) {
@@ -295,6 +314,7 @@ const chart = (() => {
 // ---- actions ---------------------------------------------------------------------------------
 function startLoad(msg, label) {
   clearError();
+  panel.modelUnloaded();
   state.phase = 'loading';
   state.modelLoaded = false;
   state.modelInfo = null;

@@ -1,0 +1,550 @@
+// edgefit estimator panel: DOM only. The estimator runs in the worker (worker.js); this module
+// builds requests, drops stale answers by request id, and renders reports. Pure helpers live in
+// estimate-view.js (unit-tested).
+
+import * as P from './protocol.js';
+import * as V from './estimate-view.js';
+
+const $ = (id) => document.getElementById(id);
+
+function option(value, text, disabled = false) {
+  const o = document.createElement('option');
+  o.value = value;
+  o.textContent = text;
+  o.disabled = disabled;
+  return o;
+}
+
+function fillSelect(select, items, value) {
+  select.replaceChildren(...items.map(([v, t]) => option(v, t)));
+  if (value !== undefined) select.value = value;
+}
+
+/** Renders an explanation into `box` (a div inside a <details>). */
+function renderExplain(box, ex) {
+  box.replaceChildren();
+  if (!ex) {
+    const p = document.createElement('p');
+    p.className = 'muted';
+    p.textContent = 'No formula for this number.';
+    box.append(p);
+    return;
+  }
+  const dl = document.createElement('dl');
+  for (const [k, v, cls] of [
+    ['formula', ex.formula, 'f-formula'],
+    ['with the values', ex.values, 'f-values'],
+    ['result', ex.result, 'f-result'],
+    ['note', ex.note, 'f-note'],
+  ]) {
+    if (!v) continue;
+    const dt = document.createElement('dt');
+    const dd = document.createElement('dd');
+    dt.textContent = k;
+    dd.textContent = v;
+    dd.className = cls;
+    dl.append(dt, dd);
+  }
+  box.append(dl);
+}
+
+export function createEstimatePanel({ send }) {
+  const el = {
+    device: $('device-picker'),
+    model: $('preset-picker'),
+    configFile: $('config-file'),
+    deviceNote: $('est-device-note'),
+    weights: $('k-weights'),
+    kv: $('k-kv'),
+    context: $('k-context'),
+    prompt: $('k-prompt'),
+    gen: $('k-gen'),
+    unit: $('k-unit'),
+    policy: $('k-policy'),
+    minutes: $('k-minutes'),
+    error: $('est-error'),
+    body: $('est-body'),
+    numbers: $('est-numbers'),
+    experience: $('est-experience'),
+    warnings: $('est-warnings'),
+    mem: $('mem-chart'),
+    roof: $('roofline-chart'),
+    thermal: $('thermal-chart'),
+    compare: $('est-compare'),
+    compareBody: $('cmp-body'),
+    compareHint: $('est-compare-hint'),
+  };
+
+  const st = {
+    nextId: 1,
+    latest: { panel: 0, compare: 0 },
+    catalog: false,
+    loadedName: null,
+    config: null, // {name, text}
+    metrics: null, // the last finished generation's metrics
+    measuring: false,
+  };
+
+  fillSelect(el.weights, V.WEIGHT_FORMATS.map((f) => [f, f]), V.DEFAULT_KNOBS.weights);
+  fillSelect(el.kv, V.KV_FORMATS.map((f) => [f, f]), V.DEFAULT_KNOBS.kv);
+  fillSelect(el.unit, [['', "device's default"], ...V.UNITS.map((u) => [u, u])], '');
+  fillSelect(el.policy, V.POLICIES.map((p) => [p, p]), V.DEFAULT_KNOBS.policy);
+  el.device.append(option('', 'loading…'));
+  el.model.append(option('', 'loading…'));
+  el.device.disabled = true;
+  el.model.disabled = true;
+
+  // ---- numbers (built once; each is a <details> with its formula) -------------------------
+  const cells = new Map();
+  for (const c of V.summaryCells(null)) {
+    const d = document.createElement('details');
+    d.className = 'num';
+    d.dataset.explainKey = c.explain;
+    const s = document.createElement('summary');
+    const label = document.createElement('span');
+    label.className = 'num-label';
+    const value = document.createElement('span');
+    value.className = 'num-value';
+    value.id = c.id;
+    value.dataset.testid = c.id;
+    value.setAttribute('data-testid', c.id);
+    const unit = document.createElement('span');
+    unit.className = 'unit';
+    const human = document.createElement('span');
+    human.className = 'human';
+    s.append(label, ' ', value, ' ', unit, ' ', human);
+    const box = document.createElement('div');
+    box.className = 'explain';
+    box.setAttribute('data-testid', `explain-${c.id}`);
+    d.append(s, box);
+    el.numbers.append(d);
+    cells.set(c.id, { label, value, unit, human, box, details: d });
+  }
+
+  // ---- requests -------------------------------------------------------------------------
+  function modelRequest() {
+    const v = el.model.value;
+    if (v === V.LOADED_MODEL) return { kind: 'loaded' };
+    if (v === V.CONFIG_MODEL) return st.config ? { kind: 'config', name: st.config.name, text: st.config.text } : null;
+    return v ? { kind: 'preset', id: v } : null;
+  }
+
+  function deviceRequest() {
+    const v = el.device.value;
+    if (v === V.THIS_BROWSER) return { kind: 'this-browser' };
+    return v ? { kind: 'bundled', id: v } : null;
+  }
+
+  function knobs() {
+    return {
+      weights: el.weights.value,
+      kv: el.kv.value,
+      context: el.context.value,
+      prompt_tokens: el.prompt.value,
+      gen_tokens: el.gen.value,
+      unit: el.unit.value,
+      policy: el.policy.value,
+      minutes: el.minutes.value,
+    };
+  }
+
+  function request(purpose, deployment) {
+    const model = modelRequest();
+    const device = deviceRequest();
+    if (!model || !device) return;
+    const id = st.nextId++;
+    st.latest[purpose] = id;
+    send(P.estimate(id, purpose, model, device, deployment));
+  }
+
+  function recompute() {
+    if (!st.catalog) return;
+    const { deployment, error } = V.buildDeployment(knobs());
+    if (error) {
+      st.latest.panel = st.nextId++; // any answer in flight is now stale
+      showError(error);
+      return;
+    }
+    if (el.device.value === V.THIS_BROWSER && !st.measuring && !st.measuredOnce) {
+      el.deviceNote.textContent = 'measuring this tab (about a second)…';
+    }
+    request('panel', deployment);
+    recompare();
+  }
+
+  function comparable() {
+    return el.device.value === V.THIS_BROWSER && el.model.value === V.LOADED_MODEL;
+  }
+
+  function recompare() {
+    const dep = V.comparisonDeployment(st.metrics);
+    if (comparable() && dep) {
+      request('compare', dep);
+      el.compareHint.textContent = '';
+    } else {
+      st.latest.compare = st.nextId++;
+      el.compare.hidden = true;
+      el.compareHint.textContent = comparable()
+        ? 'Generate some text to compare this estimate with the engine’s measurement.'
+        : 'Pick “this browser tab (measured)” and “the loaded model”, then generate, to compare the estimate with the engine’s own measurement.';
+    }
+  }
+
+  function showError(message) {
+    el.error.textContent = `The estimator cannot answer: ${message}`;
+    el.error.hidden = false;
+    el.body.dataset.stale = 'true';
+  }
+
+  function clearError() {
+    el.error.hidden = true;
+    el.error.textContent = '';
+    delete el.body.dataset.stale;
+  }
+
+  for (const input of [el.weights, el.kv, el.unit, el.policy, el.device, el.model]) {
+    input.addEventListener('change', recompute);
+  }
+  for (const input of [el.context, el.prompt, el.gen, el.minutes]) {
+    input.addEventListener('input', recompute);
+  }
+  el.configFile.addEventListener('change', async () => {
+    const file = el.configFile.files?.[0];
+    if (!file) return;
+    el.configFile.value = '';
+    let text;
+    try {
+      text = await file.text();
+    } catch (e) {
+      showError(`could not read ${file.name}: ${P.errorMessage(e)}`);
+      return;
+    }
+    st.config = { name: file.name.replace(/\.json$/i, '') || 'config', text };
+    let o = el.model.querySelector(`option[value="${V.CONFIG_MODEL}"]`);
+    if (!o) {
+      o = option(V.CONFIG_MODEL, '');
+      el.model.prepend(o);
+    }
+    o.textContent = `config.json: ${file.name}`;
+    el.model.value = V.CONFIG_MODEL;
+    recompute();
+  });
+
+  // ---- rendering --------------------------------------------------------------------------
+  function renderReport(msg) {
+    const r = msg.report;
+    clearError();
+    for (const c of V.summaryCells(r)) {
+      const cell = cells.get(c.id);
+      cell.label.textContent = c.label;
+      cell.value.textContent = c.value;
+      cell.unit.textContent = c.unit;
+      cell.human.textContent = c.human ? `(${c.human})` : '';
+      renderExplain(cell.box, V.explanation(r, c.explain));
+    }
+    for (const v of V.VERDICTS) {
+      const b = $(`verdict-${v}`);
+      const val = r.verdict?.[v];
+      b.textContent = val === 'pass' || val === 'fail' ? val : '';
+      b.dataset.verdict = b.textContent;
+      renderExplain(b.closest('details').querySelector('.explain'), V.explanation(r, `verdict.${v}`));
+    }
+    const exp = r.verdict?.experience;
+    el.experience.textContent = exp ? `Experience: ${String(exp).replace(/-/g, ' ')} (reading speed is about 4–8 tokens/s).` : '';
+
+    const warnings = V.warningTexts(r);
+    el.warnings.replaceChildren(...warnings.map((w) => {
+      const li = document.createElement('li');
+      li.textContent = w;
+      return li;
+    }));
+    el.warnings.hidden = warnings.length === 0;
+
+    // Units the device has; the knob keeps "device's default" working everywhere.
+    for (const o of el.unit.options) {
+      if (o.value) o.disabled = !msg.device.units.includes(o.value);
+    }
+    el.unit.options[0].textContent = `device's default (${msg.device.default_unit})`;
+
+    const lat = r.latency ?? {};
+    let note = `${msg.device.name}. Runs on the ${lat.unit} at ${V.formatValue(lat.freq_mhz, 0)} MHz: ` +
+      `${V.formatValue(lat.peak_gflops)} GFLOP/s peak ${lat.compute ?? ''}, ${V.formatValue(lat.bandwidth_gbs)} GB/s.`;
+    if (msg.measurements) {
+      st.measuredOnce = true;
+      note += ` Measured in this tab: ${V.describeMeasurements(msg.measurements)} (f32 only; other weight formats keep the bundled rates until issue 4).`;
+    }
+    el.deviceNote.textContent = note;
+
+    drawMemory(r.memory);
+    charts.roofline(r);
+    charts.thermal(r);
+  }
+
+  function drawMemory(memory) {
+    const { segments, usableAt } = V.memorySegments(memory);
+    el.mem.replaceChildren();
+    const bar = document.createElement('div');
+    bar.className = 'mem-bar';
+    const legend = document.createElement('ul');
+    legend.className = 'mem-legend';
+    segments.forEach((s, i) => {
+      const d = document.createElement('div');
+      d.className = `mem-seg c${i % 10}`;
+      d.style.width = `${(s.fraction * 100).toFixed(3)}%`;
+      d.title = `${s.label}: ${V.formatBinary(s.bytes)} (${Math.round(s.bytes)} bytes)`;
+      bar.append(d);
+      const li = document.createElement('li');
+      const sw = document.createElement('span');
+      sw.className = `swatch c${i % 10}`;
+      li.append(sw, `${s.label} ${V.formatBinary(s.bytes)}`);
+      legend.append(li);
+    });
+    if (usableAt !== null) {
+      const mark = document.createElement('div');
+      mark.className = 'mem-usable';
+      mark.style.left = `${(usableAt * 100).toFixed(3)}%`;
+      mark.title = `usable: ${V.formatBinary(memory.usable_bytes)}`;
+      const lab = document.createElement('span');
+      lab.textContent = `usable ${V.formatBinary(memory.usable_bytes)}`;
+      mark.append(lab);
+      bar.append(mark);
+    }
+    el.mem.append(bar, legend);
+  }
+
+  function renderCompare(msg) {
+    const rows = V.comparisonRows(msg.report, st.metrics);
+    el.compareBody.replaceChildren();
+    for (const row of rows) {
+      const tr = document.createElement('tr');
+      tr.dataset.key = row.key;
+      const fmt = (v) => (v === null ? '–' : row.unit === 'bytes' ? `${Math.round(v)} (${V.formatBinary(v)})` : V.formatValue(v, 1));
+      const cellsTxt = [
+        `${row.label} (${row.unit})`,
+        fmt(row.estimate),
+        fmt(row.measured),
+        row.error === null ? '–' : V.formatPercent(row.error),
+      ];
+      cellsTxt.forEach((t, i) => {
+        const td = document.createElement(i === 0 ? 'th' : 'td');
+        td.textContent = t;
+        if (i === 1) td.className = 'cmp-est';
+        if (i === 3) {
+          td.setAttribute('data-testid', `cmp-error-${row.key}`);
+          td.dataset.percent = row.error === null ? '' : String(row.error);
+        }
+        tr.append(td);
+      });
+      el.compareBody.append(tr);
+    }
+    el.compare.hidden = false;
+  }
+
+  // ---- charts (uPlot) ---------------------------------------------------------------------
+  const charts = (() => {
+    let roof = null;
+    let therm = null;
+    let roofMeta = null;
+    let thermTrip = null;
+    const width = (node) => Math.max(260, Math.floor(node.clientWidth || 400));
+    const ok = () => typeof window.uPlot === 'function';
+    const fmtNum = (v) => (v == null ? '' : v >= 100 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toPrecision(2));
+
+    function ridgeHook(u) {
+      if (!roofMeta?.ridge) return;
+      const x = u.valToPos(roofMeta.ridge, 'x', true);
+      const { ctx } = u;
+      ctx.save();
+      ctx.strokeStyle = '#b55a2f';
+      ctx.setLineDash([5, 4]);
+      ctx.lineWidth = 1.2 * devicePixelRatio;
+      ctx.beginPath();
+      ctx.moveTo(x, u.bbox.top);
+      ctx.lineTo(x, u.bbox.top + u.bbox.height);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = '#b55a2f';
+      ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
+      ctx.fillText(`ridge ${fmtNum(roofMeta.ridge)} FLOP/B`, x + 4 * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
+      ctx.restore();
+    }
+
+    function tripHook(u) {
+      if (thermTrip == null) return;
+      const y = u.valToPos(thermTrip, 'c', true);
+      if (!Number.isFinite(y) || y < u.bbox.top) return;
+      const { ctx } = u;
+      ctx.save();
+      ctx.strokeStyle = '#b52f4a';
+      ctx.setLineDash([3, 4]);
+      ctx.lineWidth = devicePixelRatio;
+      ctx.beginPath();
+      ctx.moveTo(u.bbox.left, y);
+      ctx.lineTo(u.bbox.left + u.bbox.width, y);
+      ctx.stroke();
+      ctx.restore();
+    }
+
+    function roofline(report) {
+      const d = V.rooflineData(report);
+      if (!ok()) {
+        el.roof.textContent = 'chart library not loaded';
+        return;
+      }
+      if (!d) {
+        el.roof.textContent = 'no op to plot';
+        roof?.destroy();
+        roof = null;
+        return;
+      }
+      roofMeta = d;
+      if (!roof) {
+        el.roof.replaceChildren();
+        roof = new window.uPlot(
+          {
+            width: width(el.roof),
+            height: 240,
+            cursor: { drag: { x: false, y: false }, points: { size: 8 } },
+            scales: { x: { time: false, distr: 3 }, y: { distr: 3 } },
+            axes: [
+              { label: 'arithmetic intensity (FLOP/byte)', stroke: '#555', grid: { stroke: '#eee' }, values: (_u, vals) => vals.map(fmtNum) },
+              { label: 'GFLOP/s', stroke: '#555', grid: { stroke: '#eee' }, size: 56, values: (_u, vals) => vals.map(fmtNum) },
+            ],
+            series: [
+              { label: 'FLOP/B', value: (_u, v) => (v == null ? '–' : fmtNum(v)) },
+              { label: 'roof', stroke: '#333', width: 1.5, points: { show: false }, value: (_u, v) => (v == null ? '–' : fmtNum(v)) },
+              {
+                label: 'prefill ops', stroke: '#2f6fb5', paths: () => null, points: { show: true, size: 9, fill: '#2f6fb5' },
+                value: (_u, v, _s, i) => (v == null ? '–' : `${fmtNum(v)} (${roofMeta.labels.prefill[i]})`),
+              },
+              {
+                label: 'decode ops', stroke: '#d08a1c', paths: () => null, points: { show: true, size: 9, fill: '#d08a1c' },
+                value: (_u, v, _s, i) => (v == null ? '–' : `${fmtNum(v)} (${roofMeta.labels.decode[i]})`),
+              },
+            ],
+            hooks: { draw: [ridgeHook] },
+          },
+          d.data,
+          el.roof,
+        );
+        new ResizeObserver(() => roof && roof.setSize({ width: width(el.roof), height: 240 })).observe(el.roof);
+      } else {
+        roof.setData(d.data);
+      }
+    }
+
+    function thermal(report) {
+      const d = V.thermalData(report);
+      if (!ok()) {
+        el.thermal.textContent = 'chart library not loaded';
+        return;
+      }
+      if (!d) return;
+      thermTrip = null; // the trip point is in the device profile, not the report
+      if (!therm) {
+        el.thermal.replaceChildren();
+        therm = new window.uPlot(
+          {
+            width: width(el.thermal),
+            height: 240,
+            cursor: { drag: { x: false, y: false } },
+            scales: { x: { time: false }, c: {}, tps: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
+            axes: [
+              { label: 'minutes', stroke: '#555', grid: { stroke: '#eee' } },
+              { scale: 'c', label: '°C', stroke: '#555', grid: { stroke: '#eee' }, size: 46 },
+              { scale: 'tps', side: 1, label: 'tok/s', stroke: '#2b7a3d', grid: { show: false }, size: 50 },
+            ],
+            series: [
+              { label: 'min', value: (_u, v) => (v == null ? '–' : v.toFixed(2)) },
+              { label: 'die °C', scale: 'c', stroke: '#c0392b', width: 1.5, points: { show: false }, value: (_u, v) => (v == null ? '–' : v.toFixed(1)) },
+              { label: 'body °C', scale: 'c', stroke: '#e67e22', width: 1.5, points: { show: false }, value: (_u, v) => (v == null ? '–' : v.toFixed(1)) },
+              { label: 'tok/s', scale: 'tps', stroke: '#2b7a3d', width: 1.5, points: { show: false }, value: (_u, v) => (v == null ? '–' : v.toFixed(1)) },
+            ],
+            hooks: { draw: [tripHook] },
+          },
+          d,
+          el.thermal,
+        );
+        new ResizeObserver(() => therm && therm.setSize({ width: width(el.thermal), height: 240 })).observe(el.thermal);
+      } else {
+        therm.setData(d);
+      }
+    }
+
+    return { roofline, thermal };
+  })();
+
+  // ---- worker messages --------------------------------------------------------------------
+  return {
+    onCatalog(msg) {
+      const prevDevice = el.device.value;
+      const prevModel = el.model.value;
+      const devices = msg.devices.filter((d) => d.id !== V.THIS_BROWSER).map((d) => [d.id, d.name]);
+      fillSelect(el.device, [...devices, [V.THIS_BROWSER, 'this browser tab (measured)']]);
+      el.device.value = prevDevice && [...el.device.options].some((o) => o.value === prevDevice) ? prevDevice : 'snapdragon-8-gen3';
+      if (!el.device.value) el.device.selectedIndex = 0;
+      const models = msg.presets.map((p) => [p.id, p.name || p.id]);
+      fillSelect(el.model, models);
+      el.model.prepend(option(V.LOADED_MODEL, st.loadedName ? `the loaded model (${st.loadedName})` : 'the loaded model (none yet)', !st.loadedName));
+      if (st.config) el.model.prepend(option(V.CONFIG_MODEL, `config.json: ${st.config.name}`));
+      const want = prevModel && [...el.model.options].some((o) => o.value === prevModel && !o.disabled) ? prevModel : 'smollm2-135m';
+      el.model.value = want;
+      if (!el.model.value) el.model.selectedIndex = 1;
+      el.device.disabled = false;
+      el.model.disabled = false;
+      st.catalog = true;
+      recompute();
+    },
+    onMeasuring() {
+      st.measuring = true;
+      el.deviceNote.textContent = 'measuring this tab: streaming read, f32 GEMM, f32 GEMV (about a second)…';
+    },
+    onResult(msg) {
+      if (msg.measurements) st.measuring = false;
+      if (msg.id !== st.latest[msg.purpose]) return; // stale
+      if (msg.purpose === 'panel') renderReport(msg);
+      else renderCompare(msg);
+    },
+    onError(msg) {
+      st.measuring = false;
+      if (msg.id !== st.latest[msg.purpose]) return;
+      if (msg.purpose === 'panel') showError(msg.message);
+      else {
+        el.compare.hidden = true;
+        el.compareHint.textContent = `The comparison could not be estimated: ${msg.message}`;
+      }
+    },
+    modelLoaded(info) {
+      st.loadedName = info?.name || 'model';
+      st.metrics = null;
+      const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
+      if (o) {
+        o.disabled = false;
+        o.textContent = `the loaded model (${st.loadedName})`;
+      }
+      if (el.model.value === V.LOADED_MODEL) recompute();
+      else recompare();
+    },
+    modelUnloaded() {
+      st.loadedName = null;
+      st.metrics = null;
+      const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
+      if (o) {
+        o.disabled = true;
+        o.textContent = 'the loaded model (none yet)';
+      }
+      if (el.model.value === V.LOADED_MODEL) {
+        el.model.value = 'smollm2-135m';
+        recompute();
+      } else recompare();
+    },
+    generationDone(metrics) {
+      st.metrics = metrics;
+      recompare();
+    },
+    workerRestarted() {
+      st.catalog = false;
+      st.measuredOnce = false;
+    },
+  };
+}
