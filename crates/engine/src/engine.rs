@@ -8,6 +8,7 @@ use std::io::{Read, Seek};
 
 use serde::Serialize;
 
+use crate::config::LlamaConfig;
 use crate::error::{EngineError, Result};
 use crate::kv_cache::KvCache;
 use crate::model::{Logits, Model};
@@ -75,19 +76,12 @@ pub struct Metrics {
     pub token_ms: Vec<f64>,
 }
 
-/// The model's shape and tokenizer summary, for display.
+/// The model's shape and tokenizer summary, for display. The shape's fields are inlined in
+/// the JSON (`n_layers`, `hidden`, ...).
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelInfo {
-    pub name: String,
-    pub arch: String,
-    pub n_layers: usize,
-    pub hidden: usize,
-    pub n_heads: usize,
-    pub n_kv_heads: usize,
-    pub head_dim: usize,
-    pub ffn: usize,
-    pub vocab: usize,
-    pub context_length: usize,
+    #[serde(flatten)]
+    pub config: LlamaConfig,
     pub params: u64,
     pub weights_bytes: u64,
     pub chat_template: bool,
@@ -170,19 +164,9 @@ impl Engine {
 
     /// Shape and tokenizer summary.
     pub fn info(&self) -> ModelInfo {
-        let c = &self.model.config;
         ModelInfo {
-            name: c.name.clone(),
-            arch: c.arch.clone(),
-            n_layers: c.n_layers,
-            hidden: c.hidden,
-            n_heads: c.n_heads,
-            n_kv_heads: c.n_kv_heads,
-            head_dim: c.head_dim,
-            ffn: c.ffn,
-            vocab: c.vocab,
-            context_length: c.context_length,
-            params: c.params(),
+            config: self.model.config.clone(),
+            params: self.model.config.params(),
             weights_bytes: self.model.weights.bytes(),
             chat_template: self.tokenizer.has_chat_template(),
             tokenizer: self.tokenizer.info(),

@@ -15,7 +15,7 @@ use edgefit_estimate::{GgufMetadata, GgufTensorInfo, GgufValue};
 
 use crate::config::LlamaConfig;
 use crate::error::{EngineError, Result};
-use crate::model::{LayerWeights, Model, Weights};
+use crate::model::{LayerPart, Model, TensorRole, Weights};
 use crate::tokenizer::{GgufTokenizerFields, TextTokenizer};
 
 /// Architectures whose GGUF tensors follow the llama naming and layout.
@@ -102,41 +102,28 @@ pub fn load_gguf<R: Read + Seek>(
         progress(done, total);
         Ok(v)
     };
-    let (h, qd, kvd, ffn, vocab) = (
-        config.hidden,
-        config.q_dim(),
-        config.kv_dim(),
-        config.ffn,
-        config.vocab,
-    );
-    let embed = read("token_embd.weight", vocab, h)?;
-    let mut layers = Vec::with_capacity(config.n_layers);
-    for i in 0..config.n_layers {
-        let n = |s: &str| format!("blk.{i}.{s}.weight");
-        layers.push(LayerWeights {
-            attn_norm: read(&n("attn_norm"), 1, h)?,
-            wq: read(&n("attn_q"), qd, h)?,
-            wk: read(&n("attn_k"), kvd, h)?,
-            wv: read(&n("attn_v"), kvd, h)?,
-            wo: read(&n("attn_output"), h, qd)?,
-            ffn_norm: read(&n("ffn_norm"), 1, h)?,
-            w_gate: read(&n("ffn_gate"), ffn, h)?,
-            w_up: read(&n("ffn_up"), ffn, h)?,
-            w_down: read(&n("ffn_down"), h, ffn)?,
-        });
-    }
-    let final_norm = read("output_norm.weight", 1, h)?;
-    let output = if config.tied_embeddings {
-        None
-    } else {
-        Some(read("output.weight", vocab, h)?)
-    };
-    let weights = Weights {
-        embed,
-        layers,
-        final_norm,
-        output,
-    };
+    let weights = Weights::read_all(&config, |role, rows, cols| {
+        let name = match role {
+            TensorRole::Embed => "token_embd.weight".to_string(),
+            TensorRole::FinalNorm => "output_norm.weight".to_string(),
+            TensorRole::Output => "output.weight".to_string(),
+            TensorRole::Layer(i, part) => {
+                let p = match part {
+                    LayerPart::AttnNorm => "attn_norm",
+                    LayerPart::Q => "attn_q",
+                    LayerPart::K => "attn_k",
+                    LayerPart::V => "attn_v",
+                    LayerPart::O => "attn_output",
+                    LayerPart::FfnNorm => "ffn_norm",
+                    LayerPart::Gate => "ffn_gate",
+                    LayerPart::Up => "ffn_up",
+                    LayerPart::Down => "ffn_down",
+                };
+                format!("blk.{i}.{p}.weight")
+            }
+        };
+        read(&name, rows, cols)
+    })?;
     Ok((Model::new(config, weights), tokenizer))
 }
 

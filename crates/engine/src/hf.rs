@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use crate::config::LlamaConfig;
 use crate::error::{EngineError, Result};
-use crate::model::{LayerWeights, Model, Weights};
+use crate::model::{LayerPart, Model, TensorRole, Weights};
 use crate::tokenizer::TextTokenizer;
 
 #[derive(Debug, Deserialize)]
@@ -125,42 +125,35 @@ pub fn load_hf(
         }
         to_f32(name, view.dtype(), view.data())
     };
-    let (h, qd, kvd, ffn, vocab, hd) = (
-        config.hidden,
-        config.q_dim(),
-        config.kv_dim(),
-        config.ffn,
-        config.vocab,
-        config.head_dim,
-    );
-    let embed = read("model.embed_tokens.weight", vocab, h)?;
-    let mut layers = Vec::with_capacity(config.n_layers);
-    for i in 0..config.n_layers {
-        let n = |s: &str| format!("model.layers.{i}.{s}.weight");
-        layers.push(LayerWeights {
-            attn_norm: read(&n("input_layernorm"), 1, h)?,
-            wq: rotate_half_to_pairs(&read(&n("self_attn.q_proj"), qd, h)?, hd, h),
-            wk: rotate_half_to_pairs(&read(&n("self_attn.k_proj"), kvd, h)?, hd, h),
-            wv: read(&n("self_attn.v_proj"), kvd, h)?,
-            wo: read(&n("self_attn.o_proj"), h, qd)?,
-            ffn_norm: read(&n("post_attention_layernorm"), 1, h)?,
-            w_gate: read(&n("mlp.gate_proj"), ffn, h)?,
-            w_up: read(&n("mlp.up_proj"), ffn, h)?,
-            w_down: read(&n("mlp.down_proj"), h, ffn)?,
-        });
-    }
-    let final_norm = read("model.norm.weight", 1, h)?;
-    let output = if config.tied_embeddings {
-        None
-    } else {
-        Some(read("lm_head.weight", vocab, h)?)
-    };
-    let weights = Weights {
-        embed,
-        layers,
-        final_norm,
-        output,
-    };
+    let (head_dim, hidden) = (config.head_dim, config.hidden);
+    let weights = Weights::read_all(&config, |role, rows, cols| {
+        let name = match role {
+            TensorRole::Embed => "model.embed_tokens.weight".to_string(),
+            TensorRole::FinalNorm => "model.norm.weight".to_string(),
+            TensorRole::Output => "lm_head.weight".to_string(),
+            TensorRole::Layer(i, part) => {
+                let p = match part {
+                    LayerPart::AttnNorm => "input_layernorm",
+                    LayerPart::Q => "self_attn.q_proj",
+                    LayerPart::K => "self_attn.k_proj",
+                    LayerPart::V => "self_attn.v_proj",
+                    LayerPart::O => "self_attn.o_proj",
+                    LayerPart::FfnNorm => "post_attention_layernorm",
+                    LayerPart::Gate => "mlp.gate_proj",
+                    LayerPart::Up => "mlp.up_proj",
+                    LayerPart::Down => "mlp.down_proj",
+                };
+                format!("model.layers.{i}.{p}.weight")
+            }
+        };
+        let w = read(&name, rows, cols)?;
+        Ok(match role {
+            TensorRole::Layer(_, LayerPart::Q | LayerPart::K) => {
+                rotate_half_to_pairs(&w, head_dim, hidden)
+            }
+            _ => w,
+        })
+    })?;
     Ok((Model::new(config, weights), tokenizer))
 }
 

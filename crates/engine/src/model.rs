@@ -71,6 +71,76 @@ impl Weights {
     }
 }
 
+/// A weight tensor of the model, named independently of any file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TensorRole {
+    Embed,
+    /// `layer`, part.
+    Layer(usize, LayerPart),
+    FinalNorm,
+    Output,
+}
+
+/// A weight inside one transformer block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayerPart {
+    AttnNorm,
+    Q,
+    K,
+    V,
+    O,
+    FfnNorm,
+    Gate,
+    Up,
+    Down,
+}
+
+impl Weights {
+    /// Builds all weights of `config` by asking `read(role, rows, cols)` for each tensor, in
+    /// file order (embedding, layers, final norm, output head unless tied); vectors have
+    /// `rows == 1`. The loaders differ only in how they name and fetch a role.
+    pub fn read_all(
+        config: &LlamaConfig,
+        mut read: impl FnMut(TensorRole, usize, usize) -> Result<Vec<f32>>,
+    ) -> Result<Weights> {
+        let (h, qd, kvd, ffn, vocab) = (
+            config.hidden,
+            config.q_dim(),
+            config.kv_dim(),
+            config.ffn,
+            config.vocab,
+        );
+        let embed = read(TensorRole::Embed, vocab, h)?;
+        let mut layers = Vec::with_capacity(config.n_layers);
+        for i in 0..config.n_layers {
+            let mut part = |p, rows, cols| read(TensorRole::Layer(i, p), rows, cols);
+            layers.push(LayerWeights {
+                attn_norm: part(LayerPart::AttnNorm, 1, h)?,
+                wq: part(LayerPart::Q, qd, h)?,
+                wk: part(LayerPart::K, kvd, h)?,
+                wv: part(LayerPart::V, kvd, h)?,
+                wo: part(LayerPart::O, h, qd)?,
+                ffn_norm: part(LayerPart::FfnNorm, 1, h)?,
+                w_gate: part(LayerPart::Gate, ffn, h)?,
+                w_up: part(LayerPart::Up, ffn, h)?,
+                w_down: part(LayerPart::Down, h, ffn)?,
+            });
+        }
+        let final_norm = read(TensorRole::FinalNorm, 1, h)?;
+        let output = if config.tied_embeddings {
+            None
+        } else {
+            Some(read(TensorRole::Output, vocab, h)?)
+        };
+        Ok(Weights {
+            embed,
+            layers,
+            final_norm,
+            output,
+        })
+    }
+}
+
 /// Which logits a forward pass returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Logits {
