@@ -130,8 +130,12 @@ fn clippy_wasm() -> Result<()> {
     run(cmd.args(["--all-targets", "--", "-D", "warnings"]))
 }
 
+/// Tests run in the release profile, natively and on wasm32: the dependencies (candle,
+/// tokenizers, ...) are then compiled once per target and shared with the release CLI and the
+/// release wasm of step "release build of the site", which keeps a cold CI run well inside its
+/// budget. The tests lose debug assertions; what they check is asserted explicitly.
 fn native_tests() -> Result<()> {
-    run(cargo_in_root().args(["test", "--workspace"]))
+    run(cargo_in_root().args(["test", "--release", "--workspace"]))
 }
 
 /// `cargo test --target wasm32-unknown-unknown` for the crates that run on wasm; the runner set
@@ -140,7 +144,8 @@ fn wasm_test_command() -> Command {
     let mut cmd = cargo_in_root();
     // `--tests`: lib and integration tests, not doctests, which pass on wasm32 without running
     // (the runner finds no wasm-bindgen tests in them and exits 0).
-    cmd.args(["test", "--target", WASM_TARGET, "--tests"]);
+    // `--release`: see `native_tests`.
+    cmd.args(["test", "--release", "--target", WASM_TARGET, "--tests"]);
     for krate in WASM_TEST_CRATES {
         cmd.args(["-p", krate]);
     }
