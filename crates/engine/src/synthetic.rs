@@ -95,19 +95,11 @@ fn tokenizer_fields() -> GgufTokenizerFields {
     }
 }
 
-/// Deterministic values in [-scale, scale) (splitmix64).
+/// Deterministic values in [-scale, scale).
 fn values(seed: u64, len: usize, scale: f32) -> Vec<f32> {
-    let mut s = seed;
-    (0..len)
-        .map(|_| {
-            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = s;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            ((z >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * scale
-        })
-        .collect()
+    let mut v = edgefit_kernels::pseudo_random(seed, len);
+    v.iter_mut().for_each(|x| *x *= scale);
+    v
 }
 
 /// Every tensor of the synthetic model in GGUF naming and layout: (name, rows, cols, values);

@@ -19,6 +19,22 @@ pub mod f32_ops;
 
 pub use f32_ops::{dot, matmul_t};
 
+/// Deterministic pseudo-random values in [-1, 1) (splitmix64): the same numbers on every
+/// platform, for tests that must reproduce and for the engine's synthetic test model.
+pub fn pseudo_random(seed: u64, len: usize) -> Vec<f32> {
+    let mut s = seed;
+    (0..len)
+        .map(|_| {
+            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            (z >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
 /// A kernel implementation that can be selected at run time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kernel {

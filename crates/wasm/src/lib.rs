@@ -114,34 +114,32 @@ impl Engine {
     }
 }
 
+/// `[{id, name}]` as JSON, with each name looked up by `name_of` (empty if the lookup fails).
+fn id_name_list(
+    ids: Vec<&str>,
+    name_of: impl Fn(&str) -> Option<String>,
+) -> Result<String, JsError> {
+    let list: Vec<serde_json::Value> = ids
+        .into_iter()
+        .map(|id| serde_json::json!({ "id": id, "name": name_of(id).unwrap_or_default() }))
+        .collect();
+    serde_json::to_string(&list).map_err(js_err)
+}
+
 /// The model presets: JSON array of `{id, name}`.
 #[wasm_bindgen(js_name = presetIds)]
 pub fn preset_ids() -> Result<String, JsError> {
-    let list: Vec<serde_json::Value> = edgefit_estimate::preset_ids()
-        .into_iter()
-        .map(|id| {
-            let name = edgefit_estimate::preset(id)
-                .map(|s| s.name)
-                .unwrap_or_default();
-            serde_json::json!({ "id": id, "name": name })
-        })
-        .collect();
-    serde_json::to_string(&list).map_err(js_err)
+    id_name_list(edgefit_estimate::preset_ids(), |id| {
+        edgefit_estimate::preset(id).ok().map(|s| s.name)
+    })
 }
 
 /// The bundled device profiles: JSON array of `{id, name}`.
 #[wasm_bindgen(js_name = deviceIds)]
 pub fn device_ids() -> Result<String, JsError> {
-    let list: Vec<serde_json::Value> = edgefit_estimate::device_ids()
-        .into_iter()
-        .map(|id| {
-            let name = edgefit_estimate::device(id)
-                .map(|d| d.name)
-                .unwrap_or_default();
-            serde_json::json!({ "id": id, "name": name })
-        })
-        .collect();
-    serde_json::to_string(&list).map_err(js_err)
+    id_name_list(edgefit_estimate::device_ids(), |id| {
+        edgefit_estimate::device(id).ok().map(|d| d.name)
+    })
 }
 
 /// A preset's `ModelSpec` as JSON.
