@@ -224,7 +224,8 @@ impl Engine {
             first_token_ms: None,
             finished: false,
         });
-        self.refresh_memory();
+        self.refresh_kv();
+        self.metrics.peak_bytes = self.platform.peak_bytes();
         Ok(())
     }
 
@@ -244,6 +245,9 @@ impl Engine {
                     .forward(&gen.prompt, &mut self.cache, Logits::Last)?;
                 let ms = self.platform.now_ms() - t0;
                 self.metrics.prefill_tok_s = rate(gen.prompt.len(), ms);
+                // Memory peaks at load and prefill; reading it (natively: /proc) is kept out of
+                // the decode loop and done again when the generation ends.
+                self.metrics.peak_bytes = self.platform.peak_bytes();
                 l
             }
             Some(tok) => self.model.forward(&[tok], &mut self.cache, Logits::Last)?,
@@ -261,11 +265,12 @@ impl Engine {
                 self.metrics.decode_tok_s = rate(self.metrics.generated_tokens, now - first);
             }
         }
-        self.refresh_memory();
+        self.refresh_kv();
         let gen = self.generation.as_mut().ok_or(EngineError::NotStarted)?;
         if self.tokenizer.is_stop(next) {
             gen.finished = true;
             self.metrics.finish_reason = Some(FinishReason::Stop);
+            self.metrics.peak_bytes = self.platform.peak_bytes();
             let rest = gen.stream.flush(&self.tokenizer)?;
             return Ok(if rest.is_empty() { None } else { Some(rest) });
         }
@@ -274,6 +279,7 @@ impl Engine {
         if self.metrics.generated_tokens >= gen.options.max_tokens {
             gen.finished = true;
             self.metrics.finish_reason = Some(FinishReason::Length);
+            self.metrics.peak_bytes = self.platform.peak_bytes();
             piece.push_str(&gen.stream.flush(&self.tokenizer)?);
         } else {
             gen.pending = Some(next);
@@ -303,10 +309,9 @@ impl Engine {
         &self.metrics
     }
 
-    fn refresh_memory(&mut self) {
+    fn refresh_kv(&mut self) {
         self.metrics.kv_bytes = self.cache.bytes();
         self.metrics.kv_reserved_bytes = self.cache.reserved_bytes();
-        self.metrics.peak_bytes = self.platform.peak_bytes();
     }
 }
 

@@ -18,6 +18,8 @@ pub const GROW_TOKENS: usize = 256;
 #[derive(Debug, Clone)]
 pub struct KvCache {
     kv_dim: usize,
+    /// Bytes one held token occupies, from the estimator's shared byte arithmetic.
+    bytes_per_token: u64,
     max_tokens: usize,
     len: usize,
     keys: Vec<Vec<f32>>,
@@ -25,10 +27,14 @@ pub struct KvCache {
 }
 
 impl KvCache {
-    /// An empty cache for `n_layers` layers of width `kv_dim` holding at most `max_tokens`.
-    pub fn new(n_layers: usize, kv_dim: usize, max_tokens: usize) -> Self {
+    /// An empty cache for `n_layers` layers of width `kv_dim` holding at most `max_tokens`,
+    /// accounting `bytes_per_token` per held token (callers pass
+    /// `edgefit_estimate::kv_bytes_per_token` so the estimate and the cache agree by construction;
+    /// see [`crate::Model::new_cache`]).
+    pub fn new(n_layers: usize, kv_dim: usize, max_tokens: usize, bytes_per_token: u64) -> Self {
         KvCache {
             kv_dim,
+            bytes_per_token,
             max_tokens,
             len: 0,
             keys: vec![Vec::new(); n_layers],
@@ -59,9 +65,10 @@ impl KvCache {
         self.max_tokens
     }
 
-    /// Bytes holding the tokens held: `len × layers × 2 × kv_dim × 4`.
+    /// Bytes holding the tokens held: `len × bytes_per_token` (for f32: `layers × 2 × kv_dim × 4`
+    /// per token).
     pub fn bytes(&self) -> u64 {
-        (self.len * self.keys.len() * 2 * self.kv_dim * std::mem::size_of::<f32>()) as u64
+        self.len as u64 * self.bytes_per_token
     }
 
     /// Bytes allocated (held plus spare capacity).
@@ -123,7 +130,7 @@ mod tests {
 
     #[test]
     fn bytes_count_tokens_and_reset_clears() {
-        let mut c = KvCache::new(2, 4, 10);
+        let mut c = KvCache::new(2, 4, 10, 2 * 2 * 4 * 4);
         assert!(c.is_empty());
         c.append(0, &[1.0; 8], &[2.0; 8]);
         c.append(1, &[1.0; 8], &[2.0; 8]);

@@ -180,10 +180,15 @@ impl Model {
 
     /// A KV cache sized for this model holding at most `max_tokens` (capped at the context).
     pub fn new_cache(&self, max_tokens: usize) -> KvCache {
+        let per_token = edgefit_estimate::kv_bytes_per_token(
+            &self.config.to_spec(),
+            edgefit_estimate::KvFormat::F32,
+        );
         KvCache::new(
             self.config.n_layers,
             self.config.kv_dim(),
             max_tokens.min(self.config.context_length),
+            per_token,
         )
     }
 

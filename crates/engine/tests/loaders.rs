@@ -179,4 +179,15 @@ fn estimator_counts_the_same_parameters_as_the_loaded_model() {
         model.config.params(),
         "every parameter is held once as f32"
     );
+    // KV accounting: the cache's bytes are the estimator's, and both equal the f32 storage.
+    let tokens: Vec<u32> = (0..9).collect();
+    let mut cache = model.new_cache(64);
+    model.forward(&tokens, &mut cache, Logits::Last).unwrap();
+    let c = &model.config;
+    let stored = 9 * c.n_layers * 2 * c.kv_dim() * 4;
+    assert_eq!(cache.bytes(), stored as u64);
+    assert_eq!(
+        cache.bytes(),
+        edgefit_estimate::kv_bytes(&spec, edgefit_estimate::KvFormat::F32, 9)
+    );
 }
