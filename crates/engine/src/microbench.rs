@@ -6,7 +6,7 @@
 //! - **streaming read bandwidth**: sum a buffer larger than the last-level cache (64 MiB) with
 //!   integer adds (associative, so the compiler vectorises them and the loop is bound by memory,
 //!   not by an add-latency chain); GB/s = bytes / time.
-//! - **f32 GEMM throughput**: [`edgefit_kernels::matmul_t`] with [`Kernel::DEFAULT`] on a small
+//! - **f32 GEMM throughput**: [`edgefit_kernels::matmul_t`] with [`Kernel::best()`] on a small
 //!   cache-resident problem (32 activation rows × 512 × 512); GFLOP/s = 2·M·K·N / time.
 //! - **f32 weight rate of the engine's GEMV** (one activation row, as in decode): the same
 //!   `matmul_t` on a 1536×576 weight matrix (SmolLM2-135M's MLP) and a larger 2048×2048 one;
@@ -133,7 +133,7 @@ pub fn f32_gemm_gflops(p: &dyn Platform, cfg: &MicrobenchConfig) -> f64 {
     let mut out = vec![0.0f32; rows * n];
     let ms = best_ms_per_call(p, cfg, || {
         matmul_t(
-            Kernel::DEFAULT,
+            Kernel::best(),
             black_box(&x),
             rows,
             k,
@@ -162,7 +162,7 @@ pub fn f32_gemv_weight_rate_gws(p: &dyn Platform, cfg: &MicrobenchConfig) -> f64
             let mut out = vec![0.0f32; n];
             let ms = best_ms_per_call(p, &half, || {
                 matmul_t(
-                    Kernel::DEFAULT,
+                    Kernel::best(),
                     black_box(&x),
                     1,
                     k,

@@ -173,7 +173,7 @@ impl Model {
         Model {
             config,
             weights,
-            kernel: Kernel::DEFAULT,
+            kernel: Kernel::best(),
             inv_freq,
         }
     }

@@ -1,23 +1,31 @@
 //! # edgefit-kernels
 //!
-//! Owns the number formats and compute kernels the engine runs on: today the f32 dot product and
-//! the `y = x · Wᵀ` matrix product every linear layer uses; issue 4 adds the int4 (w4a16) block
-//! formats with scalar, simd128 and native SIMD paths, and issue 5 the attention kernels over
-//! quantized KV formats.
+//! Owns the number formats and compute kernels the engine runs on: the f32 dot product and
+//! `y = x · Wᵀ`, the 4-bit weight format with fp16 group scales ([`W4Matrix`], w4a16), the int8
+//! format with fp16 block scales ([`Q8Matrix`], for the embedding/output matrix), f16 weights
+//! ([`F16Matrix`]), the 16-bit activation format those integer kernels read ([`ActQ16`]), and
+//! one matrix type over all of them ([`Matrix`]) so the engine's linear layers do not care which
+//! format they hold. Issue 5 adds the attention kernels over quantized KV formats.
 //!
-//! Every fast kernel has a scalar twin ([`Kernel::Scalar`]) and both are listed at run time
-//! ([`Kernel::ALL`]) so tests and benchmarks can run each one in any build. The scalar kernel is
-//! the reference: one accumulator, in index order. The `Unrolled` kernel keeps eight independent
-//! accumulators, which lets the compiler keep them in vector registers (SSE2 natively, simd128 in
-//! wasm builds); it sums in a different order, so it agrees with the scalar twin to rounding
-//! error, not bit for bit.
+//! Every fast kernel has a scalar twin ([`Kernel::Scalar`]) and every kernel this build can run
+//! is listed at run time ([`Kernel::available`]) so tests and benchmarks can run each one in any
+//! build. The scalar kernel is the reference: plain loops in index order.
 //!
 //! Weights are stored row-major as `n` rows of `k` values (the output-feature-major layout GGUF
-//! and safetensors use), so each output is one contiguous dot product.
+//! and safetensors use), so each output is one dot product along `k`, and quantization groups
+//! run along `k` too.
 
+pub mod act;
+pub mod error;
 pub mod f32_ops;
+pub mod matrix;
+pub mod quant;
 
+pub use act::ActQ16;
+pub use error::KernelError;
 pub use f32_ops::{dot, matmul_t};
+pub use matrix::Matrix;
+pub use quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix};
 
 /// Deterministic pseudo-random values in [-1, 1) (splitmix64): the same numbers on every
 /// platform, for tests that must reproduce and for the engine's synthetic test model.
@@ -38,24 +46,87 @@ pub fn pseudo_random(seed: u64, len: usize) -> Vec<f32> {
 /// A kernel implementation that can be selected at run time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kernel {
-    /// The reference: straightforward loops, one accumulator.
+    /// The reference: straightforward loops, one accumulator, index order.
     Scalar,
-    /// Eight independent accumulators; vectorised by the compiler.
-    Unrolled,
+    /// Portable Rust with independent accumulators, vectorised by the compiler (SSE2 natively,
+    /// simd128 in wasm builds). Runs everywhere.
+    Portable,
+    /// Hand-written `core::arch::wasm32` SIMD128 (wasm builds with `+simd128` only).
+    Simd128,
+    /// Hand-written x86_64 AVX2 + FMA (native builds on CPUs that have them, detected at run
+    /// time).
+    Avx2,
 }
 
 impl Kernel {
-    /// Every kernel, reference first.
-    pub const ALL: [Kernel; 2] = [Kernel::Scalar, Kernel::Unrolled];
+    /// Every kernel that exists in some build, reference first.
+    pub const ALL: [Kernel; 4] = [
+        Kernel::Scalar,
+        Kernel::Portable,
+        Kernel::Simd128,
+        Kernel::Avx2,
+    ];
 
-    /// The kernel the engine uses unless told otherwise.
-    pub const DEFAULT: Kernel = Kernel::Unrolled;
-
-    /// A short stable name, for benchmarks and the page.
+    /// A short stable name, for benchmarks, JSON and the page.
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Scalar => "scalar",
-            Kernel::Unrolled => "unrolled",
+            Kernel::Portable => "portable",
+            Kernel::Simd128 => "simd128",
+            Kernel::Avx2 => "avx2",
         }
     }
+
+    /// The kernel named `name` (see [`Kernel::name`]), if it exists at all.
+    pub fn from_name(name: &str) -> Option<Kernel> {
+        Kernel::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether this build, on this CPU, can run the kernel.
+    pub fn is_available(self) -> bool {
+        match self {
+            Kernel::Scalar | Kernel::Portable => true,
+            Kernel::Simd128 => cfg!(all(target_arch = "wasm32", target_feature = "simd128")),
+            Kernel::Avx2 => avx2_detected(),
+        }
+    }
+
+    /// Every kernel this build can run here, reference first.
+    pub fn available() -> Vec<Kernel> {
+        Kernel::ALL
+            .into_iter()
+            .filter(|k| k.is_available())
+            .collect()
+    }
+
+    /// The fastest kernel available here: hand-written SIMD when present, else portable.
+    pub fn best() -> Kernel {
+        if Kernel::Avx2.is_available() {
+            Kernel::Avx2
+        } else if Kernel::Simd128.is_available() {
+            Kernel::Simd128
+        } else {
+            Kernel::Portable
+        }
+    }
+
+    /// `self` if available here, else [`Kernel::best`]: callers that ask for a kernel this build
+    /// lacks still run correctly (tests check availability before they compare).
+    pub(crate) fn resolve(self) -> Kernel {
+        if self.is_available() {
+            self
+        } else {
+            Kernel::best()
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn avx2_detected() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn avx2_detected() -> bool {
+    false
 }

@@ -1,0 +1,29 @@
+//! The kernels crate's error type: malformed shapes or packed data handed to a format.
+
+use thiserror::Error;
+
+/// What went wrong building a quantized matrix.
+#[derive(Debug, Error, PartialEq)]
+pub enum KernelError {
+    /// A dimension or group size is unusable.
+    #[error("{what}: {detail}")]
+    Shape { what: &'static str, detail: String },
+    /// Packed bytes (GGUF blocks) have the wrong length for the shape.
+    #[error("{format} data for {rows}×{cols}: {got} bytes, expected {expected}")]
+    DataLength {
+        format: &'static str,
+        rows: usize,
+        cols: usize,
+        got: usize,
+        expected: usize,
+    },
+    /// A value that must be finite is not.
+    #[error("{what}: value {value} at index {index} is not finite")]
+    NotFinite {
+        what: &'static str,
+        index: usize,
+        value: f32,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, KernelError>;
