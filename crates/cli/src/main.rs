@@ -1,8 +1,8 @@
 //! # edgefit (CLI)
 //!
 //! The terminal face of edgefit: the same engine and estimator as the web page, with the same
-//! numbers, for engineers and CI pipelines. Subcommands today: `generate` and `estimate`.
-//! Later issues add `perplexity`, `prune`, `quantize` and `bench`.
+//! numbers, for engineers and CI pipelines. Subcommands today: `generate`, `estimate` and
+//! `perplexity`. Later issues add `prune`, `quantize` and `bench`.
 
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use edgefit_engine::native::NativePlatform;
-use edgefit_engine::{Engine, GenerateOptions, SamplerConfig};
+use edgefit_engine::{Engine, GenerateOptions, LoadOptions, SamplerConfig};
+use edgefit_kernels::Kernel;
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod estimate;
@@ -57,9 +58,53 @@ struct GenerateArgs {
     /// Random seed for sampling.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    #[command(flatten)]
+    format: FormatArgs,
     /// Print one JSON object with the text and the metrics instead of streaming text.
     #[arg(long)]
     json: bool,
+}
+
+/// How to hold the weights and which kernel runs them (shared by the commands that run a model).
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct FormatArgs {
+    /// Linear-layer weight format: w4g32 (default), w4g64, w4g128, q8_0, f16, f32. GGUF Q4_0/Q4_1
+    /// tensors stay exactly as they are for w4g32.
+    #[arg(long, default_value = "w4g32")]
+    pub weights: String,
+    /// Embedding / output-head format (default: q8_0 with 4-bit weights, else the same as
+    /// --weights).
+    #[arg(long)]
+    pub embedding: Option<String>,
+    /// Kernel for the matrix products: scalar, portable, avx2 (native x86_64), simd128 (wasm).
+    /// Default: the fastest this build runs here.
+    #[arg(long)]
+    pub kernel: Option<String>,
+}
+
+impl FormatArgs {
+    /// The load options these flags ask for.
+    pub(crate) fn load_options(&self) -> Result<LoadOptions> {
+        Ok(LoadOptions {
+            weights: self.weights.parse()?,
+            embedding: self.embedding.as_deref().map(str::parse).transpose()?,
+        })
+    }
+
+    /// Switches `engine` to the requested kernel, if any.
+    pub(crate) fn apply_kernel(&self, engine: &mut Engine) -> Result<()> {
+        if let Some(name) = &self.kernel {
+            let available: Vec<&str> = Kernel::available().iter().map(|k| k.name()).collect();
+            let Some(kernel) = Kernel::from_name(name) else {
+                bail!(
+                    "unknown kernel `{name}`: this build runs {}",
+                    available.join(", ")
+                );
+            };
+            engine.set_kernel(kernel)?;
+        }
+        Ok(())
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -81,7 +126,8 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
-fn load(path: &Path, quiet: bool) -> Result<Engine> {
+/// Loads a GGUF file or an HF directory into an engine, with a progress bar unless `quiet`.
+pub(crate) fn load(path: &Path, quiet: bool, options: LoadOptions) -> Result<Engine> {
     let platform = Box::new(NativePlatform::default());
     if path.is_dir() {
         let t0 = std::time::Instant::now();
@@ -106,9 +152,14 @@ fn load(path: &Path, quiet: bool) -> Result<Engine> {
             .map(|p| std::fs::read(p).with_context(|| format!("reading {}", p.display())))
             .collect::<Result<_>>()?;
         let refs: Vec<&[u8]> = shards.iter().map(Vec::as_slice).collect();
-        let (model, tok) =
-            edgefit_engine::hf::load_hf(&config, &tokenizer, tokenizer_config.as_deref(), &refs)
-                .with_context(|| format!("loading {}", path.display()))?;
+        let (model, tok) = edgefit_engine::hf::load_hf(
+            &config,
+            &tokenizer,
+            tokenizer_config.as_deref(),
+            &refs,
+            options,
+        )
+        .with_context(|| format!("loading {}", path.display()))?;
         return Ok(Engine::new(
             model,
             tok,
@@ -133,7 +184,7 @@ fn load(path: &Path, quiet: bool) -> Result<Engine> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
     );
-    let engine = Engine::load_gguf(&mut reader, platform, &mut |done, total| {
+    let engine = Engine::load_gguf(&mut reader, platform, options, &mut |done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     })
@@ -143,7 +194,8 @@ fn load(path: &Path, quiet: bool) -> Result<Engine> {
 }
 
 fn generate(args: GenerateArgs) -> Result<()> {
-    let mut engine = load(&args.model, args.json)?;
+    let mut engine = load(&args.model, args.json, args.format.load_options()?)?;
+    args.format.apply_kernel(&mut engine)?;
     let options = GenerateOptions {
         chat: args.chat,
         max_tokens: args.max_tokens,
@@ -175,7 +227,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
     } else {
         writeln!(stdout)?;
         eprintln!(
-            "{} prompt tokens, {} generated ({}) | load {:.0} ms | TTFT {:.0} ms | prefill {:.1} tok/s | decode {:.1} tok/s | weights {:.1} MB | KV {:.2} MB | peak {:.1} MB",
+            "{} prompt tokens, {} generated ({}) | weights {} (embedding {}), kernel {} | load {:.0} ms | TTFT {:.0} ms | prefill {:.1} tok/s | decode {:.1} tok/s | weights {:.1} MB | KV {:.2} MB | peak {:.1} MB",
             m.prompt_tokens,
             m.generated_tokens,
             match m.finish_reason {
@@ -183,6 +235,9 @@ fn generate(args: GenerateArgs) -> Result<()> {
                 Some(edgefit_engine::FinishReason::Length) => "max tokens",
                 None => "unfinished",
             },
+            m.weights,
+            m.embedding,
+            m.kernel,
             m.load_ms,
             m.ttft_ms,
             m.prefill_tok_s,

@@ -6,6 +6,7 @@
 
 use std::io::{Read, Seek};
 
+use edgefit_kernels::Kernel;
 use serde::Serialize;
 
 use crate::config::LlamaConfig;
@@ -14,6 +15,7 @@ use crate::kv_cache::KvCache;
 use crate::model::{Logits, Model};
 use crate::sampler::{Sampler, SamplerConfig};
 use crate::tokenizer::{TextStream, TextTokenizer, TokenizerInfo};
+use crate::weights::{LoadOptions, WeightsSummary};
 
 /// What the engine needs from where it runs.
 pub trait Platform {
@@ -66,6 +68,12 @@ pub struct Metrics {
     /// Generated tokens after the first, per second of decoding them.
     pub decode_tok_s: f64,
     pub weights_bytes: u64,
+    /// The linear layers' weight format (`w4g32`, `f32`, ...).
+    pub weights: String,
+    /// The embedding / output head's format.
+    pub embedding: String,
+    /// The kernel the matrix products ran on (`simd128`, `avx2`, `portable`, `scalar`).
+    pub kernel: String,
     /// Bytes of KV cache holding the tokens held.
     pub kv_bytes: u64,
     /// Bytes of KV cache allocated.
@@ -84,6 +92,12 @@ pub struct ModelInfo {
     pub config: LlamaConfig,
     pub params: u64,
     pub weights_bytes: u64,
+    /// Formats the weights are stored in.
+    pub weights: WeightsSummary,
+    /// The kernel matrix products run on.
+    pub kernel: String,
+    /// Every kernel this build can run here (for the page's and the CLI's choice).
+    pub kernels: Vec<String>,
     pub chat_template: bool,
     pub tokenizer: TokenizerInfo,
 }
@@ -121,9 +135,8 @@ impl Engine {
         let cache = model.new_cache(model.config.context_length);
         let metrics = Metrics {
             load_ms,
-            weights_bytes: model.weights.bytes(),
             peak_bytes: platform.peak_bytes(),
-            ..Metrics::default()
+            ..Metrics::for_model(&model)
         };
         Engine {
             model,
@@ -139,12 +152,35 @@ impl Engine {
     pub fn load_gguf<R: Read + Seek>(
         reader: &mut R,
         platform: Box<dyn Platform>,
+        options: LoadOptions,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Self> {
         let t0 = platform.now_ms();
-        let (model, tokenizer) = crate::gguf::load_gguf(reader, progress)?;
+        let (model, tokenizer) = crate::gguf::load_gguf(reader, options, progress)?;
         let load_ms = platform.now_ms() - t0;
         Ok(Engine::new(model, tokenizer, platform, load_ms))
+    }
+
+    /// Runs the matrix products on `kernel` from now on; a kernel this build cannot run here is
+    /// an error naming the ones it can.
+    pub fn set_kernel(&mut self, kernel: Kernel) -> Result<()> {
+        if !kernel.is_available() {
+            return Err(EngineError::Setting {
+                name: "kernel",
+                value: kernel.name().to_string(),
+                expected: format!(
+                    "one this build can run here: {}",
+                    Kernel::available()
+                        .iter()
+                        .map(|k| k.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        self.model.kernel = kernel;
+        self.metrics.kernel = kernel.name().to_string();
+        Ok(())
     }
 
     /// The model.
@@ -168,6 +204,12 @@ impl Engine {
             config: self.model.config.clone(),
             params: self.model.config.params(),
             weights_bytes: self.model.weights.bytes(),
+            weights: self.model.weights.summary(),
+            kernel: self.model.kernel.name().to_string(),
+            kernels: Kernel::available()
+                .into_iter()
+                .map(|k| k.name().to_string())
+                .collect(),
             chat_template: self.tokenizer.has_chat_template(),
             tokenizer: self.tokenizer.info(),
         }
@@ -211,8 +253,7 @@ impl Engine {
         self.metrics = Metrics {
             load_ms: self.metrics.load_ms,
             prompt_tokens: tokens.len(),
-            weights_bytes: self.model.weights.bytes(),
-            ..Metrics::default()
+            ..Metrics::for_model(&self.model)
         };
         self.generation = Some(Generation {
             prompt: tokens,
@@ -312,6 +353,19 @@ impl Engine {
     fn refresh_kv(&mut self) {
         self.metrics.kv_bytes = self.cache.bytes();
         self.metrics.kv_reserved_bytes = self.cache.reserved_bytes();
+    }
+}
+
+impl Metrics {
+    /// Empty measurements naming `model`'s weights and kernel.
+    fn for_model(model: &Model) -> Metrics {
+        Metrics {
+            weights_bytes: model.weights.bytes(),
+            weights: model.weights.options.weights.to_string(),
+            embedding: model.weights.options.embedding_format().to_string(),
+            kernel: model.kernel.name().to_string(),
+            ..Metrics::default()
+        }
     }
 }
 

@@ -1,14 +1,18 @@
 //! Loading LLaMA-family GGUF files with candle-core's GGUF reader.
 //!
-//! Every tensor is dequantized to f32 one at a time (Q4_0, Q4_1, Q8_0, F16, F32 and the other
-//! ggml types candle reads), so peak memory while loading is the f32 model plus one tensor.
-//! Shapes are checked against the metadata before a tensor's bytes are read, so a hostile header
-//! cannot make the loader allocate more than the model it claims to be.
+//! Tensors are read one at a time and converted to the requested format before the next
+//! ([`crate::weights`]): Q4_0, Q4_1 and Q8_0 tensors are read as raw blocks (kept exactly when
+//! the target format matches), F32 and F16 directly, the other ggml types through candle's
+//! dequantization. Peak memory while loading is the converted model plus one tensor.
+//! Shapes are checked against the metadata, and byte counts against the file's length, before a
+//! tensor's bytes are read, so a hostile header cannot make the loader allocate more than the
+//! model it claims to be.
 
 use std::collections::HashMap;
-use std::io::{Read, Seek};
+use std::io::{Read, Seek, SeekFrom};
 
 use candle_core::quantized::gguf_file::{Content, Value};
+use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 
 use edgefit_estimate::{GgufMetadata, GgufTensorInfo, GgufValue};
@@ -17,6 +21,7 @@ use crate::config::LlamaConfig;
 use crate::error::{EngineError, Result};
 use crate::model::{LayerPart, Model, TensorRole, Weights};
 use crate::tokenizer::{GgufTokenizerFields, TextTokenizer};
+use crate::weights::{LoadOptions, RawTensor};
 
 /// Architectures whose GGUF tensors follow the llama naming and layout.
 const LLAMA_ARCHS: [&str; 2] = ["llama", "mistral"];
@@ -25,6 +30,7 @@ const LLAMA_ARCHS: [&str; 2] = ["llama", "mistral"];
 /// with the number of tensors read.
 pub fn load_gguf<R: Read + Seek>(
     reader: &mut R,
+    options: LoadOptions,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Model, TextTokenizer)> {
     let content = Content::read(reader)
@@ -96,13 +102,16 @@ pub fn load_gguf<R: Read + Seek>(
 
     let total = 2 + usize::from(!config.tied_embeddings) + 9 * config.n_layers;
     let mut done = 0usize;
-    let mut read = |name: &str, rows: usize, cols: usize| -> Result<Vec<f32>> {
-        let v = read_tensor(&content, reader, name, rows, cols)?;
+    let file_len = reader
+        .seek(SeekFrom::End(0))
+        .map_err(|e| EngineError::Format(format!("seeking to the end of the file: {e}")))?;
+    let mut read = |name: String, rows: usize, cols: usize| -> Result<(String, RawTensor)> {
+        let v = read_tensor(&content, reader, file_len, &name, rows, cols)?;
         done += 1;
         progress(done, total);
-        Ok(v)
+        Ok((name, v))
     };
-    let weights = Weights::read_all(&config, |role, rows, cols| {
+    let weights = Weights::read_all(&config, options, |role, rows, cols| {
         let name = match role {
             TensorRole::Embed => "token_embd.weight".to_string(),
             TensorRole::FinalNorm => "output_norm.weight".to_string(),
@@ -122,19 +131,21 @@ pub fn load_gguf<R: Read + Seek>(
                 format!("blk.{i}.{p}.weight")
             }
         };
-        read(&name, rows, cols)
+        read(name, rows, cols)
     })?;
     Ok((Model::new(config, weights), tokenizer))
 }
 
-/// Reads one tensor, checking it is `rows × cols` (a vector when `rows == 1`) before reading.
+/// Reads one tensor, checking it is `rows × cols` (a vector when `rows == 1`) and that its
+/// bytes lie inside the file before reading them.
 fn read_tensor<R: Read + Seek>(
     content: &Content,
     reader: &mut R,
+    file_len: u64,
     name: &str,
     rows: usize,
     cols: usize,
-) -> Result<Vec<f32>> {
+) -> Result<RawTensor> {
     let info = content
         .tensor_infos
         .get(name)
@@ -151,6 +162,58 @@ fn read_tensor<R: Read + Seek>(
             format!("shape {dims:?}, expected [{rows}, {cols}]"),
         ));
     }
+    let dtype = info.ggml_dtype;
+    let raw_kind = match dtype {
+        GgmlDType::F32 => Some(0),
+        GgmlDType::Q4_0 => Some(1),
+        GgmlDType::Q4_1 => Some(2),
+        GgmlDType::Q8_0 => Some(3),
+        _ => None,
+    };
+    if let Some(kind) = raw_kind {
+        let elems = rows as u64 * cols as u64;
+        let block = dtype.block_size() as u64;
+        if !elems.is_multiple_of(block) {
+            return Err(EngineError::tensor(
+                name,
+                format!("{elems} values is not a whole number of {dtype:?} blocks of {block}"),
+            ));
+        }
+        let len = (elems / block)
+            .checked_mul(dtype.type_size() as u64)
+            .ok_or_else(|| EngineError::tensor(name, "size overflows"))?;
+        let start = content
+            .tensor_data_offset
+            .checked_add(info.offset)
+            .ok_or_else(|| EngineError::tensor(name, "offset overflows"))?;
+        match start.checked_add(len) {
+            Some(end) if end <= file_len => {}
+            _ => return Err(EngineError::tensor(
+                name,
+                format!(
+                    "{len} bytes at offset {start} run past the end of the file ({file_len} bytes)"
+                ),
+            )),
+        }
+        let mut bytes = vec![0u8; len as usize];
+        reader
+            .seek(SeekFrom::Start(start))
+            .and_then(|_| reader.read_exact(&mut bytes))
+            .map_err(|e| EngineError::tensor(name, format!("reading {len} bytes: {e}")))?;
+        return Ok(match kind {
+            0 => {
+                let v: Vec<f32> = bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect();
+                check_finite(name, &v)?;
+                RawTensor::F32(v)
+            }
+            1 => RawTensor::Q4_0(bytes),
+            2 => RawTensor::Q4_1(bytes),
+            _ => RawTensor::Q8_0(bytes),
+        });
+    }
     let q = info
         .read(reader, content.tensor_data_offset, &Device::Cpu)
         .map_err(|e| EngineError::tensor(name, candle_msg(&e)))?;
@@ -158,16 +221,19 @@ fn read_tensor<R: Read + Seek>(
         .dequantize(&Device::Cpu)
         .and_then(|t| t.flatten_all())
         .and_then(|t| t.to_vec1::<f32>())
-        .map_err(|e| {
-            EngineError::tensor(name, format!("dequantizing {:?}: {e}", info.ggml_dtype))
-        })?;
-    if let Some(bad) = t.iter().position(|v| !v.is_finite()) {
-        return Err(EngineError::tensor(
+        .map_err(|e| EngineError::tensor(name, format!("dequantizing {dtype:?}: {e}")))?;
+    check_finite(name, &t)?;
+    Ok(RawTensor::F32(t))
+}
+
+fn check_finite(name: &str, t: &[f32]) -> Result<()> {
+    match t.iter().position(|v| !v.is_finite()) {
+        Some(bad) => Err(EngineError::tensor(
             name,
             format!("value {} at index {bad} is not finite", t[bad]),
-        ));
+        )),
+        None => Ok(()),
     }
-    Ok(t)
 }
 
 /// candle appends a backtrace to its message when `RUST_BACKTRACE` is set; users get the first

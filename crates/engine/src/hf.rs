@@ -14,6 +14,7 @@ use crate::config::LlamaConfig;
 use crate::error::{EngineError, Result};
 use crate::model::{LayerPart, Model, TensorRole, Weights};
 use crate::tokenizer::TextTokenizer;
+use crate::weights::{LoadOptions, RawTensor};
 
 #[derive(Debug, Deserialize)]
 struct HfConfig {
@@ -43,6 +44,7 @@ pub fn load_hf(
     tokenizer_json: &[u8],
     tokenizer_config_json: Option<&str>,
     shards: &[&[u8]],
+    options: LoadOptions,
 ) -> Result<(Model, TextTokenizer)> {
     let hf: HfConfig = serde_json::from_str(config_json)
         .map_err(|e| EngineError::Config(format!("config.json: {e}")))?;
@@ -126,7 +128,7 @@ pub fn load_hf(
         to_f32(name, view.dtype(), view.data())
     };
     let (head_dim, hidden) = (config.head_dim, config.hidden);
-    let weights = Weights::read_all(&config, |role, rows, cols| {
+    let weights = Weights::read_all(&config, options, |role, rows, cols| {
         let name = match role {
             TensorRole::Embed => "model.embed_tokens.weight".to_string(),
             TensorRole::FinalNorm => "model.norm.weight".to_string(),
@@ -147,12 +149,13 @@ pub fn load_hf(
             }
         };
         let w = read(&name, rows, cols)?;
-        Ok(match role {
+        let w = match role {
             TensorRole::Layer(_, LayerPart::Q | LayerPart::K) => {
                 rotate_half_to_pairs(&w, head_dim, hidden)
             }
             _ => w,
-        })
+        };
+        Ok((name, RawTensor::F32(w)))
     })?;
     Ok((Model::new(config, weights), tokenizer))
 }

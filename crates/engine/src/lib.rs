@@ -12,8 +12,9 @@
 //! algebra goes through `edgefit-kernels`; time and memory readings come from an injected
 //! [`Platform`], so nothing here reads a clock on its own.
 //!
-//! Today weights are dequantized to f32 at load time and the KV cache is f32; issues 4 and 5
-//! replace both with the w4a16 format and quantized KV caches.
+//! Weights load into the w4a16 format by default (4-bit weights with fp16 group scales, 16-bit
+//! activations; GGUF Q4_0/Q4_1 tensors are kept without re-rounding), or f32/f16/int8 on request
+//! ([`LoadOptions`]); the KV cache is f32 until issue 5 adds quantized formats.
 
 pub mod config;
 pub mod engine;
@@ -28,6 +29,7 @@ pub mod native;
 pub mod sampler;
 pub mod synthetic;
 pub mod tokenizer;
+pub mod weights;
 
 pub use config::LlamaConfig;
 pub use engine::{Engine, FinishReason, GenerateOptions, Metrics, ModelInfo, Platform};
@@ -36,3 +38,4 @@ pub use kv_cache::KvCache;
 pub use model::{Logits, Model};
 pub use sampler::{Sampler, SamplerConfig};
 pub use tokenizer::TextTokenizer;
+pub use weights::{LoadOptions, WeightsFormat, WeightsSummary};

@@ -2,16 +2,20 @@
 //! measured on the machine running the engine (in a browser tab through the wasm facade's
 //! `measureBrowser()`, or natively).
 //!
-//! Three probes, each bounded in time (≤ [`MicrobenchConfig::budget_ms`], ~300 ms by default):
+//! Three kinds of probe, each bounded in time (≤ [`MicrobenchConfig::budget_ms`], 250 ms by
+//! default; the weight-rate probes get half that per format):
 //! - **streaming read bandwidth**: sum a buffer larger than the last-level cache (64 MiB) with
 //!   integer adds (associative, so the compiler vectorises them and the loop is bound by memory,
 //!   not by an add-latency chain); GB/s = bytes / time.
 //! - **f32 GEMM throughput**: [`edgefit_kernels::matmul_t`] with [`Kernel::best()`] on a small
 //!   cache-resident problem (32 activation rows × 512 × 512); GFLOP/s = 2·M·K·N / time.
-//! - **f32 weight rate of the engine's GEMV** (one activation row, as in decode): the same
-//!   `matmul_t` on a 1536×576 weight matrix (SmolLM2-135M's MLP) and a larger 2048×2048 one;
-//!   G weights/s = N·K / time, the best of the two. This is the estimator's third roof for f32
-//!   weights. Only f32 is measured: the engine holds f32 weights until issue 4 adds w4 kernels.
+//! - **weight rate of the engine's GEMV** (one activation row, as in decode), per weight format
+//!   the engine runs ([`MEASURED_FORMATS`]: f32, w4g32, w4g128, q4_1 — the default model's own
+//!   4-bit layers — and q8_0, its embedding/output head): [`Matrix::matmul_t`] with
+//!   [`Kernel::best()`] on a 1536×576 weight matrix (SmolLM2-135M's MLP) and a larger 2048×2048
+//!   one; G weights/s = N·K / time, the best of the two. This is the estimator's third roof
+//!   (`weight_rate_gws`): in wasm an int4 GEMV is bound by instructions per weight, not by
+//!   memory, so the bandwidth alone would overestimate decode speed.
 //!
 //! Time comes from the injected [`Platform`] clock, never from `Instant`, so the same code runs
 //! in wasm32 (`performance.now()`) and natively, and tests can drive it with a fake clock. Each
@@ -19,11 +23,10 @@
 //! coarse browser clock — 0.1 ms in a tab that is not cross-origin isolated — still reads a
 //! meaningful interval) and keeps the best batch, the usual way to filter out interruptions.
 
-use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use edgefit_estimate::{BrowserMeasurements, WeightFormat};
-use edgefit_kernels::{matmul_t, Kernel};
+use edgefit_kernels::{matmul_t, Kernel, Matrix, Q8Matrix, W4Kind, W4Matrix};
 
 use crate::engine::Platform;
 
@@ -146,40 +149,62 @@ pub fn f32_gemm_gflops(p: &dyn Platform, cfg: &MicrobenchConfig) -> f64 {
     2.0 * (rows * k * n) as f64 / (ms * 1e6)
 }
 
-/// Weights per second (10^9) of the engine's f32 GEMV (one activation row through
-/// `matmul_t`), the best of a 1536×576 and a 2048×2048 weight matrix, each probed for half the
-/// budget.
-pub fn f32_gemv_weight_rate_gws(p: &dyn Platform, cfg: &MicrobenchConfig) -> f64 {
-    let half = MicrobenchConfig {
-        budget_ms: cfg.budget_ms / 2.0,
-        ..*cfg
-    };
-    [(1536usize, 576usize), (2048, 2048)]
-        .into_iter()
-        .map(|(n, k)| {
-            let x = fill(k, 3);
-            let w = fill(n * k, 4);
-            let mut out = vec![0.0f32; n];
-            let ms = best_ms_per_call(p, &half, || {
-                matmul_t(
-                    Kernel::best(),
-                    black_box(&x),
-                    1,
-                    k,
-                    black_box(&w),
-                    n,
-                    &mut out,
-                );
-                black_box(&out);
-            });
-            (n * k) as f64 / (ms * 1e6)
-        })
-        .fold(0.0, f64::max)
+/// The weight formats whose GEMV rate [`measure`] probes.
+pub const MEASURED_FORMATS: [WeightFormat; 5] = [
+    WeightFormat::F32,
+    WeightFormat::W4g32,
+    WeightFormat::W4g128,
+    WeightFormat::Q4_1,
+    WeightFormat::Q8_0,
+];
+
+/// `rows × cols` pseudo-random weights in `format` (one of [`MEASURED_FORMATS`]).
+fn matrix(format: WeightFormat, rows: usize, cols: usize) -> Option<Matrix> {
+    let w = fill(rows * cols, 4);
+    let w4 = |group, kind| W4Matrix::quantize(&w, rows, cols, group, kind).ok();
+    Some(match format {
+        WeightFormat::F32 => Matrix::F32 {
+            data: w.clone(),
+            rows,
+            cols,
+        },
+        WeightFormat::W4g32 => Matrix::W4(w4(32, W4Kind::Symmetric)?),
+        WeightFormat::W4g128 => Matrix::W4(w4(128, W4Kind::Symmetric)?),
+        WeightFormat::Q4_1 => Matrix::W4(w4(32, W4Kind::Asymmetric)?),
+        WeightFormat::Q8_0 => Matrix::Q8(Q8Matrix::quantize(&w, rows, cols).ok()?),
+        _ => return None,
+    })
 }
 
-/// Runs the three probes and returns what the estimator's
-/// `DeviceProfile::this_browser` takes. Only the `f32` weight rate is measured (the other
-/// formats keep their bundled figures there).
+/// Weights per second (10^9) of the engine's GEMV (one activation row, as in decode) in
+/// `format`, the best of a 1536×576 and a 2048×2048 weight matrix, each probed for a quarter of
+/// the budget. `None` for a format the engine does not run.
+pub fn gemv_weight_rate_gws(
+    p: &dyn Platform,
+    cfg: &MicrobenchConfig,
+    format: WeightFormat,
+) -> Option<f64> {
+    let quarter = MicrobenchConfig {
+        budget_ms: cfg.budget_ms / 4.0,
+        ..*cfg
+    };
+    let mut best: Option<f64> = None;
+    for (n, k) in [(1536usize, 576usize), (2048, 2048)] {
+        let m = matrix(format, n, k)?;
+        let x = fill(k, 3);
+        let mut out = vec![0.0f32; n];
+        let ms = best_ms_per_call(p, &quarter, || {
+            m.matmul_t(Kernel::best(), black_box(&x), 1, &mut out);
+            black_box(&out);
+        });
+        let rate = (n * k) as f64 / (ms * 1e6);
+        best = Some(best.map_or(rate, |b: f64| b.max(rate)));
+    }
+    best
+}
+
+/// Runs the probes and returns what the estimator's `DeviceProfile::this_browser` takes: the
+/// weight rate of every format in [`MEASURED_FORMATS`] (the others keep their bundled figures).
 pub fn measure(
     p: &dyn Platform,
     cfg: &MicrobenchConfig,
@@ -187,11 +212,14 @@ pub fn measure(
 ) -> BrowserMeasurements {
     let read_bandwidth_gbs = read_bandwidth_gbs(p, cfg);
     let f32_gflops = f32_gemm_gflops(p, cfg);
-    let f32_rate = f32_gemv_weight_rate_gws(p, cfg);
+    let weight_rate_gws = MEASURED_FORMATS
+        .into_iter()
+        .filter_map(|f| gemv_weight_rate_gws(p, cfg, f).map(|r| (f, r)))
+        .collect();
     BrowserMeasurements {
         read_bandwidth_gbs,
         f32_gflops,
-        weight_rate_gws: BTreeMap::from([(WeightFormat::F32, f32_rate)]),
+        weight_rate_gws,
         wasm_limit_bytes,
     }
 }
@@ -233,11 +261,16 @@ mod tests {
         for (what, v) in [
             ("bandwidth", m.read_bandwidth_gbs),
             ("gflops", m.f32_gflops),
-            ("f32 rate", m.weight_rate_gws[&WeightFormat::F32]),
         ] {
             assert!(v.is_finite() && v > 0.0, "{what} = {v}");
         }
-        assert_eq!(m.weight_rate_gws.len(), 1, "only f32 is measured");
+        let formats: Vec<WeightFormat> = m.weight_rate_gws.keys().copied().collect();
+        let mut want = MEASURED_FORMATS.to_vec();
+        want.sort();
+        assert_eq!(formats, want, "every format the engine runs is measured");
+        for (f, v) in &m.weight_rate_gws {
+            assert!(v.is_finite() && *v > 0.0, "{f} rate = {v}");
+        }
     }
 
     #[test]
@@ -264,10 +297,11 @@ mod tests {
         let m = measure(&clock, &cfg, Some(4 << 30));
         assert_sane(&m);
         assert_eq!(m.wasm_limit_bytes, Some(4 << 30));
-        // Each probe stops once its budget of fake time is spent: a bounded number of reads.
+        // Each probe stops once its budget of fake time is spent: a bounded number of reads
+        // (two full-budget probes, then two quarter-budget shapes per weight format).
         let per_probe = (cfg.budget_ms + 2.0 * cfg.batch_ms + 4.0) as u64;
         assert!(
-            clock.reads.get() <= 4 * per_probe,
+            clock.reads.get() <= (3 + MEASURED_FORMATS.len() as u64) * per_probe,
             "{} clock reads",
             clock.reads.get()
         );
@@ -310,9 +344,9 @@ mod tests {
         let m = measure(&p, &cfg, None);
         let took = p.now_ms() - t0;
         assert_sane(&m);
-        // Three probes of 60 ms each, plus set-up and one batch overrun each; generous for a
-        // busy machine.
-        assert!(took < 3000.0, "took {took} ms");
+        // Two probes of 60 ms and ten of 15 ms, plus set-up (quantizing the test matrices) and
+        // one batch overrun each; generous for a busy machine.
+        assert!(took < 5000.0, "took {took} ms");
         // Sanity: a machine that runs these tests streams more than 0.1 GB/s.
         assert!(m.read_bandwidth_gbs > 0.1, "{m:?}");
     }

@@ -1,145 +1,21 @@
 //! Weights of a LLaMA-family model and its forward pass.
 //!
-//! Weights are f32 for now (issue 4 makes w4 the default). Every matrix is row-major with one
-//! row per output feature, so a linear layer is `y = x · Wᵀ` ([`edgefit_kernels::matmul_t`]).
+//! Every matrix is row-major with one row per output feature, so a linear layer is `y = x · Wᵀ`
+//! ([`edgefit_kernels::Matrix::matmul_t_with`]), in whatever format the weights were loaded in
+//! (w4g32 by default, see [`crate::weights`]). Integer formats read the input quantized to
+//! int16 per block of 32 ([`ActQ16`]); an input shared by several matrices (q/k/v, gate/up) is
+//! quantized once.
 //!
 //! RoPE uses the GGUF llama layout: within each head, element pairs `(2i, 2i+1)` rotate by
 //! `pos · base^(−2i/d)`. llama.cpp's converter permutes HF's q/k weights into that layout, and
 //! the safetensors loader applies the same permutation, so one rotation serves both sources.
 
-use edgefit_kernels::{dot, matmul_t, Kernel};
+use edgefit_kernels::{dot, ActQ16, Kernel, Matrix};
 
 use crate::config::LlamaConfig;
 use crate::error::Result;
 use crate::kv_cache::KvCache;
-
-/// One transformer block's weights.
-#[derive(Debug, Clone)]
-pub struct LayerWeights {
-    pub attn_norm: Vec<f32>,
-    /// `q_dim × hidden`
-    pub wq: Vec<f32>,
-    /// `kv_dim × hidden`
-    pub wk: Vec<f32>,
-    /// `kv_dim × hidden`
-    pub wv: Vec<f32>,
-    /// `hidden × q_dim`
-    pub wo: Vec<f32>,
-    pub ffn_norm: Vec<f32>,
-    /// `ffn × hidden`
-    pub w_gate: Vec<f32>,
-    /// `ffn × hidden`
-    pub w_up: Vec<f32>,
-    /// `hidden × ffn`
-    pub w_down: Vec<f32>,
-}
-
-/// All weights of a model.
-#[derive(Debug, Clone)]
-pub struct Weights {
-    /// `vocab × hidden`
-    pub embed: Vec<f32>,
-    pub layers: Vec<LayerWeights>,
-    pub final_norm: Vec<f32>,
-    /// `vocab × hidden`; `None` when tied to `embed`.
-    pub output: Option<Vec<f32>>,
-}
-
-impl Weights {
-    /// Bytes of weight storage held.
-    pub fn bytes(&self) -> u64 {
-        let layer: usize = self
-            .layers
-            .iter()
-            .map(|l| {
-                l.attn_norm.len()
-                    + l.wq.len()
-                    + l.wk.len()
-                    + l.wv.len()
-                    + l.wo.len()
-                    + l.ffn_norm.len()
-                    + l.w_gate.len()
-                    + l.w_up.len()
-                    + l.w_down.len()
-            })
-            .sum();
-        let floats = self.embed.len()
-            + layer
-            + self.final_norm.len()
-            + self.output.as_ref().map_or(0, Vec::len);
-        (floats * std::mem::size_of::<f32>()) as u64
-    }
-}
-
-/// A weight tensor of the model, named independently of any file format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TensorRole {
-    Embed,
-    /// `layer`, part.
-    Layer(usize, LayerPart),
-    FinalNorm,
-    Output,
-}
-
-/// A weight inside one transformer block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LayerPart {
-    AttnNorm,
-    Q,
-    K,
-    V,
-    O,
-    FfnNorm,
-    Gate,
-    Up,
-    Down,
-}
-
-impl Weights {
-    /// Builds all weights of `config` by asking `read(role, rows, cols)` for each tensor, in
-    /// file order (embedding, layers, final norm, output head unless tied); vectors have
-    /// `rows == 1`. The loaders differ only in how they name and fetch a role.
-    pub fn read_all(
-        config: &LlamaConfig,
-        mut read: impl FnMut(TensorRole, usize, usize) -> Result<Vec<f32>>,
-    ) -> Result<Weights> {
-        let (h, qd, kvd, ffn, vocab) = (
-            config.hidden,
-            config.q_dim(),
-            config.kv_dim(),
-            config.ffn,
-            config.vocab,
-        );
-        let embed = read(TensorRole::Embed, vocab, h)?;
-        let mut layers = Vec::with_capacity(config.n_layers);
-        for i in 0..config.n_layers {
-            let mut part = |p, rows, cols| read(TensorRole::Layer(i, p), rows, cols);
-            layers.push(LayerWeights {
-                attn_norm: part(LayerPart::AttnNorm, 1, h)?,
-                wq: part(LayerPart::Q, qd, h)?,
-                wk: part(LayerPart::K, kvd, h)?,
-                wv: part(LayerPart::V, kvd, h)?,
-                wo: part(LayerPart::O, h, qd)?,
-                ffn_norm: part(LayerPart::FfnNorm, 1, h)?,
-                w_gate: part(LayerPart::Gate, ffn, h)?,
-                w_up: part(LayerPart::Up, ffn, h)?,
-                w_down: part(LayerPart::Down, h, ffn)?,
-            });
-        }
-        let final_norm = read(TensorRole::FinalNorm, 1, h)?;
-        let output = if config.tied_embeddings {
-            None
-        } else {
-            Some(read(TensorRole::Output, vocab, h)?)
-        };
-        Ok(Weights {
-            embed,
-            layers,
-            final_norm,
-            output,
-        })
-    }
-}
+pub use crate::weights::{LayerPart, LayerWeights, TensorRole, Weights};
 
 /// Which logits a forward pass returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,10 +90,9 @@ impl Model {
         let start = cache.len();
         let k = self.kernel;
 
-        let mut x = Vec::with_capacity(t_len * h);
-        for &t in tokens {
-            let t = t as usize;
-            x.extend_from_slice(&self.weights.embed[t * h..(t + 1) * h]);
+        let mut x = vec![0.0f32; t_len * h];
+        for (row, &t) in x.chunks_exact_mut(h).zip(tokens) {
+            self.weights.embed.row(t as usize, row);
         }
 
         // cos/sin for every (position, pair), shared by all layers.
@@ -244,12 +119,24 @@ impl Model {
         let mut scores = vec![0.0f32; start + t_len];
         let group = c.n_heads / c.n_kv_heads;
         let scale = 1.0 / (hd as f32).sqrt();
+        let mut xq = ActQ16::default();
+        // `y = x · Wᵀ` for every matrix `w` reading the same input `x` (quantized once).
+        let mut linear = |x: &[f32], outs: &mut [(&Matrix, &mut Vec<f32>)]| {
+            let cols = outs[0].0.cols();
+            if outs[0].0.wants_q16() {
+                xq.requantize(x, t_len, cols);
+            }
+            for (w, out) in outs.iter_mut() {
+                w.matmul_t_with(k, x, &xq, t_len, out);
+            }
+        };
 
         for (li, lw) in self.weights.layers.iter().enumerate() {
             rms_norm(&x, &lw.attn_norm, c.rms_eps, &mut normed);
-            matmul_t(k, &normed, t_len, h, &lw.wq, qd, &mut q);
-            matmul_t(k, &normed, t_len, h, &lw.wk, kvd, &mut kk);
-            matmul_t(k, &normed, t_len, h, &lw.wv, kvd, &mut vv);
+            linear(
+                &normed,
+                &mut [(&lw.wq, &mut q), (&lw.wk, &mut kk), (&lw.wv, &mut vv)],
+            );
             rope(&mut q, qd, hd, &cos, &sin);
             rope(&mut kk, kvd, hd, &cos, &sin);
             cache.append(li, &kk, &vv);
@@ -277,16 +164,15 @@ impl Model {
                     }
                 }
             }
-            matmul_t(k, &att, t_len, qd, &lw.wo, h, &mut proj);
+            linear(&att, &mut [(&lw.wo, &mut proj)]);
             add_in_place(&mut x, &proj);
 
             rms_norm(&x, &lw.ffn_norm, c.rms_eps, &mut normed);
-            matmul_t(k, &normed, t_len, h, &lw.w_gate, c.ffn, &mut gate);
-            matmul_t(k, &normed, t_len, h, &lw.w_up, c.ffn, &mut up);
+            linear(&normed, &mut [(&lw.w_gate, &mut gate), (&lw.w_up, &mut up)]);
             for (g, u) in gate.iter_mut().zip(&up) {
                 *g = silu(*g) * u;
             }
-            matmul_t(k, &gate, t_len, c.ffn, &lw.w_down, h, &mut proj);
+            linear(&gate, &mut [(&lw.w_down, &mut proj)]);
             add_in_place(&mut x, &proj);
         }
         cache.commit(t_len);
@@ -300,7 +186,7 @@ impl Model {
         rms_norm(rows, &self.weights.final_norm, c.rms_eps, &mut final_x);
         let head = self.weights.output.as_ref().unwrap_or(&self.weights.embed);
         let mut logits = vec![0.0f32; n_rows * c.vocab];
-        matmul_t(k, &final_x, n_rows, h, head, c.vocab, &mut logits);
+        head.matmul_t(k, &final_x, n_rows, &mut logits);
         Ok(logits)
     }
 }

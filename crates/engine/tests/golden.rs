@@ -15,10 +15,16 @@
 use std::path::PathBuf;
 
 use edgefit_engine::native::NativePlatform;
-use edgefit_engine::{Engine, GenerateOptions, Logits, SamplerConfig};
+use edgefit_engine::{Engine, GenerateOptions, LoadOptions, Logits, SamplerConfig, WeightsFormat};
 use serde_json::Value;
 
 const LOGIT_TOL: f32 = 0.002;
+
+/// With the default w4g32 load the weights are the file's own 4-bit values, bit for bit, so the
+/// only new error is the int16 activations (relative ~2⁻¹⁶ of each block's largest value). Over
+/// 30 layers that measured 0.0061 at most on the reference's top-10 logits (f32 weights: 0.0001)
+/// when this test was written; the tolerance is 5× that. The greedy continuations stay identical.
+const W4_LOGIT_TOL: f32 = 0.03;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -32,6 +38,13 @@ fn model_path() -> PathBuf {
 }
 
 fn load() -> Engine {
+    load_with(LoadOptions {
+        weights: WeightsFormat::F32,
+        embedding: None,
+    })
+}
+
+fn load_with(options: LoadOptions) -> Engine {
     let path = model_path();
     let file = std::fs::File::open(&path).unwrap_or_else(|e| {
         panic!(
@@ -43,6 +56,7 @@ fn load() -> Engine {
     Engine::load_gguf(
         &mut reader,
         Box::new(NativePlatform::default()),
+        options,
         &mut |_, _| {},
     )
     .expect("model loads")
@@ -63,7 +77,7 @@ fn ids(v: &Value) -> Vec<u32> {
 }
 
 /// Compares every case; returns the largest logit difference seen.
-fn check_case(engine: &Engine, case: &Value) -> f32 {
+fn check_case(engine: &Engine, case: &Value, tol: f32) -> f32 {
     let name = case["name"].as_str().unwrap();
     let tok = engine.tokenizer();
     let prompt = case["prompt"].as_str().unwrap();
@@ -95,7 +109,7 @@ fn check_case(engine: &Engine, case: &Value) -> f32 {
             let diff = (row[id] - want).abs();
             worst = worst.max(diff);
             assert!(
-                diff <= LOGIT_TOL,
+                diff <= tol,
                 "{name} pos {pos} token {id}: {} vs reference {want}",
                 row[id]
             );
@@ -109,7 +123,7 @@ fn check_case(engine: &Engine, case: &Value) -> f32 {
         for (id, l) in row.iter().enumerate() {
             if !listed.contains(&id) {
                 assert!(
-                    *l <= kth + LOGIT_TOL,
+                    *l <= kth + tol,
                     "{name} pos {pos}: token {id} has {l}, above the reference top-k"
                 );
             }
@@ -142,9 +156,30 @@ fn logits_tokens_and_greedy_text_match_the_numpy_reference() {
     let g = goldens();
     let mut worst = 0.0f32;
     for case in g["cases"].as_array().unwrap() {
-        worst = worst.max(check_case(&engine, case));
+        worst = worst.max(check_case(&engine, case, LOGIT_TOL));
     }
     eprintln!("largest logit difference against the reference: {worst:.5} (tolerance {LOGIT_TOL})");
+}
+
+#[test]
+fn default_w4_weights_keep_the_files_values_and_match_the_reference() {
+    let engine = load_with(LoadOptions::default());
+    let summary = engine.info().weights;
+    assert_eq!(summary.weights, "w4g32");
+    let formats: Vec<&str> = summary.stored.iter().map(|s| s.format.as_str()).collect();
+    assert_eq!(
+        formats,
+        ["q8_0", "q4_1"],
+        "Q8_0 embedding and Q4_1 layers kept as they are"
+    );
+    let g = goldens();
+    let mut worst = 0.0f32;
+    for case in g["cases"].as_array().unwrap() {
+        worst = worst.max(check_case(&engine, case, W4_LOGIT_TOL));
+    }
+    eprintln!(
+        "w4 (int16 activations): largest logit difference {worst:.5} (tolerance {W4_LOGIT_TOL})"
+    );
 }
 
 #[test]

@@ -6,13 +6,25 @@
 use edgefit_engine::hf::load_hf;
 use edgefit_engine::native::NativePlatform;
 use edgefit_engine::synthetic::{gguf_bytes, hf_files, SyntheticDType};
-use edgefit_engine::{Engine, EngineError, GenerateOptions, Logits, Model, TextTokenizer};
+use edgefit_engine::{
+    Engine, EngineError, GenerateOptions, LoadOptions, Logits, Model, TextTokenizer, WeightsFormat,
+};
 
 const SEED: u64 = 11;
 
+const F32: LoadOptions = LoadOptions {
+    weights: WeightsFormat::F32,
+    embedding: None,
+};
+
 fn from_gguf(dtype: SyntheticDType) -> (Model, TextTokenizer) {
+    from_gguf_as(dtype, F32)
+}
+
+fn from_gguf_as(dtype: SyntheticDType, options: LoadOptions) -> (Model, TextTokenizer) {
     let bytes = gguf_bytes(SEED, dtype).unwrap();
-    edgefit_engine::gguf::load_gguf(&mut std::io::Cursor::new(bytes), &mut |_, _| {}).unwrap()
+    edgefit_engine::gguf::load_gguf(&mut std::io::Cursor::new(bytes), options, &mut |_, _| {})
+        .unwrap()
 }
 
 fn logits(model: &Model, tokens: &[u32]) -> Vec<f32> {
@@ -37,6 +49,7 @@ fn hf_safetensors_and_gguf_give_the_same_logits() {
         tokenizer.as_bytes(),
         Some(&tokenizer_config),
         &[&st],
+        F32,
     )
     .unwrap();
     let text = "the theme: 42 ü";
@@ -113,7 +126,11 @@ fn kv_cache_decode_matches_full_recompute() {
 fn broken_files_are_errors() {
     let good = gguf_bytes(SEED, SyntheticDType::Q8_0).unwrap();
     let load = |b: &[u8]| {
-        edgefit_engine::gguf::load_gguf(&mut std::io::Cursor::new(b.to_vec()), &mut |_, _| {})
+        edgefit_engine::gguf::load_gguf(
+            &mut std::io::Cursor::new(b.to_vec()),
+            LoadOptions::default(),
+            &mut |_, _| {},
+        )
     };
     assert!(matches!(load(b""), Err(EngineError::Format(_))));
     assert!(matches!(
@@ -134,7 +151,7 @@ fn broken_files_are_errors() {
     let err = load(&bad).expect_err("unsupported architecture");
     assert!(err.to_string().contains("gemma"), "{err}");
     // A config.json that is not a llama.
-    assert!(load_hf(r#"{"model_type":"bert","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":8,"vocab_size":8}"#, b"{}", None, &[]).is_err());
+    assert!(load_hf(r#"{"model_type":"bert","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":8,"vocab_size":8}"#, b"{}", None, &[], F32).is_err());
 }
 
 #[test]
@@ -143,6 +160,7 @@ fn engine_generates_and_rejects_bad_settings() {
     let mut engine = Engine::load_gguf(
         &mut std::io::Cursor::new(bytes),
         Box::new(NativePlatform::default()),
+        LoadOptions::default(),
         &mut |_, _| {},
     )
     .unwrap();
@@ -190,4 +208,132 @@ fn estimator_counts_the_same_parameters_as_the_loaded_model() {
         cache.bytes(),
         edgefit_estimate::kv_bytes(&spec, edgefit_estimate::KvFormat::F32, 9)
     );
+}
+
+/// Weight bytes the engine holds equal the estimator's `weight_bytes` for the same format, for
+/// every format (one shared byte formula: `edgefit_estimate::WeightFormat::matrix_bytes`).
+#[test]
+fn held_weight_bytes_equal_the_estimators_for_every_format() {
+    use edgefit_estimate::WeightFormat as E;
+    for (weights, linear, embedding) in [
+        (WeightsFormat::F32, E::F32, E::F32),
+        (WeightsFormat::F16, E::F16, E::F16),
+        (WeightsFormat::Q8_0, E::Q8_0, E::Q8_0),
+        (WeightsFormat::W4g32, E::W4g32, E::Q8_0),
+        (WeightsFormat::W4g64, E::W4g64, E::Q8_0),
+        (WeightsFormat::W4g128, E::W4g128, E::Q8_0),
+    ] {
+        let options = LoadOptions {
+            weights,
+            embedding: None,
+        };
+        let (model, _) = from_gguf_as(SyntheticDType::F32, options);
+        let spec = model.config.to_spec();
+        let want = edgefit_estimate::weight_bytes(&spec, linear, embedding).total();
+        assert_eq!(model.weights.bytes(), want, "{weights}");
+        let summary = model.weights.summary();
+        assert_eq!(summary.weights, weights.as_str());
+    }
+    // GGUF Q4_1 layers kept as they are hold exactly the estimator's `q4_1` bytes.
+    let (model, _) = from_gguf_as(SyntheticDType::Q4_1, LoadOptions::default());
+    let spec = model.config.to_spec();
+    let want = edgefit_estimate::weight_bytes(&spec, E::Q4_1, E::Q8_0).total();
+    assert_eq!(model.weights.bytes(), want);
+}
+
+/// Default loading keeps GGUF Q4_0 / Q4_1 / Q8_0 blocks bit for bit: the engine's matrices
+/// dequantize to exactly what candle-core's own GGUF dequantization gives (an independent
+/// reader), and requantizing to other groups does change them.
+#[test]
+fn default_load_keeps_gguf_blocks_exactly() {
+    use candle_core::quantized::gguf_file::Content;
+    for dtype in [
+        SyntheticDType::Q4_0,
+        SyntheticDType::Q4_1,
+        SyntheticDType::Q8_0,
+    ] {
+        let bytes = gguf_bytes(SEED, dtype).unwrap();
+        let mut cur = std::io::Cursor::new(bytes.clone());
+        let content = Content::read(&mut cur).unwrap();
+        let mut candle = |name: &str| -> Vec<f32> {
+            content
+                .tensor_infos
+                .get(name)
+                .unwrap()
+                .read(
+                    &mut cur,
+                    content.tensor_data_offset,
+                    &candle_core::Device::Cpu,
+                )
+                .unwrap()
+                .dequantize(&candle_core::Device::Cpu)
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap()
+        };
+        let options = LoadOptions {
+            weights: WeightsFormat::W4g32,
+            embedding: Some(WeightsFormat::Q8_0),
+        };
+        let (model, _) = from_gguf_as(dtype, options);
+        let layer = &model.weights.layers[0];
+        let expect_format = match dtype {
+            SyntheticDType::Q4_0 => "w4g32",
+            SyntheticDType::Q4_1 => "q4_1",
+            _ => "w4g32", // Q8_0 layers are requantized to 4 bits
+        };
+        assert_eq!(layer.w_up.format_name(), expect_format, "{dtype:?}");
+        if dtype != SyntheticDType::Q8_0 {
+            assert_eq!(
+                layer.w_up.to_f32(),
+                candle("blk.0.ffn_up.weight"),
+                "{dtype:?}: 4-bit blocks re-rounded"
+            );
+        } else {
+            assert_eq!(model.weights.embed.format_name(), "q8_0");
+            assert_eq!(model.weights.embed.to_f32(), candle("token_embd.weight"));
+            assert_ne!(layer.w_up.to_f32(), candle("blk.0.ffn_up.weight"));
+        }
+        let (g128, _) = from_gguf_as(
+            dtype,
+            LoadOptions {
+                weights: WeightsFormat::W4g128,
+                embedding: None,
+            },
+        );
+        assert_eq!(g128.weights.layers[0].w_up.format_name(), "w4g128");
+    }
+}
+
+/// Every weight format runs the forward pass within its error budget of f32 (relative to the
+/// largest logit), on every kernel this build has; the kernels agree with the scalar reference.
+#[test]
+fn every_format_and_kernel_runs_close_to_f32() {
+    let (reference, tok) = from_gguf(SyntheticDType::F32);
+    let tokens = tok.encode("the theme of the thesis").unwrap();
+    let base = logits(&reference, &tokens);
+    let scale = base.iter().map(|v| v.abs()).fold(0.0, f32::max);
+    for (weights, budget) in [
+        (WeightsFormat::F16, 0.005),
+        (WeightsFormat::Q8_0, 0.03),
+        (WeightsFormat::W4g32, 0.3),
+        (WeightsFormat::W4g128, 0.3),
+    ] {
+        let options = LoadOptions {
+            weights,
+            embedding: None,
+        };
+        let (mut m, _) = from_gguf_as(SyntheticDType::F32, options);
+        m.kernel = edgefit_kernels::Kernel::Scalar;
+        let scalar = logits(&m, &tokens);
+        let d = max_diff(&base, &scalar) / scale;
+        assert!(d < budget && d > 0.0, "{weights}: relative error {d}");
+        for kernel in edgefit_kernels::Kernel::available() {
+            m.kernel = kernel;
+            let d = max_diff(&scalar, &logits(&m, &tokens)) / scale;
+            assert!(d < 1e-4, "{weights} on {}: {d} from scalar", kernel.name());
+        }
+    }
 }

@@ -37,6 +37,16 @@ fn js_err(e: impl std::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
 }
 
+/// The weight formats `loadGguf` takes, JSON array of names (default first).
+#[wasm_bindgen(js_name = weightFormats)]
+pub fn weight_formats() -> Result<String, JsError> {
+    let names: Vec<&str> = edgefit_engine::WeightsFormat::ALL
+        .iter()
+        .map(|f| f.as_str())
+        .collect();
+    serde_json::to_string(&names).map_err(js_err)
+}
+
 /// The engine's version, for the page footer and bug reports.
 #[wasm_bindgen]
 pub fn version() -> String {
@@ -56,18 +66,41 @@ pub struct Engine {
 
 #[wasm_bindgen]
 impl Engine {
-    /// Parses a GGUF file's bytes and builds the model; throws with a message naming the
-    /// problem when the file is not a supported model.
+    /// Parses a GGUF file's bytes and builds the model with the linear layers in `weights`
+    /// (`w4g32` when undefined; also `w4g64`, `w4g128`, `q8_0`, `f16`, `f32`) and the embedding
+    /// in `embedding` (undefined: `q8_0` with 4-bit weights, else the same). Throws with a
+    /// message naming the problem when the file is not a supported model or a name is unknown.
     #[wasm_bindgen(js_name = loadGguf)]
-    pub fn load_gguf(bytes: &[u8]) -> Result<Engine, JsError> {
+    pub fn load_gguf(
+        bytes: &[u8],
+        weights: Option<String>,
+        embedding: Option<String>,
+    ) -> Result<Engine, JsError> {
+        let options = edgefit_engine::LoadOptions {
+            weights: match weights {
+                Some(w) => w.parse().map_err(js_err)?,
+                None => edgefit_engine::WeightsFormat::DEFAULT,
+            },
+            embedding: embedding.map(|e| e.parse()).transpose().map_err(js_err)?,
+        };
         let mut reader = std::io::Cursor::new(bytes);
         let inner = edgefit_engine::Engine::load_gguf(
             &mut reader,
             Box::new(BrowserPlatform),
+            options,
             &mut |_, _| {},
         )
         .map_err(js_err)?;
         Ok(Engine { inner })
+    }
+
+    /// Runs the matrix products on the kernel named `name` (`simd128` or `scalar` in this
+    /// build; `info().kernels` lists them). Throws on a name this build cannot run.
+    #[wasm_bindgen(js_name = setKernel)]
+    pub fn set_kernel(&mut self, name: &str) -> Result<(), JsError> {
+        let kernel = edgefit_kernels::Kernel::from_name(name)
+            .ok_or_else(|| JsError::new(&format!("unknown kernel `{name}`")))?;
+        self.inner.set_kernel(kernel).map_err(js_err)
     }
 
     /// Model shape and tokenizer summary as JSON.
@@ -192,7 +225,8 @@ pub fn estimate(
 const WASM32_LIMIT_BYTES: u64 = 4 << 30;
 
 /// Runs the `this-browser` micro-benchmarks in this tab (streaming read bandwidth, f32 GEMM
-/// throughput, the engine's f32 GEMV weight rate; about a second in all) and returns the
+/// throughput, the engine's GEMV weight rate in f32, w4g32, w4g128, q4_1 and q8_0; about a
+/// second in all) and returns the
 /// `BrowserMeasurements` JSON that [`this_browser_device`] takes. Allocates a 64 MiB buffer for
 /// the bandwidth probe, so the wasm memory grows by that much (it never shrinks).
 #[wasm_bindgen(js_name = measureBrowser)]

@@ -8,7 +8,7 @@ use wasm_bindgen_test::wasm_bindgen_test;
 
 fn engine() -> Engine {
     let bytes = gguf_bytes(7, SyntheticDType::Q8_0).expect("synthetic model");
-    Engine::load_gguf(&bytes).unwrap_or_else(|_| panic!("synthetic model loads"))
+    Engine::load_gguf(&bytes, None, None).unwrap_or_else(|_| panic!("synthetic model loads"))
 }
 
 fn json(s: &str) -> serde_json::Value {
@@ -73,10 +73,10 @@ fn greedy_is_deterministic_and_chat_works() {
 
 #[wasm_bindgen_test]
 fn bad_input_is_an_error_not_a_panic() {
-    assert!(Engine::load_gguf(b"definitely not a gguf file").is_err());
+    assert!(Engine::load_gguf(b"definitely not a gguf file", None, None).is_err());
     let bytes = gguf_bytes(7, SyntheticDType::Q8_0).unwrap();
     assert!(
-        Engine::load_gguf(&bytes[..bytes.len() / 2]).is_err(),
+        Engine::load_gguf(&bytes[..bytes.len() / 2], None, None).is_err(),
         "truncated file"
     );
     let mut e = engine();
@@ -97,6 +97,47 @@ fn bad_input_is_an_error_not_a_panic() {
         "beyond the context"
     );
     assert!(e.step().is_err(), "step without a started generation");
+    assert!(
+        Engine::load_gguf(&bytes, Some("w3g7".into()), None).is_err(),
+        "unknown weight format"
+    );
+    assert!(e.set_kernel("avx512").is_err(), "unknown kernel");
+}
+
+#[wasm_bindgen_test]
+fn weight_formats_and_kernels_are_selectable() {
+    let bytes = gguf_bytes(7, SyntheticDType::F32).unwrap();
+    let formats: Vec<String> =
+        serde_json::from_str(&edgefit_wasm::weight_formats().unwrap_or_else(|_| panic!("formats")))
+            .unwrap();
+    assert_eq!(formats[0], "w4g32", "the default comes first");
+    let mut texts = Vec::new();
+    for w in ["w4g32", "f32"] {
+        let mut e = Engine::load_gguf(&bytes, Some(w.into()), None)
+            .unwrap_or_else(|_| panic!("loads as {w}"));
+        let info = json(&e.info().unwrap_or_else(|_| panic!("info")));
+        assert_eq!(info["weights"]["weights"], w);
+        let kernels: Vec<String> = serde_json::from_value(info["kernels"].clone()).unwrap();
+        // This test build has simd128 on (.cargo/config.toml), so the SIMD kernel is listed and
+        // is the default.
+        assert!(kernels.contains(&"simd128".to_string()), "{kernels:?}");
+        assert_eq!(info["kernel"], "simd128");
+        for k in &kernels {
+            e.set_kernel(k).unwrap_or_else(|_| panic!("kernel {k}"));
+            e.start("the cat", false, 4, 0.0, 1.0, 0)
+                .unwrap_or_else(|_| panic!("start"));
+            let mut text = String::new();
+            while let Some(p) = e.step().unwrap_or_else(|_| panic!("step")) {
+                text.push_str(&p);
+            }
+            let m = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
+            assert_eq!(m["kernel"], k.as_str());
+            assert_eq!(m["weights"], w);
+            texts.push(text);
+        }
+    }
+    // Greedy text of the tiny model is the same on every kernel of a format.
+    assert!(texts.len() >= 4);
 }
 
 #[wasm_bindgen_test]

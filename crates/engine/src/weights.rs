@@ -1,0 +1,416 @@
+//! The model's weights in the format the user chose, and how loaders produce them.
+//!
+//! Loaders hand over each tensor as a [`RawTensor`] (f32, or a GGUF block format's bytes);
+//! [`Weights::read_all`] turns it into a [`Matrix`] of the requested [`WeightsFormat`], one
+//! tensor at a time, so loading never holds an f32 copy of the whole model:
+//!
+//! | requested | source tensor | result |
+//! |---|---|---|
+//! | `w4g32` | GGUF Q4_0 | symmetric w4, nibbles and scales copied (no re-rounding) |
+//! | `w4g32` | GGUF Q4_1 | asymmetric w4 (scale + min), copied (no re-rounding) |
+//! | `w4gG` | anything else | dequantized to f32 (that tensor only), then symmetric round-to-nearest |
+//! | `q8_0` | GGUF Q8_0 | copied |
+//! | `q8_0`, `f16`, `f32` | anything else | dequantized to f32 (that tensor only), then converted |
+//!
+//! The embedding (and untied output head) has its own format. By default it follows the
+//! linear layers for `f32`/`f16`/`q8_0`, and is `q8_0` when the linear layers are 4-bit: the
+//! tied embedding is also the output head, the one matrix whose error lands directly on the
+//! logits; `cargo xtask bench e2e` and the perplexity test measure the choice.
+
+use std::fmt;
+use std::str::FromStr;
+
+use edgefit_kernels::{F16Matrix, Matrix, Q8Matrix, W4Kind, W4Matrix};
+use serde::Serialize;
+
+use crate::config::LlamaConfig;
+use crate::error::{EngineError, Result};
+
+/// How the engine stores a weight matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum WeightsFormat {
+    #[serde(rename = "f32")]
+    F32,
+    #[serde(rename = "f16")]
+    F16,
+    /// int8 with one fp16 scale per block of 32 (ggml Q8_0's layout).
+    #[serde(rename = "q8_0")]
+    Q8_0,
+    #[serde(rename = "w4g32")]
+    W4g32,
+    #[serde(rename = "w4g64")]
+    W4g64,
+    #[serde(rename = "w4g128")]
+    W4g128,
+}
+
+impl WeightsFormat {
+    /// Every format, in the order the page lists them.
+    pub const ALL: [WeightsFormat; 6] = [
+        WeightsFormat::W4g32,
+        WeightsFormat::W4g64,
+        WeightsFormat::W4g128,
+        WeightsFormat::Q8_0,
+        WeightsFormat::F16,
+        WeightsFormat::F32,
+    ];
+
+    /// The format the engine loads models into unless told otherwise.
+    pub const DEFAULT: WeightsFormat = WeightsFormat::W4g32;
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WeightsFormat::F32 => "f32",
+            WeightsFormat::F16 => "f16",
+            WeightsFormat::Q8_0 => "q8_0",
+            WeightsFormat::W4g32 => "w4g32",
+            WeightsFormat::W4g64 => "w4g64",
+            WeightsFormat::W4g128 => "w4g128",
+        }
+    }
+
+    /// The 4-bit group size, if 4-bit.
+    pub fn w4_group(self) -> Option<usize> {
+        match self {
+            WeightsFormat::W4g32 => Some(32),
+            WeightsFormat::W4g64 => Some(64),
+            WeightsFormat::W4g128 => Some(128),
+            _ => None,
+        }
+    }
+
+    /// The embedding format used with these linear-layer weights unless one is given.
+    pub fn default_embedding(self) -> WeightsFormat {
+        match self {
+            WeightsFormat::W4g32 | WeightsFormat::W4g64 | WeightsFormat::W4g128 => {
+                WeightsFormat::Q8_0
+            }
+            other => other,
+        }
+    }
+}
+
+impl fmt::Display for WeightsFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for WeightsFormat {
+    type Err = EngineError;
+    fn from_str(s: &str) -> Result<Self> {
+        WeightsFormat::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| EngineError::Setting {
+                name: "weights",
+                value: s.to_string(),
+                expected: format!(
+                    "one of {}",
+                    WeightsFormat::ALL.map(WeightsFormat::as_str).join(", ")
+                ),
+            })
+    }
+}
+
+/// How to load a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LoadOptions {
+    /// Format of the linear layers (attention and MLP projections).
+    pub weights: WeightsFormat,
+    /// Format of the embedding and untied output head; `None` = [`WeightsFormat::default_embedding`].
+    pub embedding: Option<WeightsFormat>,
+}
+
+impl Default for WeightsFormat {
+    fn default() -> Self {
+        WeightsFormat::DEFAULT
+    }
+}
+
+impl LoadOptions {
+    /// The embedding format these options resolve to.
+    pub fn embedding_format(&self) -> WeightsFormat {
+        self.embedding
+            .unwrap_or_else(|| self.weights.default_embedding())
+    }
+}
+
+/// One tensor as a loader read it.
+#[derive(Debug)]
+pub enum RawTensor {
+    F32(Vec<f32>),
+    /// ggml `block_q4_0` bytes.
+    Q4_0(Vec<u8>),
+    /// ggml `block_q4_1` bytes.
+    Q4_1(Vec<u8>),
+    /// ggml `block_q8_0` bytes.
+    Q8_0(Vec<u8>),
+}
+
+fn kernel_err(name: &str, e: edgefit_kernels::KernelError) -> EngineError {
+    EngineError::tensor(name, e.to_string())
+}
+
+impl RawTensor {
+    /// The values as f32 (`rows × cols`).
+    pub fn into_f32(self, name: &str, rows: usize, cols: usize) -> Result<Vec<f32>> {
+        let err = |e| kernel_err(name, e);
+        Ok(match self {
+            RawTensor::F32(v) => v,
+            RawTensor::Q4_0(b) => W4Matrix::from_q4_0(&b, rows, cols)
+                .map_err(err)?
+                .dequantize(),
+            RawTensor::Q4_1(b) => W4Matrix::from_q4_1(&b, rows, cols)
+                .map_err(err)?
+                .dequantize(),
+            RawTensor::Q8_0(b) => Q8Matrix::from_q8_0(&b, rows, cols)
+                .map_err(err)?
+                .dequantize(),
+        })
+    }
+
+    /// Converts to `format`, without re-rounding where the source already is that format.
+    pub fn into_matrix(
+        self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        format: WeightsFormat,
+    ) -> Result<Matrix> {
+        let err = |e| kernel_err(name, e);
+        match (format, self) {
+            (WeightsFormat::W4g32, RawTensor::Q4_0(b)) => Ok(Matrix::W4(
+                W4Matrix::from_q4_0(&b, rows, cols).map_err(err)?,
+            )),
+            (WeightsFormat::W4g32, RawTensor::Q4_1(b)) => Ok(Matrix::W4(
+                W4Matrix::from_q4_1(&b, rows, cols).map_err(err)?,
+            )),
+            (WeightsFormat::Q8_0, RawTensor::Q8_0(b)) => Ok(Matrix::Q8(
+                Q8Matrix::from_q8_0(&b, rows, cols).map_err(err)?,
+            )),
+            (format, raw) => {
+                let w = raw.into_f32(name, rows, cols)?;
+                Ok(match format {
+                    WeightsFormat::F32 => Matrix::F32 {
+                        data: w,
+                        rows,
+                        cols,
+                    },
+                    WeightsFormat::F16 => {
+                        Matrix::F16(F16Matrix::from_f32(&w, rows, cols).map_err(err)?)
+                    }
+                    WeightsFormat::Q8_0 => {
+                        Matrix::Q8(Q8Matrix::quantize(&w, rows, cols).map_err(err)?)
+                    }
+                    WeightsFormat::W4g32 | WeightsFormat::W4g64 | WeightsFormat::W4g128 => {
+                        let group = format.w4_group().unwrap_or(32);
+                        Matrix::W4(
+                            W4Matrix::quantize(&w, rows, cols, group, W4Kind::Symmetric)
+                                .map_err(err)?,
+                        )
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// One transformer block's weights.
+#[derive(Debug, Clone)]
+pub struct LayerWeights {
+    pub attn_norm: Vec<f32>,
+    /// `q_dim × hidden`
+    pub wq: Matrix,
+    /// `kv_dim × hidden`
+    pub wk: Matrix,
+    /// `kv_dim × hidden`
+    pub wv: Matrix,
+    /// `hidden × q_dim`
+    pub wo: Matrix,
+    pub ffn_norm: Vec<f32>,
+    /// `ffn × hidden`
+    pub w_gate: Matrix,
+    /// `ffn × hidden`
+    pub w_up: Matrix,
+    /// `hidden × ffn`
+    pub w_down: Matrix,
+}
+
+impl LayerWeights {
+    /// The seven matrices, in file order.
+    pub fn matrices(&self) -> [&Matrix; 7] {
+        [
+            &self.wq,
+            &self.wk,
+            &self.wv,
+            &self.wo,
+            &self.w_gate,
+            &self.w_up,
+            &self.w_down,
+        ]
+    }
+}
+
+/// All weights of a model.
+#[derive(Debug, Clone)]
+pub struct Weights {
+    /// `vocab × hidden`
+    pub embed: Matrix,
+    pub layers: Vec<LayerWeights>,
+    pub final_norm: Vec<f32>,
+    /// `vocab × hidden`; `None` when tied to `embed`.
+    pub output: Option<Matrix>,
+    /// The options the weights were loaded with.
+    pub options: LoadOptions,
+}
+
+/// What the weights are stored as: per stored format, how many matrices and bytes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct WeightsSummary {
+    /// The linear layers' requested format (`w4g32`, ...).
+    pub weights: String,
+    /// The embedding / output head's format.
+    pub embedding: String,
+    /// `(stored format, matrices, bytes)` for every format held, e.g. GGUF Q4_1 tensors kept
+    /// exactly show as `q4_1` (asymmetric 4-bit with groups of 32).
+    pub stored: Vec<StoredFormat>,
+}
+
+/// One row of [`WeightsSummary::stored`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredFormat {
+    pub format: String,
+    pub matrices: usize,
+    pub bytes: u64,
+}
+
+impl Weights {
+    /// Every matrix: embedding, layers, output head.
+    fn all_matrices(&self) -> impl Iterator<Item = &Matrix> {
+        std::iter::once(&self.embed)
+            .chain(self.layers.iter().flat_map(|l| l.matrices()))
+            .chain(self.output.iter())
+    }
+
+    /// Bytes of weight storage held (matrices with their scales, and f32 norms).
+    pub fn bytes(&self) -> u64 {
+        let norms: usize = self
+            .layers
+            .iter()
+            .map(|l| l.attn_norm.len() + l.ffn_norm.len())
+            .sum::<usize>()
+            + self.final_norm.len();
+        self.all_matrices().map(Matrix::bytes).sum::<u64>() + 4 * norms as u64
+    }
+
+    /// The formats held, for reports.
+    pub fn summary(&self) -> WeightsSummary {
+        let mut stored: Vec<StoredFormat> = Vec::new();
+        for m in self.all_matrices() {
+            let name = m.format_name();
+            match stored.iter_mut().find(|s| s.format == name) {
+                Some(s) => {
+                    s.matrices += 1;
+                    s.bytes += m.bytes();
+                }
+                None => stored.push(StoredFormat {
+                    format: name.to_string(),
+                    matrices: 1,
+                    bytes: m.bytes(),
+                }),
+            }
+        }
+        WeightsSummary {
+            weights: self.options.weights.to_string(),
+            embedding: self.options.embedding_format().to_string(),
+            stored,
+        }
+    }
+
+    /// Builds all weights of `config` by asking `read(role, rows, cols)` for each tensor, in
+    /// file order (embedding, layers, final norm, output head unless tied), converting each to
+    /// the format `options` asks for before reading the next; vectors have `rows == 1`. The
+    /// loaders differ only in how they name and fetch a role.
+    pub fn read_all(
+        config: &LlamaConfig,
+        options: LoadOptions,
+        mut read: impl FnMut(TensorRole, usize, usize) -> Result<(String, RawTensor)>,
+    ) -> Result<Weights> {
+        let (h, qd, kvd, ffn, vocab) = (
+            config.hidden,
+            config.q_dim(),
+            config.kv_dim(),
+            config.ffn,
+            config.vocab,
+        );
+        let emb = options.embedding_format();
+        let lin = options.weights;
+        let mut matrix = |role, rows, cols, format| -> Result<Matrix> {
+            let (name, raw) = read(role, rows, cols)?;
+            raw.into_matrix(&name, rows, cols, format)
+        };
+        let embed = matrix(TensorRole::Embed, vocab, h, emb)?;
+        let mut layers = Vec::with_capacity(config.n_layers);
+        for i in 0..config.n_layers {
+            let l = |p| TensorRole::Layer(i, p);
+            let attn_norm = matrix(l(LayerPart::AttnNorm), 1, h, WeightsFormat::F32)?;
+            let wq = matrix(l(LayerPart::Q), qd, h, lin)?;
+            let wk = matrix(l(LayerPart::K), kvd, h, lin)?;
+            let wv = matrix(l(LayerPart::V), kvd, h, lin)?;
+            let wo = matrix(l(LayerPart::O), h, qd, lin)?;
+            let ffn_norm = matrix(l(LayerPart::FfnNorm), 1, h, WeightsFormat::F32)?;
+            let w_gate = matrix(l(LayerPart::Gate), ffn, h, lin)?;
+            let w_up = matrix(l(LayerPart::Up), ffn, h, lin)?;
+            let w_down = matrix(l(LayerPart::Down), h, ffn, lin)?;
+            layers.push(LayerWeights {
+                attn_norm: attn_norm.to_f32(),
+                wq,
+                wk,
+                wv,
+                wo,
+                ffn_norm: ffn_norm.to_f32(),
+                w_gate,
+                w_up,
+                w_down,
+            });
+        }
+        let final_norm = matrix(TensorRole::FinalNorm, 1, h, WeightsFormat::F32)?.to_f32();
+        let output = if config.tied_embeddings {
+            None
+        } else {
+            Some(matrix(TensorRole::Output, vocab, h, emb)?)
+        };
+        Ok(Weights {
+            embed,
+            layers,
+            final_norm,
+            output,
+            options,
+        })
+    }
+}
+
+/// A weight tensor of the model, named independently of any file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TensorRole {
+    Embed,
+    /// `layer`, part.
+    Layer(usize, LayerPart),
+    FinalNorm,
+    Output,
+}
+
+/// A weight inside one transformer block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayerPart {
+    AttnNorm,
+    Q,
+    K,
+    V,
+    O,
+    FfnNorm,
+    Gate,
+    Up,
+    Down,
+}
