@@ -33,6 +33,59 @@ impl Platform for BrowserPlatform {
     }
 }
 
+/// `Read + Seek` over a JS `Uint8Array`, copying only the bytes asked for into wasm memory.
+struct JsBytes<'a> {
+    bytes: &'a js_sys::Uint8Array,
+    len: u64,
+    pos: u64,
+}
+
+impl<'a> JsBytes<'a> {
+    fn new(bytes: &'a js_sys::Uint8Array) -> Self {
+        JsBytes {
+            bytes,
+            len: u64::from(bytes.length()),
+            pos: 0,
+        }
+    }
+}
+
+impl std::io::Read for JsBytes<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = (self.len.saturating_sub(self.pos)).min(buf.len() as u64) as usize;
+        if n > 0 {
+            // Both ends fit in u32: `len` came from a u32 and `n` is at most `len - pos`.
+            let start = self.pos as u32;
+            self.bytes
+                .subarray(start, start + n as u32)
+                .copy_to(&mut buf[..n]);
+            self.pos += n as u64;
+        }
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for JsBytes<'_> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let target = match to {
+            std::io::SeekFrom::Start(p) => Some(p),
+            std::io::SeekFrom::End(d) => self.len.checked_add_signed(d),
+            std::io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        match target {
+            Some(p) => {
+                // Past the end is allowed (as for files); reads there return 0 bytes.
+                self.pos = p;
+                Ok(p)
+            }
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "seek before the start of the file",
+            )),
+        }
+    }
+}
+
 fn js_err(e: impl std::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
 }
@@ -70,9 +123,13 @@ impl Engine {
     /// (`w4g32` when undefined; also `w4g64`, `w4g128`, `q8_0`, `f16`, `f32`) and the embedding
     /// in `embedding` (undefined: `q8_0` with 4-bit weights, else the same). Throws with a
     /// message naming the problem when the file is not a supported model or a name is unknown.
+    ///
+    /// The bytes stay on the JS side: the loader reads them through a small buffer one piece at
+    /// a time, so the wasm memory holds the converted weights plus one tensor in flight, never a
+    /// second copy of the whole file.
     #[wasm_bindgen(js_name = loadGguf)]
     pub fn load_gguf(
-        bytes: &[u8],
+        bytes: &js_sys::Uint8Array,
         weights: Option<String>,
         embedding: Option<String>,
     ) -> Result<Engine, JsError> {
@@ -83,7 +140,7 @@ impl Engine {
             },
             embedding: embedding.map(|e| e.parse()).transpose().map_err(js_err)?,
         };
-        let mut reader = std::io::Cursor::new(bytes);
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, JsBytes::new(bytes));
         let inner = edgefit_engine::Engine::load_gguf(
             &mut reader,
             Box::new(BrowserPlatform),

@@ -8,7 +8,12 @@ use wasm_bindgen_test::wasm_bindgen_test;
 
 fn engine() -> Engine {
     let bytes = gguf_bytes(7, SyntheticDType::Q8_0).expect("synthetic model");
-    Engine::load_gguf(&bytes, None, None).unwrap_or_else(|_| panic!("synthetic model loads"))
+    Engine::load_gguf(&js(&bytes), None, None).unwrap_or_else(|_| panic!("synthetic model loads"))
+}
+
+/// The bytes as the worker hands them over: a JS `Uint8Array`.
+fn js(bytes: &[u8]) -> js_sys::Uint8Array {
+    js_sys::Uint8Array::from(bytes)
 }
 
 fn json(s: &str) -> serde_json::Value {
@@ -73,10 +78,10 @@ fn greedy_is_deterministic_and_chat_works() {
 
 #[wasm_bindgen_test]
 fn bad_input_is_an_error_not_a_panic() {
-    assert!(Engine::load_gguf(b"definitely not a gguf file", None, None).is_err());
+    assert!(Engine::load_gguf(&js(b"definitely not a gguf file"), None, None).is_err());
     let bytes = gguf_bytes(7, SyntheticDType::Q8_0).unwrap();
     assert!(
-        Engine::load_gguf(&bytes[..bytes.len() / 2], None, None).is_err(),
+        Engine::load_gguf(&js(&bytes[..bytes.len() / 2]), None, None).is_err(),
         "truncated file"
     );
     let mut e = engine();
@@ -98,7 +103,7 @@ fn bad_input_is_an_error_not_a_panic() {
     );
     assert!(e.step().is_err(), "step without a started generation");
     assert!(
-        Engine::load_gguf(&bytes, Some("w3g7".into()), None).is_err(),
+        Engine::load_gguf(&js(&bytes), Some("w3g7".into()), None).is_err(),
         "unknown weight format"
     );
     assert!(e.set_kernel("avx512").is_err(), "unknown kernel");
@@ -113,7 +118,7 @@ fn weight_formats_and_kernels_are_selectable() {
     assert_eq!(formats[0], "w4g32", "the default comes first");
     let mut texts = Vec::new();
     for w in ["w4g32", "f32"] {
-        let mut e = Engine::load_gguf(&bytes, Some(w.into()), None)
+        let mut e = Engine::load_gguf(&js(&bytes), Some(w.into()), None)
             .unwrap_or_else(|_| panic!("loads as {w}"));
         let info = json(&e.info().unwrap_or_else(|_| panic!("info")));
         assert_eq!(info["weights"]["weights"], w);
