@@ -73,6 +73,7 @@ export function createEstimatePanel({ send }) {
     compare: $('est-compare'),
     compareBody: $('cmp-body'),
     compareHint: $('est-compare-hint'),
+    compareFormats: $('cmp-formats'),
   };
 
   const st = {
@@ -82,6 +83,7 @@ export function createEstimatePanel({ send }) {
     loadedName: null,
     config: null, // {name, text}
     metrics: null, // the last finished generation's metrics
+    stored: null, // the loaded model's info.weights.stored (the formats the engine holds)
     measuring: false,
   };
 
@@ -177,7 +179,7 @@ export function createEstimatePanel({ send }) {
   }
 
   function recompare() {
-    const dep = V.comparisonDeployment(st.metrics);
+    const dep = V.comparisonDeployment(st.metrics, st.stored);
     if (comparable() && dep) {
       request('compare', dep);
       el.compareHint.textContent = '';
@@ -271,7 +273,7 @@ export function createEstimatePanel({ send }) {
       `${V.formatValue(lat.peak_gflops)} GFLOP/s peak ${lat.compute ?? ''}, ${V.formatValue(lat.bandwidth_gbs)} GB/s.`;
     if (msg.measurements) {
       st.measuredOnce = true;
-      note += ` Measured in this tab: ${V.describeMeasurements(msg.measurements)} (f32 only; other weight formats keep the bundled rates until issue 4).`;
+      note += ` Measured in this tab: ${V.describeMeasurements(msg.measurements)} (formats not listed keep the bundled rates).`;
     }
     el.deviceNote.textContent = note;
 
@@ -337,6 +339,8 @@ export function createEstimatePanel({ send }) {
       });
       el.compareBody.append(tr);
     }
+    const f = V.engineFormats(st.metrics, st.stored);
+    el.compareFormats.textContent = `weights ${f.weights}, embedding ${f.embedding}, KV cache f32`;
     el.compare.hidden = false;
   }
 
@@ -517,6 +521,7 @@ export function createEstimatePanel({ send }) {
     modelLoaded(info) {
       st.loadedName = info?.name || 'model';
       st.metrics = null;
+      st.stored = info?.weights?.stored ?? null;
       const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
       if (o) {
         o.disabled = false;
@@ -528,6 +533,7 @@ export function createEstimatePanel({ send }) {
     modelUnloaded() {
       st.loadedName = null;
       st.metrics = null;
+      st.stored = null;
       const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
       if (o) {
         o.disabled = true;

@@ -68,17 +68,40 @@ export function buildDeployment(knobs) {
 }
 
 /**
- * The deployment that predicts the run the engine just measured: the engine holds f32 weights
- * and an f32 KV cache today, on the tab's CPU. The context is the run's prompt + generated
- * tokens (the estimator requires both to fit in it); see `comparisonRows` for the KV bytes.
+ * The formats the engine really holds, as estimator names: {weights, embedding}. The linear
+ * layers' format is the stored format holding the most matrices (`info.weights.stored`: a GGUF
+ * Q4_1 loaded as w4g32 keeps its asymmetric blocks and is stored as `q4_1`); the embedding's is
+ * the one the engine reports (`metrics.embedding`). Without either (an older engine), f32.
  */
-export function comparisonDeployment(metrics) {
+export function engineFormats(metrics, stored) {
+  const known = (f) => typeof f === 'string' && WEIGHT_FORMATS.includes(f);
+  let weights = isObject(metrics) && known(metrics.weights) ? metrics.weights : 'f32';
+  if (Array.isArray(stored)) {
+    let most = null;
+    for (const s of stored) {
+      if (isObject(s) && known(s.format) && Number.isSafeInteger(s.matrices) && (most === null || s.matrices > most.matrices)) most = s;
+    }
+    if (most) weights = most.format;
+  }
+  const embedding = isObject(metrics) && known(metrics.embedding) ? metrics.embedding : weights;
+  return { weights, embedding };
+}
+
+/**
+ * The deployment that predicts the run the engine just measured: the weight formats the engine
+ * holds (`engineFormats`), its f32 KV cache, the tab's CPU. The context is the run's prompt +
+ * generated tokens (the estimator requires both to fit in it); see `comparisonRows` for the KV
+ * bytes.
+ */
+export function comparisonDeployment(metrics, stored) {
   if (!isObject(metrics)) return null;
   const p = metrics.prompt_tokens;
   const g = metrics.generated_tokens;
   if (!Number.isSafeInteger(p) || !Number.isSafeInteger(g) || p < 1 || g < 1) return null;
+  const { weights, embedding } = engineFormats(metrics, stored);
   return {
-    weights: 'f32',
+    weights,
+    embedding_weights: embedding,
     kv: 'f32',
     unit: 'cpu',
     policy: 'flat-out',
@@ -282,5 +305,8 @@ export function warningTexts(report) {
 export function describeMeasurements(m) {
   if (!isObject(m)) return '';
   const f = (v, d = 1) => (isFiniteNumber(v) ? v.toFixed(d) : '?');
-  return `streaming read ${f(m.read_bandwidth_gbs)} GB/s · f32 GEMM ${f(m.f32_gflops)} GFLOP/s · f32 GEMV ${f(m.weight_rate_gws?.f32, 2)} G weights/s`;
+  const rates = isObject(m.weight_rate_gws)
+    ? Object.entries(m.weight_rate_gws).map(([k, v]) => `${k} ${f(v, 2)}`).join(', ')
+    : '';
+  return `streaming read ${f(m.read_bandwidth_gbs)} GB/s · f32 GEMM ${f(m.f32_gflops)} GFLOP/s · GEMV G weights/s: ${rates || '?'}`;
 }

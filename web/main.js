@@ -13,6 +13,8 @@ const el = {
   errorText: $('error-text'),
   loadDefault: $('load-default'),
   modelFile: $('model-file'),
+  weightsFormat: $('weights-format'),
+  kernelPicker: $('kernel-picker'),
   progress: $('load-progress'),
   progressText: $('progress-text'),
   form: $('gen-form'),
@@ -32,8 +34,10 @@ const el = {
 };
 
 // ---- state -----------------------------------------------------------------------------------
-// phase: 'idle' (no model) | 'loading' | 'ready' | 'generating' | 'stopping'
-const state = { phase: 'idle', modelLoaded: false, modelInfo: null };
+// phase: 'idle' (no model) | 'loading' | 'ready' | 'generating' | 'stopping' | 'switching' (kernel)
+// source: what the last load read ({kind: 'url', url} | {kind: 'file', file}), so a change of
+// weight format can read it again; weights: the format the picker asks for.
+const state = { phase: 'idle', modelLoaded: false, modelInfo: null, source: null, weights: P.DEFAULT_WEIGHTS };
 let worker = null;
 const bootedWorkers = new WeakSet(); // workers whose wasm initialised
 
@@ -53,10 +57,14 @@ function clearError() {
   el.errorText.textContent = '';
 }
 
+const isBusy = () => ['loading', 'generating', 'stopping', 'switching'].includes(state.phase);
+
 function render() {
-  const busy = state.phase === 'loading' || state.phase === 'generating' || state.phase === 'stopping';
+  const busy = isBusy();
   el.loadDefault.disabled = busy;
   el.modelFile.disabled = busy;
+  el.weightsFormat.disabled = busy;
+  el.kernelPicker.disabled = busy || !state.modelLoaded;
   el.generate.disabled = busy || !state.modelLoaded;
   el.stop.disabled = state.phase !== 'generating';
   const hasTemplate = Boolean(state.modelInfo?.chat_template);
@@ -99,6 +107,7 @@ function onFatal(w, message) {
   state.modelLoaded = false;
   state.modelInfo = null;
   renderInfo(null);
+  renderKernels(null);
   panel.workerRestarted();
   panel.modelUnloaded();
   showError(hadBooted ? `${message}; the engine was restarted, load the model again` : message);
@@ -140,13 +149,24 @@ function onWorkerMessage(w, msg) {
       state.phase = 'ready';
       state.modelLoaded = true;
       state.modelInfo = msg.info;
-      el.progressText.textContent = `${P.formatProgress(Number(el.progress.value), Number(el.progress.max))} · ${msg.info.name || 'model'} loaded`;
+      state.weights = msg.info.weights.weights;
+      el.weightsFormat.value = state.weights;
+      el.progressText.textContent = `${P.formatProgress(Number(el.progress.value), Number(el.progress.max))} · ${msg.info.name || 'model'} loaded (${state.weights})`;
       renderInfo(msg.info);
+      renderKernels(msg.info);
       resetMetrics();
       renderMetrics(msg.metrics);
       setStatus('ready');
       render();
       panel.modelLoaded(msg.info);
+      break;
+    case P.FromWorker.KERNEL_SET:
+      state.phase = 'ready';
+      state.modelInfo = msg.info;
+      renderInfo(msg.info);
+      renderKernels(msg.info);
+      setStatus('ready');
+      render();
       break;
     case P.FromWorker.STARTED:
       break;
@@ -187,6 +207,7 @@ function onWorkerMessage(w, msg) {
         return;
       }
       state.phase = state.modelLoaded ? 'ready' : 'idle';
+      renderKernels(state.modelInfo); // a refused kernel switch shows the kernel still in use
       showError(msg.message);
       render();
       break;
@@ -196,7 +217,7 @@ function onWorkerMessage(w, msg) {
 // ---- metrics, info ---------------------------------------------------------------------------
 function resetMetrics() {
   for (const id of Object.keys(P.metricCells({}))) $(id).textContent = '';
-  for (const id of ['metric-weights-mb', 'metric-kv-mb', 'metric-peak-mb']) $(id).textContent = '';
+  for (const id of ['metric-weights-mb', 'metric-kv-mb', 'metric-peak-mb', 'metric-weights-format', 'metric-kernel']) $(id).textContent = '';
 }
 
 function renderMetrics(m) {
@@ -208,6 +229,24 @@ function renderMetrics(m) {
   $('metric-weights-mb').textContent = m.weights_bytes > 0 ? `(${P.formatMB(m.weights_bytes)})` : '';
   $('metric-kv-mb').textContent = m.kv_bytes > 0 ? `(${P.formatMB(m.kv_bytes)})` : '';
   $('metric-peak-mb').textContent = m.peak_bytes > 0 ? `(${P.formatMB(m.peak_bytes)})` : '';
+  $('metric-weights-format').textContent = P.formatWeightsUsed(m);
+  $('metric-kernel').textContent = m.kernel ?? '';
+}
+
+/** Fills the kernel picker from info.kernels with info.kernel selected (a placeholder without a model). */
+function renderKernels(info) {
+  const opts = info
+    ? info.kernels.map((k) => [k, k])
+    : [['', 'load a model first']];
+  el.kernelPicker.replaceChildren(
+    ...opts.map(([value, text]) => {
+      const o = document.createElement('option');
+      o.value = value;
+      o.textContent = text;
+      return o;
+    }),
+  );
+  el.kernelPicker.value = info ? info.kernel : '';
 }
 
 function renderInfo(info) {
@@ -223,7 +262,9 @@ function renderInfo(info) {
     ['Name', info.name || '(unnamed)'],
     ['Architecture', info.arch],
     ['Parameters', `${P.formatParams(info.params)} (${info.params.toLocaleString('en-US')})`],
-    ['Weights in memory', P.formatMB(info.weights_bytes)],
+    ['Weights in memory', `${P.formatMB(info.weights_bytes)} (${P.formatWeightsUsed(info.weights)})`],
+    ['Stored as', P.formatStored(info.weights.stored)],
+    ['Kernel', `${info.kernel} (this build runs: ${info.kernels.join(', ')})`],
     ['Layers', info.n_layers],
     ['Hidden size', info.hidden],
     ['Attention heads', `${info.n_heads} (KV heads ${info.n_kv_heads}, head dim ${info.head_dim})`],
@@ -312,13 +353,21 @@ const chart = (() => {
 })();
 
 // ---- actions ---------------------------------------------------------------------------------
-function startLoad(msg, label) {
+/** The load message for `source` in `weights`, and a label for the progress line. */
+function loadMessage(source, weights) {
+  return source.kind === 'url' ? P.loadUrl(source.url, weights) : P.loadFile(source.file, weights);
+}
+
+function startLoad(source, label) {
+  const msg = loadMessage(source, state.weights);
+  state.source = source;
   clearError();
   panel.modelUnloaded();
   state.phase = 'loading';
   state.modelLoaded = false;
   state.modelInfo = null;
   renderInfo(null);
+  renderKernels(null);
   resetMetrics();
   el.progress.value = 0;
   el.progress.max = 1;
@@ -329,14 +378,47 @@ function startLoad(msg, label) {
 }
 
 el.loadDefault.addEventListener('click', () => {
-  startLoad(P.loadUrl(new URL(DEFAULT_MODEL_URL, document.baseURI).href), 'download');
+  startLoad({ kind: 'url', url: new URL(DEFAULT_MODEL_URL, document.baseURI).href }, 'download');
 });
 
 el.modelFile.addEventListener('change', () => {
   const file = el.modelFile.files?.[0];
   if (!file) return;
-  startLoad(P.loadFile(file), file.name);
+  startLoad({ kind: 'file', file }, file.name);
   el.modelFile.value = ''; // choosing the same file again fires change again
+});
+
+for (const f of P.WEIGHT_FORMATS) {
+  const o = document.createElement('option');
+  o.value = f;
+  o.textContent = P.WEIGHT_FORMAT_LABELS[f] ?? f;
+  el.weightsFormat.append(o);
+}
+el.weightsFormat.value = state.weights;
+
+// A new format applies to the next load; with a model loaded, the same source is read again
+// (the browser's cache serves a URL; a File is re-read) and built in the new format.
+el.weightsFormat.addEventListener('change', () => {
+  if (isBusy()) {
+    // The picker is disabled while busy; a change that slips through is refused, not queued.
+    el.weightsFormat.value = state.weights;
+    return;
+  }
+  state.weights = el.weightsFormat.value;
+  if (state.modelLoaded && state.source) startLoad(state.source, `reload in ${state.weights}`);
+});
+
+el.kernelPicker.addEventListener('change', () => {
+  const name = el.kernelPicker.value;
+  if (isBusy() || !state.modelLoaded || !name || name === state.modelInfo?.kernel) {
+    renderKernels(state.modelInfo);
+    return;
+  }
+  clearError();
+  state.phase = 'switching';
+  setStatus('switching kernel…');
+  render();
+  send(P.setKernel(name));
 });
 
 el.form.addEventListener('submit', (ev) => {
@@ -359,7 +441,7 @@ el.form.addEventListener('submit', (ev) => {
   el.finish.textContent = '';
   delete el.finish.dataset.reason;
   chart.reset();
-  for (const id of ['metric-ttft-ms', 'metric-prefill-tps', 'metric-decode-tps', 'metric-prompt-tokens', 'metric-generated-tokens', 'metric-kv-bytes', 'metric-kv-mb']) {
+  for (const id of ['metric-ttft-ms', 'metric-prefill-tps', 'metric-decode-tps', 'metric-prompt-tokens', 'metric-generated-tokens', 'metric-kv-bytes', 'metric-kv-mb', 'metric-weights-format', 'metric-kernel']) {
     $(id).textContent = '';
   }
   state.phase = 'generating';

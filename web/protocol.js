@@ -9,8 +9,13 @@
 // on them.
 //
 // Page -> worker
-//   load-url  {url}                          fetch the model, streaming progress
-//   load-file {file}                         read a user-chosen File (a Blob) the same way
+//   load-url  {url, weights?}                fetch the model, streaming progress, and build it with
+//                                            the linear layers in `weights` (one of
+//                                            WEIGHT_FORMATS; absent = the engine's default, w4g32).
+//                                            The kernel chosen with set-kernel is kept across loads
+//   load-file {file, weights?}               read a user-chosen File (a Blob) the same way
+//   set-kernel {name}                        run the matrix products on kernel `name` (one of the
+//                                            loaded model's info.kernels); refused while busy
 //   generate  {prompt, chat, maxTokens, temperature, topP, seed}
 //   stop      {}                             ask the running generation to end after this token
 //   estimate  {id, purpose, model, device, deployment}
@@ -26,6 +31,7 @@
 //   progress  {loaded, total}                bytes read so far; total is null when unknown
 //   parsing   {bytes}                        all bytes read, the engine is parsing the model
 //   loaded    {info, metrics}                the model is ready (info() and metrics() parsed)
+//   kernel-set {info}                        set-kernel done; info.kernel names the kernel now used
 //   started   {}                             generation started
 //   piece     {text, tokenMs, metrics}       one token's text, the new per-token decode latencies
 //                                            (ms) since the last piece, and a metrics snapshot
@@ -46,6 +52,7 @@ export const ToWorker = Object.freeze({
   GENERATE: 'generate',
   STOP: 'stop',
   ESTIMATE: 'estimate',
+  SET_KERNEL: 'set-kernel',
 });
 
 export const FromWorker = Object.freeze({
@@ -53,6 +60,7 @@ export const FromWorker = Object.freeze({
   PROGRESS: 'progress',
   PARSING: 'parsing',
   LOADED: 'loaded',
+  KERNEL_SET: 'kernel-set',
   STARTED: 'started',
   PIECE: 'piece',
   DONE: 'done',
@@ -62,6 +70,28 @@ export const FromWorker = Object.freeze({
   ESTIMATE_RESULT: 'estimate-result',
   ESTIMATE_ERROR: 'estimate-error',
 });
+
+/**
+ * The weight formats `Engine.loadGguf` takes, default first: the same list, in the same order, as
+ * the wasm's `weightFormats()` (tests/web/formats.test.mjs checks the two agree). Kept here, not
+ * asked of the worker, so the picker is filled and a load request validated before the wasm has
+ * even compiled, by the same pure code on both sides.
+ */
+export const WEIGHT_FORMATS = Object.freeze(['w4g32', 'w4g64', 'w4g128', 'q8_0', 'f16', 'f32']);
+export const DEFAULT_WEIGHTS = WEIGHT_FORMATS[0];
+
+/** What each format is, for the picker. */
+export const WEIGHT_FORMAT_LABELS = Object.freeze({
+  w4g32: 'w4g32 · 4-bit, groups of 32',
+  w4g64: 'w4g64 · 4-bit, groups of 64',
+  w4g128: 'w4g128 · 4-bit, groups of 128',
+  q8_0: 'q8_0 · 8-bit, groups of 32',
+  f16: 'f16',
+  f32: 'f32',
+});
+
+/** Kernel names are short identifiers (`simd128`, `scalar`, ...); the engine decides which exist. */
+const KERNEL_NAME = /^[a-z][a-z0-9_]{0,31}$/;
 
 export const ESTIMATE_PURPOSES = Object.freeze(['panel', 'compare']);
 
@@ -74,6 +104,9 @@ export const LIMITS = Object.freeze({
   topP: { min: 0, max: 1 }, // exclusive of 0: topP must be > 0
   seed: { min: 0, max: 2 ** 32 - 1 },
 });
+
+/** Metric keys from `Engine.metrics()` that are names: the weights, embedding and kernel used. */
+export const METRIC_NAME_KEYS = Object.freeze(['weights', 'embedding', 'kernel']);
 
 /** Metric keys from `Engine.metrics()` that are plain numbers (token_ms and finish_reason aside). */
 export const METRIC_KEYS = Object.freeze([
@@ -102,6 +135,9 @@ export const INFO_KEYS = Object.freeze([
   'context_length',
   'params',
   'weights_bytes',
+  'weights',
+  'kernel',
+  'kernels',
   'chat_template',
 ]);
 
@@ -177,14 +213,37 @@ export function parseGenerateForm({ prompt, chat, maxTokens, temperature, topP, 
 // ---------------------------------------------------------------------------------------------
 // constructors: page -> worker
 
-export function loadUrl(url) {
-  if (typeof url !== 'string' || url === '') fail('load-url needs a non-empty url string');
-  return { type: ToWorker.LOAD_URL, url };
+/** Checks an optional weight format name. Returns an error string or null. */
+export function checkWeights(weights) {
+  if (weights === undefined) return null;
+  return WEIGHT_FORMATS.includes(weights)
+    ? null
+    : `weights must be one of ${WEIGHT_FORMATS.join(', ')}, got ${fmtValue(weights)}`;
 }
 
-export function loadFile(file) {
+/** Checks a kernel name. Returns an error string or null. */
+export function checkKernelName(name) {
+  return typeof name === 'string' && KERNEL_NAME.test(name)
+    ? null
+    : `kernel must be a kernel name such as simd128 or scalar, got ${fmtValue(name)}`;
+}
+
+/** `weights` undefined leaves the field out: the engine then uses its default (w4g32). */
+export function loadUrl(url, weights) {
+  if (typeof url !== 'string' || url === '') fail('load-url needs a non-empty url string');
+  must(checkWeights(weights));
+  return weights === undefined ? { type: ToWorker.LOAD_URL, url } : { type: ToWorker.LOAD_URL, url, weights };
+}
+
+export function loadFile(file, weights) {
   if (!isBlobLike(file)) fail('load-file needs a File or Blob');
-  return { type: ToWorker.LOAD_FILE, file };
+  must(checkWeights(weights));
+  return weights === undefined ? { type: ToWorker.LOAD_FILE, file } : { type: ToWorker.LOAD_FILE, file, weights };
+}
+
+export function setKernel(name) {
+  must(checkKernelName(name));
+  return { type: ToWorker.SET_KERNEL, name };
 }
 
 export function generate(params) {
@@ -228,10 +287,20 @@ export function estimate(id, purpose, model, device, deployment) {
 export function validateToWorker(msg) {
   if (!isObject(msg)) return 'message must be an object';
   switch (msg.type) {
-    case ToWorker.LOAD_URL:
-      return typeof msg.url === 'string' && msg.url !== '' ? null : 'load-url: url must be a non-empty string';
-    case ToWorker.LOAD_FILE:
-      return isBlobLike(msg.file) ? null : 'load-file: file must be a File or Blob';
+    case ToWorker.LOAD_URL: {
+      if (typeof msg.url !== 'string' || msg.url === '') return 'load-url: url must be a non-empty string';
+      const e = checkWeights(msg.weights);
+      return e ? `load-url: ${e}` : null;
+    }
+    case ToWorker.LOAD_FILE: {
+      if (!isBlobLike(msg.file)) return 'load-file: file must be a File or Blob';
+      const e = checkWeights(msg.weights);
+      return e ? `load-file: ${e}` : null;
+    }
+    case ToWorker.SET_KERNEL: {
+      const e = checkKernelName(msg.name);
+      return e ? `set-kernel: ${e}` : null;
+    }
     case ToWorker.GENERATE: {
       const e = checkGenerateParams(msg);
       return e ? `generate: ${e}` : null;
@@ -269,6 +338,12 @@ export function parsing(bytes) {
 
 export function loaded(info, metrics) {
   const m = { type: FromWorker.LOADED, info, metrics: stripTokenMs(metrics) };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function kernelSet(info) {
+  const m = { type: FromWorker.KERNEL_SET, info };
   must(validateFromWorker(m));
   return m;
 }
@@ -351,6 +426,9 @@ export function checkMetrics(m) {
     if (!(k in m)) return `metrics.${k} is missing`;
     if (!isFiniteNumber(m[k]) || m[k] < 0) return `metrics.${k} must be a non-negative number, got ${fmtValue(m[k])}`;
   }
+  for (const k of METRIC_NAME_KEYS) {
+    if (typeof m[k] !== 'string' || m[k] === '') return `metrics.${k} must be a non-empty string, got ${fmtValue(m[k])}`;
+  }
   if ('finish_reason' in m && m.finish_reason !== null && !['stop', 'length'].includes(m.finish_reason))
     return `metrics.finish_reason must be "stop", "length" or null, got ${fmtValue(m.finish_reason)}`;
   if ('token_ms' in m && !(Array.isArray(m.token_ms) && m.token_ms.every((x) => isFiniteNumber(x) && x >= 0)))
@@ -367,8 +445,16 @@ export function checkInfo(info) {
   if (typeof info.name !== 'string') return 'info.name must be a string';
   if (typeof info.arch !== 'string') return 'info.arch must be a string';
   if (typeof info.chat_template !== 'boolean') return 'info.chat_template must be a boolean';
+  const w = info.weights;
+  if (!isObject(w) || typeof w.weights !== 'string' || typeof w.embedding !== 'string')
+    return 'info.weights must be {weights, embedding, stored}';
+  if (!Array.isArray(w.stored) || !w.stored.every((s) => isObject(s) && typeof s.format === 'string' && isNonNegInt(s.matrices) && isNonNegInt(s.bytes)))
+    return 'info.weights.stored must be a list of {format, matrices, bytes}';
+  if (!Array.isArray(info.kernels) || info.kernels.length === 0 || !info.kernels.every((k) => typeof k === 'string' && k !== ''))
+    return 'info.kernels must be a non-empty list of names';
+  if (!info.kernels.includes(info.kernel)) return `info.kernel must be one of info.kernels, got ${fmtValue(info.kernel)}`;
   for (const k of INFO_KEYS) {
-    if (['name', 'arch', 'chat_template'].includes(k)) continue;
+    if (['name', 'arch', 'chat_template', 'weights', 'kernel', 'kernels'].includes(k)) continue;
     if (!isNonNegInt(info[k])) return `info.${k} must be a non-negative integer, got ${fmtValue(info[k])}`;
   }
   return null;
@@ -390,6 +476,10 @@ export function validateFromWorker(msg) {
     case FromWorker.LOADED: {
       const e = checkInfo(msg.info) || checkMetrics(msg.metrics);
       return e ? `loaded: ${e}` : null;
+    }
+    case FromWorker.KERNEL_SET: {
+      const e = checkInfo(msg.info);
+      return e ? `kernel-set: ${e}` : null;
     }
     case FromWorker.STARTED:
       return null;
@@ -490,4 +580,19 @@ export function metricCells(m) {
     'metric-prompt-tokens': has('prompt_tokens') && m.prompt_tokens > 0 ? String(m.prompt_tokens) : '',
     'metric-generated-tokens': has('generated_tokens') ? String(m.generated_tokens) : '',
   };
+}
+
+/** "w4g32 · embedding q8_0" for the metrics area ("" when the metrics do not name them). */
+export function formatWeightsUsed(m) {
+  if (!isObject(m) || typeof m.weights !== 'string' || m.weights === '') return '';
+  return typeof m.embedding === 'string' && m.embedding !== '' ? `${m.weights} · embedding ${m.embedding}` : m.weights;
+}
+
+/** The model info's "Stored as" row: "q4_1 × 210 (87.6 MB), q8_0 × 1 (30.1 MB)". */
+export function formatStored(stored) {
+  if (!Array.isArray(stored) || stored.length === 0) return '';
+  return stored
+    .filter((s) => isObject(s) && typeof s.format === 'string')
+    .map((s) => `${s.format} × ${s.matrices} (${formatMB(s.bytes)})`)
+    .join(', ');
 }

@@ -12,6 +12,7 @@ import * as P from './protocol.js';
 
 let wasm = null; // the wasm-bindgen module, once initialised
 let engine = null; // the loaded Engine, if any
+let chosenKernel = null; // the kernel set-kernel last chose; applied again after every load
 let busy = false; // a load or a generation is running
 let stopRequested = false;
 let poisoned = false;
@@ -103,7 +104,7 @@ async function readFile(file) {
   return bytes;
 }
 
-async function load(getBytes) {
+async function load(getBytes, weights) {
   await ready;
   if (!wasm) return;
   if (engine) {
@@ -121,14 +122,38 @@ async function load(getBytes) {
   // Let the page paint "parsing" before the (synchronous) parse.
   await yieldToEventLoop();
   try {
-    engine = wasm.Engine.loadGguf(bytes);
+    engine = wasm.Engine.loadGguf(bytes, weights);
     bytes = null;
+    keepChosenKernel();
     const info = JSON.parse(engine.info());
     const metrics = JSON.parse(engine.metrics());
     post(P.loaded(info, metrics));
   } catch (e) {
     engine = null;
     report(e, 'loading the model');
+  }
+}
+
+/** A fresh engine starts on the fastest kernel; keep the one the user chose, if it exists here. */
+function keepChosenKernel() {
+  if (chosenKernel === null) return;
+  const info = JSON.parse(engine.info());
+  if (info.kernel !== chosenKernel && info.kernels.includes(chosenKernel)) engine.setKernel(chosenKernel);
+}
+
+// ---- kernel ----------------------------------------------------------------------------------
+async function setKernel(name) {
+  await ready;
+  if (!engine) {
+    post(P.error('no model is loaded: load one before choosing a kernel', false));
+    return;
+  }
+  try {
+    engine.setKernel(name);
+    chosenKernel = name;
+    post(P.kernelSet(JSON.parse(engine.info())));
+  } catch (e) {
+    report(e, 'switching the kernel');
   }
 }
 
@@ -255,10 +280,13 @@ self.onmessage = (ev) => {
   let job;
   switch (msg.type) {
     case P.ToWorker.LOAD_URL:
-      job = load(() => fetchModel(msg.url));
+      job = load(() => fetchModel(msg.url), msg.weights);
       break;
     case P.ToWorker.LOAD_FILE:
-      job = load(() => readFile(msg.file));
+      job = load(() => readFile(msg.file), msg.weights);
+      break;
+    case P.ToWorker.SET_KERNEL:
+      job = setKernel(msg.name);
       break;
     case P.ToWorker.GENERATE:
       job = generate(msg);

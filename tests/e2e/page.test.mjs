@@ -227,6 +227,9 @@ test('Stop ends a long generation early', async (t) => {
   );
   assert.equal(await status(page), 'generating…', 'still generating after 3 tokens');
   assert.equal(await page.getByTestId('stop').isEnabled(), true, 'stop is enabled while generating');
+  assert.equal(await page.getByTestId('weights-format').isDisabled(), true, 'the weights picker is disabled while generating');
+  assert.equal(await page.getByTestId('kernel-picker').isDisabled(), true, 'the kernel picker is disabled while generating');
+  assert.equal(await page.getByTestId('load-default').isDisabled(), true, 'load default is disabled while generating');
   await page.getByTestId('stop').click();
   const s = await waitStatus(page, 'done', GEN_TIMEOUT);
   assert.equal(s, 'done');
@@ -236,6 +239,82 @@ test('Stop ends a long generation early', async (t) => {
   assert.equal(await page.getByTestId('stop').isDisabled(), true, 'stop is disabled after stopping');
   assert.equal(await page.getByTestId('generate').isEnabled(), true, 'generate is enabled after stopping');
   t.diagnostic(`stopped after ${generated} tokens`);
+  assert.deepEqual(pageErrors, [], 'no page errors');
+  assert.deepEqual(consoleErrors, [], 'no console errors');
+});
+
+/** Generates `maxTokens` greedy tokens from `prompt` (no chat template); returns the output text. */
+async function generateGreedy(page, prompt, maxTokens) {
+  await setKnobs(page, { prompt, maxTokens, temperature: 0 });
+  await page.getByTestId('chat').setChecked(false);
+  await page.getByTestId('generate').click();
+  const s = await waitStatus(page, 'done', GEN_TIMEOUT);
+  assert.equal(s, 'done', `generation ended with status "${s}"`);
+  return page.getByTestId('output').textContent();
+}
+
+const text = async (page, id) => (await page.getByTestId(id).textContent()).trim();
+
+test('weights format and kernel pickers: w4g32 by default, scalar = simd128 tokens, f32 reloads', async (t) => {
+  const { page, consoleErrors, pageErrors } = await openPage(t);
+  const weights = page.getByTestId('weights-format');
+  const kernel = page.getByTestId('kernel-picker');
+  assert.equal(await weights.inputValue(), 'w4g32', 'w4g32 is the default weight format');
+  assert.equal(await kernel.isDisabled(), true, 'no model: the kernel picker is disabled');
+  // Every control has a label.
+  for (const id of ['weights-format', 'kernel-picker']) {
+    assert.ok((await page.getByTestId(id).evaluate((e) => e.labels.length)) > 0, `${id} has a <label>`);
+  }
+
+  await loadDefault(page);
+  assert.equal(await weights.inputValue(), 'w4g32');
+  assert.equal(await kernel.inputValue(), 'simd128', 'the SIMD build runs the simd128 kernel by default');
+  const kernels = await kernel.evaluate((s) => [...s.options].map((o) => o.value));
+  assert.ok(kernels.includes('scalar') && kernels.includes('simd128'), `kernels offered: ${kernels}`);
+  assert.equal(await text(page, 'metric-kernel'), 'simd128');
+  assert.equal(await text(page, 'metric-weights-format'), 'w4g32 · embedding q8_0');
+  const info = await text(page, 'model-info');
+  assert.match(info, /Stored as/);
+  const w4Bytes = await num(page, 'metric-weights-bytes');
+  assert.ok(w4Bytes > 50e6 && w4Bytes < 150e6, `w4g32 weights of SmolLM2-135M are about 100 MB, got ${w4Bytes}`);
+
+  const prompt = 'The capital of France is';
+  const simd = await generateGreedy(page, prompt, 8);
+  assert.equal(await text(page, 'metric-kernel'), 'simd128');
+  assert.equal(await text(page, 'metric-weights-format'), 'w4g32 · embedding q8_0');
+  const simdDecode = await num(page, 'metric-decode-tps');
+  assert.ok(simd.length > 0, 'simd128 generated text');
+
+  // Switch the kernel: the picker and the model info follow; the next run uses it.
+  await kernel.selectOption('scalar');
+  assert.equal(await waitStatus(page, 'ready', 30_000), 'ready', 'the kernel switch ends ready');
+  assert.equal(await kernel.inputValue(), 'scalar');
+  assert.match(await text(page, 'model-info'), /Kernel\s*scalar/);
+  const scalar = await generateGreedy(page, prompt, 8);
+  assert.equal(await text(page, 'metric-kernel'), 'scalar', 'the run used the scalar kernel');
+  const scalarDecode = await num(page, 'metric-decode-tps');
+  assert.equal(scalar, simd, 'greedy decoding gives the same text on the scalar and simd128 kernels');
+
+  // Switch the weights: the same model is read again and built in f32.
+  await weights.selectOption('f32');
+  assert.equal(await weights.isDisabled(), true, 'the weights picker is disabled while reloading');
+  assert.equal(await waitStatus(page, 'ready', LOAD_TIMEOUT), 'ready', 'the f32 reload ends ready');
+  assert.equal(await weights.inputValue(), 'f32');
+  assert.equal(await text(page, 'metric-weights-format'), 'f32 · embedding f32');
+  const progress = page.getByTestId('load-progress');
+  assert.equal(Number(await progress.evaluate((p) => p.value)), Number(await progress.evaluate((p) => p.max)), 'the reload showed its progress to the end');
+  const f32Bytes = await num(page, 'metric-weights-bytes');
+  assert.ok(f32Bytes > 4 * w4Bytes, `f32 weights are far larger than w4g32: ${f32Bytes} vs ${w4Bytes}`);
+  assert.match(await text(page, 'model-info'), /Stored as\s*f32 ×/);
+  assert.equal(await kernel.inputValue(), 'scalar', 'the chosen kernel is kept across a reload');
+  const f32 = await generateGreedy(page, prompt, 8);
+  assert.ok((await num(page, 'metric-generated-tokens')) >= 1, 'f32 generates');
+  assert.equal(await text(page, 'metric-weights-format'), 'f32 · embedding f32');
+
+  t.diagnostic(
+    `w4g32 ${w4Bytes} B, f32 ${f32Bytes} B; decode simd128 ${simdDecode} tok/s, scalar ${scalarDecode} tok/s; ` +
+      `simd128/scalar ${JSON.stringify(simd)}; f32 ${JSON.stringify(f32)}`,
+  );
   assert.deepEqual(pageErrors, [], 'no page errors');
   assert.deepEqual(consoleErrors, [], 'no console errors');
 });

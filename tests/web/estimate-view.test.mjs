@@ -45,10 +45,22 @@ test('buildDeployment reports syntax errors by name, leaves ranges to the estima
   assert.equal(V.buildDeployment({ context: '1000000000' }).deployment.context, 1e9);
 });
 
-test('comparisonDeployment mirrors the engine: f32 weights and KV, measured tokens', () => {
+test('comparisonDeployment mirrors the engine: its stored weight formats, f32 KV, measured tokens', () => {
+  // An engine that names no formats: f32.
   assert.deepEqual(V.comparisonDeployment({ prompt_tokens: 6, generated_tokens: 16 }), {
-    weights: 'f32', kv: 'f32', unit: 'cpu', policy: 'flat-out', prompt_tokens: 6, gen_tokens: 16, context: 22,
+    weights: 'f32', embedding_weights: 'f32', kv: 'f32', unit: 'cpu', policy: 'flat-out', prompt_tokens: 6, gen_tokens: 16, context: 22,
   });
+  // w4g32 from a Q4_1 file: the linear layers are stored as q4_1, the embedding as q8_0.
+  const m = { prompt_tokens: 6, generated_tokens: 16, weights: 'w4g32', embedding: 'q8_0', kernel: 'simd128' };
+  const stored = [{ format: 'q8_0', matrices: 1, bytes: 30081024 }, { format: 'q4_1', matrices: 210, bytes: 67000000 }];
+  const d = V.comparisonDeployment(m, stored);
+  assert.equal(d.weights, 'q4_1');
+  assert.equal(d.embedding_weights, 'q8_0');
+  assert.equal(d.kv, 'f32');
+  // Without the stored list, the requested format; unknown names fall back.
+  assert.deepEqual(V.engineFormats(m, undefined), { weights: 'w4g32', embedding: 'q8_0' });
+  assert.deepEqual(V.engineFormats({ weights: 'f32', embedding: 'f32' }, [{ format: 'f32', matrices: 211, bytes: 538e6 }]), { weights: 'f32', embedding: 'f32' });
+  assert.deepEqual(V.engineFormats({ weights: 'w9', embedding: 'w9' }, [{ format: 'w9', matrices: 3, bytes: 1 }]), { weights: 'f32', embedding: 'f32' });
   assert.equal(V.comparisonDeployment({ prompt_tokens: 6, generated_tokens: 0 }), null);
   assert.equal(V.comparisonDeployment(null), null);
 });
@@ -136,8 +148,8 @@ test('warningTexts and describeMeasurements', () => {
   assert.deepEqual(V.warningTexts(report()), ['careful']);
   assert.deepEqual(V.warningTexts({}), []);
   assert.equal(
-    V.describeMeasurements({ read_bandwidth_gbs: 21.34, f32_gflops: 6.1, weight_rate_gws: { f32: 2.9 } }),
-    'streaming read 21.3 GB/s · f32 GEMM 6.1 GFLOP/s · f32 GEMV 2.90 G weights/s',
+    V.describeMeasurements({ read_bandwidth_gbs: 21.34, f32_gflops: 6.1, weight_rate_gws: { f32: 2.9, w4g32: 11.25 } }),
+    'streaming read 21.3 GB/s · f32 GEMM 6.1 GFLOP/s · GEMV G weights/s: f32 2.90, w4g32 11.25',
   );
 });
 

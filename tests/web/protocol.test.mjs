@@ -13,6 +13,9 @@ const goodMetrics = () => ({
   prefill_tok_s: 49.9,
   decode_tok_s: 21.3,
   weights_bytes: 538060032,
+  weights: 'w4g32',
+  embedding: 'q8_0',
+  kernel: 'simd128',
   kv_bytes: 506880,
   peak_bytes: 700055552,
   finish_reason: 'length',
@@ -32,6 +35,16 @@ const goodInfo = () => ({
   context_length: 8192,
   params: 134515008,
   weights_bytes: 538060032,
+  weights: {
+    weights: 'w4g32',
+    embedding: 'q8_0',
+    stored: [
+      { format: 'q8_0', matrices: 1, bytes: 30081024 },
+      { format: 'q4_1', matrices: 210, bytes: 67006080 },
+    ],
+  },
+  kernel: 'simd128',
+  kernels: ['scalar', 'portable', 'simd128'],
   chat_template: true,
 });
 
@@ -43,7 +56,8 @@ test('message type constants are distinct and frozen', () => {
   assert.equal(new Set(to).size, to.length);
   assert.equal(new Set(from).size, from.length);
   assert.ok(Object.isFrozen(P.ToWorker) && Object.isFrozen(P.FromWorker));
-  assert.deepEqual(to.sort(), ['estimate', 'generate', 'load-file', 'load-url', 'stop']);
+  assert.deepEqual(to.sort(), ['estimate', 'generate', 'load-file', 'load-url', 'set-kernel', 'stop']);
+  assert.ok(from.includes('kernel-set'));
 });
 
 test('page -> worker constructors build messages the validator accepts', () => {
@@ -60,6 +74,38 @@ test('page -> worker constructors throw on bad input', () => {
   assert.throws(() => P.loadFile('not a file'), TypeError);
   assert.throws(() => P.loadFile(null), TypeError);
   assert.throws(() => P.generate({ ...goodParams(), maxTokens: 0 }), /max tokens/);
+  assert.throws(() => P.loadUrl('models/x.gguf', 'w3'), /weights must be one of/);
+  assert.throws(() => P.loadUrl('models/x.gguf', null), TypeError);
+  assert.throws(() => P.loadFile(fakeBlob(), 'Q4_1'), /weights/);
+  assert.throws(() => P.setKernel(''), TypeError);
+  assert.throws(() => P.setKernel(undefined), TypeError);
+  assert.throws(() => P.setKernel('SIMD 128'), /kernel/);
+});
+
+test('weight formats: w4g32 first (the default), each with a label', () => {
+  assert.equal(P.DEFAULT_WEIGHTS, 'w4g32');
+  assert.equal(P.WEIGHT_FORMATS[0], P.DEFAULT_WEIGHTS);
+  assert.ok(Object.isFrozen(P.WEIGHT_FORMATS));
+  assert.equal(new Set(P.WEIGHT_FORMATS).size, P.WEIGHT_FORMATS.length);
+  for (const f of P.WEIGHT_FORMATS) assert.match(P.WEIGHT_FORMAT_LABELS[f], new RegExp(`^${f}`));
+});
+
+test('load messages carry an optional weight format; set-kernel names a kernel', () => {
+  assert.deepEqual(P.loadUrl('models/x.gguf'), { type: 'load-url', url: 'models/x.gguf' });
+  assert.equal('weights' in P.loadUrl('models/x.gguf', undefined), false);
+  for (const w of P.WEIGHT_FORMATS) {
+    const u = P.loadUrl('models/x.gguf', w);
+    assert.deepEqual(u, { type: 'load-url', url: 'models/x.gguf', weights: w });
+    assert.equal(P.validateToWorker(u), null);
+    const f = P.loadFile(fakeBlob(), w);
+    assert.equal(f.weights, w);
+    assert.equal(P.validateToWorker(f), null);
+  }
+  for (const k of ['simd128', 'scalar', 'portable', 'avx2']) {
+    const m = P.setKernel(k);
+    assert.deepEqual(m, { type: 'set-kernel', name: k });
+    assert.equal(P.validateToWorker(m), null);
+  }
 });
 
 test('validateToWorker rejects malformed messages', () => {
@@ -73,6 +119,18 @@ test('validateToWorker rejects malformed messages', () => {
     { type: 'load-url' },
     { type: 'load-url', url: '' },
     { type: 'load-file', file: {} },
+    { type: 'load-url', url: 'models/x.gguf', weights: 'w3' },
+    { type: 'load-url', url: 'models/x.gguf', weights: null },
+    { type: 'load-url', url: 'models/x.gguf', weights: 32 },
+    { type: 'load-url', url: 'models/x.gguf', weights: 'W4G32' },
+    { type: 'load-file', file: fakeBlob(), weights: 'q4_1' },
+    { type: 'load-file', file: fakeBlob(), weights: '' },
+    { type: 'set-kernel' },
+    { type: 'set-kernel', name: '' },
+    { type: 'set-kernel', name: 7 },
+    { type: 'set-kernel', name: 'simd 128' },
+    { type: 'set-kernel', name: '<img src=x>' },
+    { type: 'set-kernel', name: 'k'.repeat(64) },
     { type: 'generate' },
     { type: 'generate', ...goodParams(), prompt: '' },
     { type: 'generate', ...goodParams(), prompt: '   ' },
@@ -122,6 +180,7 @@ test('worker -> page constructors build valid messages and drop token_ms from me
     P.progress(1024),
     P.parsing(98362432),
     P.loaded(goodInfo(), goodMetrics()),
+    P.kernelSet({ ...goodInfo(), kernel: 'scalar' }),
     P.started(),
     P.piece(' Paris', [45.1], goodMetrics()),
     P.piece('', [], { ...goodMetrics(), finish_reason: null }),
@@ -144,6 +203,9 @@ test('worker -> page constructors throw on bad input', () => {
   assert.throws(() => P.piece(3, [], goodMetrics()), TypeError);
   assert.throws(() => P.done('finished', goodMetrics()), TypeError);
   assert.throws(() => P.loaded({ ...goodInfo(), n_layers: undefined }, goodMetrics()), /n_layers/);
+  assert.throws(() => P.kernelSet(undefined), TypeError);
+  assert.throws(() => P.kernelSet({ ...goodInfo(), kernel: 'avx2' }), /info.kernel/);
+  assert.throws(() => P.loaded(goodInfo(), { ...goodMetrics(), kernel: undefined }), /metrics.kernel/);
 });
 
 test('validateFromWorker rejects malformed messages', () => {
@@ -170,6 +232,18 @@ test('validateFromWorker rejects malformed messages', () => {
     { type: 'piece', text: 'x', tokenMs: [], metrics: { ...m, ttft_ms: NaN } },
     { type: 'piece', text: 'x', tokenMs: [], metrics: { ...m, finish_reason: 'eos' } },
     { type: 'piece', text: 'x', tokenMs: [], metrics: { ...m, token_ms: [1, 'x'] } },
+    { type: 'loaded', info: { ...goodInfo(), weights: undefined }, metrics: m },
+    { type: 'loaded', info: { ...goodInfo(), weights: { weights: 'w4g32', embedding: 'q8_0' } }, metrics: m },
+    { type: 'loaded', info: { ...goodInfo(), weights: { weights: 'w4g32', embedding: 'q8_0', stored: [{ format: 'q4_1', matrices: -1, bytes: 5 }] } }, metrics: m },
+    { type: 'loaded', info: { ...goodInfo(), kernels: [] }, metrics: m },
+    { type: 'loaded', info: { ...goodInfo(), kernels: 'simd128' }, metrics: m },
+    { type: 'loaded', info: { ...goodInfo(), kernel: 'avx2' }, metrics: m },
+    { type: 'loaded', info: goodInfo(), metrics: { ...m, weights: undefined } },
+    { type: 'loaded', info: goodInfo(), metrics: { ...m, embedding: '' } },
+    { type: 'loaded', info: goodInfo(), metrics: { ...m, kernel: 3 } },
+    { type: 'kernel-set' },
+    { type: 'kernel-set', info: { ...goodInfo(), kernel: undefined } },
+    { type: 'kernel-set', info: { ...goodInfo(), kernels: [1] } },
     { type: 'done', reason: 'stop' },
     { type: 'done', reason: 'eos', metrics: m },
     { type: 'error' },
@@ -247,4 +321,16 @@ test('metricCells leaves unmeasured values empty', () => {
   assert.equal(one['metric-decode-tps'], '');
   // Nothing at all.
   for (const v of Object.values(P.metricCells(undefined))) assert.equal(v, '');
+});
+
+test('weights and stored formats for the metrics area and the model info', () => {
+  assert.equal(P.formatWeightsUsed(goodMetrics()), 'w4g32 · embedding q8_0');
+  assert.equal(P.formatWeightsUsed({ weights: 'f32', embedding: 'f32' }), 'f32 · embedding f32');
+  assert.equal(P.formatWeightsUsed({ weights: 'f16' }), 'f16');
+  assert.equal(P.formatWeightsUsed({}), '');
+  assert.equal(P.formatWeightsUsed(null), '');
+  assert.equal(P.formatStored(goodInfo().weights.stored), 'q8_0 × 1 (30.1 MB), q4_1 × 210 (67.0 MB)');
+  assert.equal(P.formatStored([{ format: 'f32', matrices: 211, bytes: 538060032 }]), 'f32 × 211 (538 MB)');
+  assert.equal(P.formatStored([]), '');
+  assert.equal(P.formatStored(undefined), '');
 });

@@ -1,0 +1,32 @@
+// Checks protocol.js's static list of weight formats against the built wasm's `weightFormats()`.
+//
+// The page keeps the list in protocol.js (so the picker is filled and a load request validated
+// before the wasm has compiled); this test is what keeps it equal to the engine's list. It needs
+// the built site (`cargo xtask build`, which `cargo xtask test` runs before the page's tests):
+// $EDGEFIT_BUILD_DIR/site/pkg (default build/site/pkg). Run by hand without a build, it is
+// skipped with a note; under `cargo xtask test` (EDGEFIT_URL set) a missing build fails.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import * as P from '../../web/protocol.js';
+
+const PKG = path.resolve(process.env.EDGEFIT_BUILD_DIR || 'build', 'site', 'pkg');
+const JS = path.join(PKG, 'edgefit_wasm.js');
+const WASM = path.join(PKG, 'edgefit_wasm_bg.wasm');
+const built = existsSync(JS) && existsSync(WASM);
+const required = Boolean(process.env.EDGEFIT_URL);
+
+test(
+  'protocol.js WEIGHT_FORMATS equals the wasm weightFormats(), default first',
+  { skip: !built && !required ? `no built site at ${PKG}: run \`cargo xtask build\` first` : false },
+  async () => {
+    assert.ok(built, `the built wasm is missing at ${PKG}: \`cargo xtask build\` makes it`);
+    const mod = await import(pathToFileURL(JS).href);
+    mod.initSync({ module: readFileSync(WASM) });
+    const fromWasm = JSON.parse(mod.weightFormats());
+    assert.deepEqual([...P.WEIGHT_FORMATS], fromWasm, 'web/protocol.js WEIGHT_FORMATS must list the wasm weightFormats() in order');
+    assert.equal(P.DEFAULT_WEIGHTS, fromWasm[0]);
+  },
+);
