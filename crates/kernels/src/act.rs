@@ -57,13 +57,13 @@ impl ActQ16 {
         }
         for (r, row) in x.chunks_exact(cols).enumerate() {
             for (b, chunk) in row.chunks(BLOCK).enumerate() {
-                let amax = chunk.iter().fold(0.0f32, |m, v| {
-                    if v.is_finite() {
-                        m.max(v.abs())
-                    } else {
-                        f32::NAN
-                    }
-                });
+                // A NaN or infinity anywhere in the block poisons it (`f32::max` would drop a
+                // NaN seen before a finite value, so test finiteness separately).
+                let amax = if chunk.iter().all(|v| v.is_finite()) {
+                    chunk.iter().fold(0.0f32, |m, v| m.max(v.abs()))
+                } else {
+                    f32::NAN
+                };
                 let i = r * blocks + b;
                 if amax.is_nan() {
                     self.scales[i] = f32::NAN;

@@ -11,7 +11,8 @@ pub fn dot(kernel: Kernel, a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len(), "dot: length mismatch");
     match kernel {
         Kernel::Scalar => dot_scalar(a, b),
-        Kernel::Portable | Kernel::Simd128 | Kernel::Avx2 => dot_unrolled(a, b),
+        Kernel::Portable => dot_unrolled(a, b),
+        Kernel::Simd128 | Kernel::Avx2 => crate::arch::dot_f32(kernel, a, b),
     }
 }
 
@@ -26,7 +27,7 @@ fn dot_scalar(a: &[f32], b: &[f32]) -> f32 {
 const LANES: usize = 8;
 
 #[inline]
-fn dot_unrolled(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn dot_unrolled(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; LANES];
     let chunks = a.len() / LANES;
     let (a_body, a_tail) = a.split_at(chunks * LANES);

@@ -16,6 +16,7 @@
 //! run along `k` too.
 
 pub mod act;
+mod arch;
 pub mod error;
 pub mod f32_ops;
 pub mod matrix;
@@ -53,8 +54,8 @@ pub enum Kernel {
     Portable,
     /// Hand-written `core::arch::wasm32` SIMD128 (wasm builds with `+simd128` only).
     Simd128,
-    /// Hand-written x86_64 AVX2 + FMA (native builds on CPUs that have them, detected at run
-    /// time).
+    /// Hand-written x86_64 AVX2 + FMA + F16C (native builds on CPUs that have them, detected at
+    /// run time).
     Avx2,
 }
 
@@ -123,7 +124,10 @@ impl Kernel {
 
 #[cfg(target_arch = "x86_64")]
 fn avx2_detected() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    // F16C (fp16 scale conversion) ships on every AVX2 CPU but is a separate flag.
+    std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("fma")
+        && std::arch::is_x86_feature_detected!("f16c")
 }
 
 #[cfg(not(target_arch = "x86_64"))]

@@ -2,7 +2,7 @@
 
 use crate::act::ActQ16;
 use crate::quant::{F16Matrix, Q8Matrix, W4Matrix};
-use crate::{f32_ops, Kernel};
+use crate::{arch, f32_ops, Kernel};
 
 /// A `rows × cols` weight matrix (rows = output features) in one of the formats.
 #[derive(Debug, Clone)]
@@ -108,14 +108,14 @@ impl Matrix {
             Matrix::F32 { data, rows, cols } => {
                 f32_ops::matmul_t(kernel, x, m, *cols, data, *rows, out)
             }
-            Matrix::F16(w) => w.matmul_scalar(x, m, out),
+            Matrix::F16(w) => arch::f16_matmul(kernel, w, x, m, out),
             Matrix::W4(w) => {
                 debug_assert_eq!(xq.rows(), m);
-                w.matmul_scalar(xq, out)
+                arch::w4_matmul(kernel, w, xq, out)
             }
             Matrix::Q8(w) => {
                 debug_assert_eq!(xq.rows(), m);
-                w.matmul_scalar(xq, out)
+                arch::q8_matmul(kernel, w, xq, out)
             }
         }
     }

@@ -18,12 +18,25 @@
 //! v128 load -> (v & 0x0F) = q0..q15 in lanes 0..15, (v >> 4) = q16..q31 in lanes 0..15
 //!
 //! row r:  [block 0][block 1] ... [block B-1]          B = rows' padded cols / 32
-//! scales: [fp16 s(r, g)] for each row r, group g      row-major, one per group of G
-//! mins:   [fp16 m(r, g)] (asymmetric only)            row-major, one per group of G
+//! scales: one fp16 s(r, g) per row r and group g, in tiles of 4 rows (below)
+//! mins:   one fp16 m(r, g) per row and group (asymmetric only), same tiling as the scales
+//! ```
+//!
+//! Scales (and minimums) are stored in tiles of [`ROW_TILE`] = 4 rows, group-major inside a
+//! tile, so the 4 scales a SIMD kernel needs for 4 output rows at one group are 8 contiguous
+//! bytes (one load and one vector fp16→f32 conversion instead of 4 scalar ones). The last tile
+//! holds the `rows mod 4` leftover rows with that width, so nothing is padded and the byte count
+//! is unchanged:
+//!
+//! ```text
+//! rows 0..4, G groups per row:  s(0,0) s(1,0) s(2,0) s(3,0) | s(0,1) s(1,1) s(2,1) s(3,1) | ...
+//! rows 4..8:                    s(4,0) s(5,0) s(6,0) s(7,0) | s(4,1) ...
+//! last tile, rows 8..10:        s(8,0) s(9,0) | s(8,1) s(9,1) | ...
+//! index(r, g) = 4⌊r/4⌋·G + g·width + r mod 4,   width = min(4, rows − 4⌊r/4⌋)
 //! ```
 //!
 //! This is ggml's `block_q4_0` / `block_q4_1` nibble order, so GGUF Q4_0 and Q4_1 tensors load by
-//! copying their nibbles and scales, without re-rounding: Q4_0 is the symmetric kind with
+//! copying their nibbles and scales (reordered into row tiles), without re-rounding: Q4_0 is the symmetric kind with
 //! `G = 32`, Q4_1 the asymmetric one. Scales live apart from the nibbles so the nibble stream is
 //! dense and 16-byte aligned within a row.
 //!
@@ -37,7 +50,8 @@
 //!
 //! # The int8 layout ([`Q8Matrix`])
 //! Rows padded to blocks of 32; `w = q · s` with one fp16 scale per block: ggml's Q8_0 values, so
-//! a GGUF Q8_0 tensor (the default model's embedding) loads without re-rounding.
+//! a GGUF Q8_0 tensor (the default model's embedding) loads without re-rounding. The values are
+//! row-major (32 bytes per block); the scales use the same 4-row tiles as the w4 scales.
 //!
 //! # Reference kernels
 //! `y[t][r] = Σ_b sx[t][b] · (s[r][g(b)] · Σ_j wq[r][b][j] · xq[t][b][j] + m[r][g(b)] · Σ_j
@@ -104,6 +118,29 @@ fn check_scales(what: &'static str, s: &[f16]) -> Result<()> {
         }),
         None => Ok(()),
     }
+}
+
+/// Rows whose scales are stored together, group-major (see the module docs).
+pub(crate) const ROW_TILE: usize = 4;
+
+/// Where the scale of row `r`, group `g` lives in a matrix of `rows` rows with `groups` groups
+/// per row (the 4-row tiling in the module docs).
+#[inline]
+pub(crate) fn scale_index(rows: usize, groups: usize, r: usize, g: usize) -> usize {
+    let base = r / ROW_TILE * ROW_TILE;
+    let width = (rows - base).min(ROW_TILE);
+    base * groups + g * width + (r - base)
+}
+
+/// Reorders row-major per-group values (`rows × groups`) into the 4-row tiling.
+fn tile_rows(v: &[f16], rows: usize, groups: usize) -> Vec<f16> {
+    let mut out = vec![f16::ZERO; v.len()];
+    for r in 0..rows {
+        for g in 0..groups {
+            out[scale_index(rows, groups, r, g)] = v[r * groups + g];
+        }
+    }
+    out
 }
 
 impl W4Matrix {
@@ -179,7 +216,7 @@ impl W4Matrix {
                                 *d = ((v / sf).round() + 8.0).clamp(0.0, 15.0) as u8;
                             }
                         }
-                        m.scales[r * groups + g] = s;
+                        m.scales[scale_index(rows, groups, r, g)] = s;
                     }
                     W4Kind::Asymmetric => {
                         let lo = vals.iter().copied().fold(f32::INFINITY, f32::min);
@@ -194,8 +231,9 @@ impl W4Matrix {
                                 ((v - mf) / sf).round().clamp(0.0, 15.0) as u8
                             };
                         }
-                        m.scales[r * groups + g] = s;
-                        m.mins[r * groups + g] = mn;
+                        let at = scale_index(rows, groups, r, g);
+                        m.scales[at] = s;
+                        m.mins[at] = mn;
                     }
                 }
                 for (bi, qb) in q.chunks_exact(BLOCK).enumerate() {
@@ -206,6 +244,8 @@ impl W4Matrix {
                 }
             }
         }
+        check_scales("w4 scales (weights beyond f16 range)", &m.scales)?;
+        check_scales("w4 minimums (weights beyond f16 range)", &m.mins)?;
         Ok(m)
     }
 
@@ -227,7 +267,7 @@ impl W4Matrix {
             W4Kind::Asymmetric => ("q4_1", 4),
         };
         check_dims(format, rows, cols)?;
-        if cols % BLOCK != 0 {
+        if !cols.is_multiple_of(BLOCK) {
             return Err(KernelError::Shape {
                 what: format,
                 detail: format!("{cols} columns is not a multiple of 32"),
@@ -270,8 +310,8 @@ impl W4Matrix {
             group: BLOCK,
             kind,
             packed,
-            scales,
-            mins,
+            scales: tile_rows(&scales, rows, blocks),
+            mins: tile_rows(&mins, rows, if head == 4 { blocks } else { 0 }),
         })
     }
 
@@ -327,7 +367,7 @@ impl W4Matrix {
             let j = c % BLOCK;
             let byte = self.packed[(r * bpr + b) * 16 + j % 16];
             let q = if j < 16 { byte & 0x0F } else { byte >> 4 };
-            let g = r * gpr + c / self.group;
+            let g = scale_index(self.rows, gpr, r, c / self.group);
             let s = self.scales[g].to_f32();
             *o = match self.kind {
                 W4Kind::Symmetric => (f32::from(q) - 8.0) * s,
@@ -368,7 +408,7 @@ impl W4Matrix {
                         };
                         isum += lo * i32::from(xq[j]) + hi * i32::from(xq[j + 16]);
                     }
-                    let g = r * gpr + b / per_group;
+                    let g = scale_index(self.rows, gpr, r, b / per_group);
                     let sx = x.scales[t * xb + b];
                     let mut term = self.scales[g].to_f32() * isum as f32;
                     if self.kind == W4Kind::Asymmetric {
@@ -435,7 +475,7 @@ impl Q8Matrix {
                 let amax = chunk.iter().fold(0.0f32, |m, v| m.max(v.abs()));
                 let s = f16::from_f32(amax / 127.0);
                 let sf = s.to_f32();
-                scales[r * blocks + b] = s;
+                scales[scale_index(rows, blocks, r, b)] = s;
                 if sf == 0.0 {
                     continue;
                 }
@@ -445,6 +485,7 @@ impl Q8Matrix {
                 }
             }
         }
+        check_scales("int8 scales (weights beyond f16 range)", &scales)?;
         Ok(Q8Matrix {
             rows,
             cols,
@@ -457,7 +498,7 @@ impl Q8Matrix {
     /// `cols` must be a multiple of 32.
     pub fn from_q8_0(data: &[u8], rows: usize, cols: usize) -> Result<Q8Matrix> {
         check_dims("q8_0", rows, cols)?;
-        if cols % BLOCK != 0 {
+        if !cols.is_multiple_of(BLOCK) {
             return Err(KernelError::Shape {
                 what: "q8_0",
                 detail: format!("{cols} columns is not a multiple of 32"),
@@ -486,6 +527,7 @@ impl Q8Matrix {
             values.extend(blk[2..].iter().map(|&b| b as i8));
         }
         check_scales("int8 scales", &scales)?;
+        let scales = tile_rows(&scales, rows, cols / BLOCK);
         Ok(Q8Matrix {
             rows,
             cols,
@@ -516,7 +558,7 @@ impl Q8Matrix {
     pub fn dequantize_row(&self, r: usize, out: &mut [f32]) {
         let bpr = self.blocks_per_row();
         for (c, o) in out.iter_mut().enumerate().take(self.cols) {
-            let s = self.scales[r * bpr + c / BLOCK].to_f32();
+            let s = self.scales[scale_index(self.rows, bpr, r, c / BLOCK)].to_f32();
             *o = f32::from(self.values[r * bpr * BLOCK + c]) * s;
         }
     }
@@ -545,8 +587,8 @@ impl Q8Matrix {
                         .zip(xq)
                         .map(|(a, b)| i32::from(*a) * i32::from(*b))
                         .sum();
-                    acc +=
-                        x.scales[t * bpr + b] * (self.scales[r * bpr + b].to_f32() * isum as f32);
+                    let s = self.scales[scale_index(self.rows, bpr, r, b)].to_f32();
+                    acc += x.scales[t * bpr + b] * (s * isum as f32);
                 }
                 out[t * self.rows + r] = acc;
             }

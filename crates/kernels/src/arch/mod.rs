@@ -1,0 +1,118 @@
+//! Kernel dispatch: the one place that picks an implementation for a [`Kernel`] and the only
+//! place with a `cfg(target_arch)`. Each ISA lives in its own module:
+//!
+//! - [`portable`]: plain Rust that the compiler vectorises; runs on every target.
+//! - `simd128`: `core::arch::wasm32` SIMD128 (compiled only for wasm32 with `+simd128`).
+//! - `x86`: AVX2 + FMA + F16C (x86_64 only; called only after run-time detection).
+//!
+//! The integer kernels (w4, int8) all compute the same exact i32 sums per block of 32 as the
+//! scalar reference ([`crate::quant`]), so they differ from it only by f32 rounding of the
+//! per-block terms. All of them reorder the int16 activations once per call into the order the
+//! unpacked weights come out in (see each module), which costs O(m·k) against O(m·n·k) work.
+
+pub(crate) mod portable;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub(crate) mod simd128;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86;
+
+#[cfg(test)]
+mod tests;
+
+use half::f16;
+
+use crate::act::ActQ16;
+use crate::quant::{check_product, F16Matrix, Q8Matrix, W4Matrix, ROW_TILE};
+use crate::Kernel;
+
+/// `out[t][r] = x[t] · w[r]` for a w4 matrix (see [`W4Matrix::matmul_scalar`]).
+pub(crate) fn w4_matmul(kernel: Kernel, w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
+    check_product("w4", w.rows(), w.cols(), x, out);
+    match kernel.resolve() {
+        Kernel::Scalar => w.matmul_scalar(x, out),
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::w4_matmul(w, x, out),
+        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { x86::w4_matmul(w, x, out) },
+        _ => portable::w4_matmul(w, x, out),
+    }
+}
+
+/// `out[t][r] = x[t] · w[r]` for an int8 matrix (see [`Q8Matrix::matmul_scalar`]).
+pub(crate) fn q8_matmul(kernel: Kernel, w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
+    check_product("int8", w.rows(), w.cols(), x, out);
+    match kernel.resolve() {
+        Kernel::Scalar => w.matmul_scalar(x, out),
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::q8_matmul(w, x, out),
+        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { x86::q8_matmul(w, x, out) },
+        _ => portable::q8_matmul(w, x, out),
+    }
+}
+
+/// `out[t][r] = x[t] · w[r]` for an f16 matrix and f32 activations (`m × cols`).
+pub(crate) fn f16_matmul(kernel: Kernel, w: &F16Matrix, x: &[f32], m: usize, out: &mut [f32]) {
+    assert_eq!(x.len(), m * w.cols(), "f16: x has the wrong length");
+    assert_eq!(out.len(), m * w.rows(), "f16: out has the wrong length");
+    match kernel.resolve() {
+        Kernel::Scalar => w.matmul_scalar(x, m, out),
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::f16_matmul(w, x, m, out),
+        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { x86::f16_matmul(w, x, m, out) },
+        _ => portable::f16_matmul(w, x, m, out),
+    }
+}
+
+/// f32 dot product of equal-length slices with a non-scalar kernel.
+#[inline]
+pub(crate) fn dot_f32(kernel: Kernel, a: &[f32], b: &[f32]) -> f32 {
+    match kernel {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::dot(a, b),
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 if Kernel::Avx2.is_available() => {
+            // SAFETY: AVX2, FMA and F16C were detected on this CPU just above.
+            unsafe { x86::dot(a, b) }
+        }
+        _ => portable::dot(a, b),
+    }
+}
+
+/// The fp16 values (scales or minimums) of the 4-row tile starting at row `r0`, laid out
+/// `[group][4]`: a slice of the matrix for a full tile, else a copy with zeros for the missing
+/// rows (only the last tile of a matrix whose row count is not a multiple of 4).
+pub(crate) fn tile_values(
+    v: &[f16],
+    rows: usize,
+    groups: usize,
+    r0: usize,
+) -> std::borrow::Cow<'_, [f16]> {
+    if v.is_empty() {
+        return std::borrow::Cow::Borrowed(v);
+    }
+    let width = (rows - r0).min(ROW_TILE);
+    let tile = &v[r0 * groups..(r0 + width) * groups];
+    if width == ROW_TILE {
+        return std::borrow::Cow::Borrowed(tile);
+    }
+    let mut out = vec![f16::ZERO; groups * ROW_TILE];
+    for g in 0..groups {
+        out[g * ROW_TILE..g * ROW_TILE + width].copy_from_slice(&tile[g * width..(g + 1) * width]);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// fp16 bits to f32 for finite values, branch-free (the formats reject non-finite scales and
+/// weights): move the half into the top of a word, shift the exponent and mantissa into f32
+/// position, drop the sign copies, then rescale the exponent bias by 2¹¹² (which also turns
+/// f16 subnormals into the right f32 normals). Exact for every finite f16.
+#[inline(always)]
+pub(crate) fn f16_bits_to_f32(h: u16) -> f32 {
+    let w = (i32::from(h as i16) << 16) >> 3;
+    f32::from_bits(w as u32 & 0x8FFF_E000) * f32::from_bits(0x7780_0000)
+}

@@ -1,0 +1,451 @@
+//! x86_64 kernels on AVX2 + FMA + F16C. Every function here is `unsafe` with
+//! `#[target_feature]` and is called only after run-time detection ([`crate::Kernel::Avx2`]).
+//!
+//! # w4 and int8: int16 activations, `vpmaddwd`, 4 rows per pass
+//! The activations are reordered once per call so they line up with the weights as they come
+//! out of the cheapest unpacking (16-bit shifts and masks, no byte shuffles). For w4 one 32-byte
+//! load holds blocks `b` and `b+1` of one row; viewed as 16-bit lanes, `v & 0xF`, `(v>>8) & 0xF`,
+//! `(v>>4) & 0xF` and `v>>12` are the weights at even positions 0..14, odd positions 1..15, even
+//! 16..30 and odd 17..31 of each block. For int8 one 32-byte load is one block, and the even and
+//! odd bytes sign-extend with `(v<<8)>>8` and `v>>8`. `vpmaddwd` against the matching
+//! activations then gives partial i32 sums, 4 rows are reduced together with `vphaddd` into
+//! `[block b: rows 0..4 | block b+1: rows 0..4]`, which lines up exactly with the 8 fp16 scales
+//! of the 4-row tile ([`crate::quant`]'s layout), converted by one `vcvtph2ps`. The symmetric
+//! w4 offset (`q − 8`) is taken out of the integer sum as `8 · Σ xq` per block.
+//!
+//! Prefill (`m > 1`) runs every token through a 4-row tile before moving on, so each tile's
+//! weights (4 rows · k/2 bytes) come from memory once and from L1 for the other tokens.
+
+use core::arch::x86_64::*;
+
+use half::f16;
+
+use crate::act::{ActQ16, BLOCK};
+use crate::arch::tile_values;
+use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix, ROW_TILE};
+
+/// How the int16 activations are ordered within a pair of blocks `b`, `b+1` (64 values).
+#[derive(Clone, Copy, PartialEq)]
+enum Order {
+    /// `[A_b A_b1 | B_b B_b1 | C_b C_b1 | D_b D_b1]` with `A` = positions 0,2..14, `B` =
+    /// 1,3..15, `C` = 16,18..30, `D` = 17,19..31 (8 values each): the w4 unpack order.
+    W4,
+    /// `[A_b C_b | B_b D_b | A_b1 C_b1 | B_b1 D_b1]`: the int8 even/odd order.
+    Q8,
+}
+
+/// Activations of every token, reordered, with per-block factors expanded to
+/// `[block b ×4 | block b+1 ×4]` so they line up with the reduced sums.
+struct Prep {
+    pairs: usize,
+    /// `m × pairs × 64`.
+    q: Vec<i16>,
+    /// `m × pairs × 8`: activation scales.
+    sx: Vec<f32>,
+    /// `m × pairs × 8`: `8 · Σ xq` (the symmetric w4 offset).
+    corr: Vec<i32>,
+    /// `m × pairs × 8`: `sx · Σ xq` (for the asymmetric minimum).
+    xs: Vec<f32>,
+}
+
+impl Prep {
+    fn new(x: &ActQ16, order: Order) -> Prep {
+        let (m, xb) = (x.rows(), x.blocks());
+        let pairs = xb.div_ceil(2);
+        let mut p = Prep {
+            pairs,
+            q: vec![0; m * pairs * 64],
+            sx: vec![0.0; m * pairs * 8],
+            corr: vec![0; m * pairs * 8],
+            xs: vec![0.0; m * pairs * 8],
+        };
+        for t in 0..m {
+            for b in 0..xb {
+                let (pair, h) = (t * pairs + b / 2, b % 2);
+                let xq = &x.q[(t * xb + b) * BLOCK..(t * xb + b + 1) * BLOCK];
+                let dst = &mut p.q[pair * 64..(pair + 1) * 64];
+                // Starting offsets of A, B, C, D for this block.
+                let at = match order {
+                    Order::W4 => [8 * h, 16 + 8 * h, 32 + 8 * h, 48 + 8 * h],
+                    Order::Q8 => [32 * h, 32 * h + 16, 32 * h + 8, 32 * h + 24],
+                };
+                for j in 0..8 {
+                    dst[at[0] + j] = xq[2 * j];
+                    dst[at[1] + j] = xq[2 * j + 1];
+                    dst[at[2] + j] = xq[16 + 2 * j];
+                    dst[at[3] + j] = xq[17 + 2 * j];
+                }
+                let (sx, sum) = (x.scales[t * xb + b], x.sums[t * xb + b]);
+                for l in 0..4 {
+                    let i = pair * 8 + 4 * h + l;
+                    p.sx[i] = sx;
+                    p.corr[i] = 8 * sum;
+                    p.xs[i] = sx * sum as f32;
+                }
+            }
+        }
+        p
+    }
+}
+
+/// Horizontal sum of the two 4-lane halves: `lo + hi`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn fold(v: __m256) -> __m128 {
+    _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v))
+}
+
+/// The 8 f32 factors `[block 2p: rows 0..4 | block 2p+1: rows 0..4]` from a `[group][4]` tile
+/// of fp16 values; `PG` blocks per group. With `half`, only block `2p` exists: the upper
+/// lanes are zero and nothing past the tile is read.
+///
+/// # Safety
+/// `tile` must hold the groups of blocks `2p` (and `2p+1` unless `half`).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn tile_factors<const PG: usize, const HALF: bool>(tile: *const f16, p: usize) -> __m256 {
+    // SAFETY (all loads): the caller guarantees the groups read here are inside `tile`.
+    unsafe {
+        if PG == 1 && !HALF {
+            _mm256_cvtph_ps(_mm_loadu_si128(tile.add(p * 8) as *const __m128i))
+        } else {
+            let g = 2 * p / PG;
+            let s = _mm_cvtph_ps(_mm_loadl_epi64(tile.add(g * 4) as *const __m128i));
+            if HALF {
+                _mm256_zextps128_ps256(s)
+            } else {
+                _mm256_set_m128(s, s)
+            }
+        }
+    }
+}
+
+/// Partial i32 sums of one row's blocks `2p`, `2p+1` (or only `2p` with `half`) against the
+/// reordered activations `xv`: lanes 0..4 belong to block `2p`, lanes 4..8 to `2p+1`.
+///
+/// # Safety
+/// `row` must be valid for 32 bytes (16 with `half`) from `p · 32`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn w4_row<const HALF: bool>(row: *const u8, p: usize, xv: &[__m256i; 4]) -> __m256i {
+    // SAFETY: the caller guarantees the bytes read here are inside the row.
+    let v = unsafe {
+        if HALF {
+            _mm256_zextsi128_si256(_mm_loadu_si128(row.add(p * 32) as *const __m128i))
+        } else {
+            _mm256_loadu_si256(row.add(p * 32) as *const __m256i)
+        }
+    };
+    let m = _mm256_set1_epi16(0x0F);
+    let a = _mm256_and_si256(v, m);
+    let b = _mm256_and_si256(_mm256_srli_epi16::<8>(v), m);
+    let c = _mm256_and_si256(_mm256_srli_epi16::<4>(v), m);
+    let d = _mm256_srli_epi16::<12>(v);
+    _mm256_add_epi32(
+        _mm256_add_epi32(_mm256_madd_epi16(a, xv[0]), _mm256_madd_epi16(b, xv[1])),
+        _mm256_add_epi32(_mm256_madd_epi16(c, xv[2]), _mm256_madd_epi16(d, xv[3])),
+    )
+}
+
+/// Reduces the per-row partial sums `[block b: 4 lanes | block b+1: 4 lanes]` of 4 rows to
+/// `[block b: rows 0..4 | block b+1: rows 0..4]`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn reduce4(d: [__m256i; 4]) -> __m256i {
+    _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]))
+}
+
+/// One step of a w4 tile: blocks `2p` (and `2p+1` unless `HALF`) of 4 rows against token
+/// pair `at` of `xp`, accumulated into `acc` as `[block 2p: rows | block 2p+1: rows]`.
+///
+/// # Safety
+/// As [`w4_tile`], for pair `p`.
+#[inline(always)]
+unsafe fn w4_step<const SYM: bool, const PG: usize, const HALF: bool>(
+    rows: &[*const u8; 4],
+    [sc, mn]: [*const f16; 2],
+    xp: &Prep,
+    pair: usize,
+    p: usize,
+    row_bytes: usize,
+    acc: __m256,
+) -> __m256 {
+    // SAFETY: the caller guarantees `pair` is a pair of `xp` and that the rows and tiles hold
+    // blocks `2p` (and `2p+1` unless `HALF`); the CPU features are the caller's contract.
+    unsafe {
+        let xq = xp.q.as_ptr().add(pair * 64) as *const __m256i;
+        let xv = [
+            _mm256_loadu_si256(xq),
+            _mm256_loadu_si256(xq.add(1)),
+            _mm256_loadu_si256(xq.add(2)),
+            _mm256_loadu_si256(xq.add(3)),
+        ];
+        if !HALF {
+            // The next tile's rows follow this tile's 4 rows in memory: fetch its 128 bytes
+            // per pair ahead (short rows defeat the hardware prefetcher). Prefetches past the
+            // end of the matrix are harmless hints.
+            let next = rows[0].wrapping_add(4 * row_bytes + p * 128) as *const i8;
+            _mm_prefetch::<_MM_HINT_T0>(next);
+            _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(64));
+        }
+        let d = [
+            w4_row::<HALF>(rows[0], p, &xv),
+            w4_row::<HALF>(rows[1], p, &xv),
+            w4_row::<HALF>(rows[2], p, &xv),
+            w4_row::<HALF>(rows[3], p, &xv),
+        ];
+        let mut h = reduce4(d);
+        let at = pair * 8;
+        if SYM {
+            h = _mm256_sub_epi32(
+                h,
+                _mm256_loadu_si256(xp.corr.as_ptr().add(at) as *const __m256i),
+            );
+        }
+        let f = _mm256_cvtepi32_ps(h);
+        let s = tile_factors::<PG, HALF>(sc, p);
+        let sx = _mm256_loadu_ps(xp.sx.as_ptr().add(at));
+        let mut acc = _mm256_fmadd_ps(f, _mm256_mul_ps(s, sx), acc);
+        if !SYM {
+            let m = tile_factors::<PG, HALF>(mn, p);
+            acc = _mm256_fmadd_ps(m, _mm256_loadu_ps(xp.xs.as_ptr().add(at)), acc);
+        }
+        acc
+    }
+}
+
+/// One 4-row tile of a w4 matrix against token `t`: returns the 4 outputs.
+///
+/// # Safety
+/// `rows[i]` must each point at a whole packed row; `sc` (and `mn` unless `SYM`) at the
+/// tile's `[group][4]` values; `t` must be a token of `xp`; `xb` the activation blocks.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn w4_tile<const SYM: bool, const PG: usize>(
+    rows: [*const u8; 4],
+    sc: *const f16,
+    mn: *const f16,
+    xp: &Prep,
+    t: usize,
+    xb: usize,
+    row_bytes: usize,
+) -> __m128 {
+    let mut acc = _mm256_setzero_ps();
+    let base = t * xp.pairs;
+    // SAFETY: pairs below `xb / 2` are whole; a last odd block is read as a half pair.
+    unsafe {
+        for p in 0..xb / 2 {
+            acc = w4_step::<SYM, PG, false>(&rows, [sc, mn], xp, base + p, p, row_bytes, acc);
+        }
+        if xb % 2 == 1 {
+            let p = xb / 2;
+            acc = w4_step::<SYM, PG, true>(&rows, [sc, mn], xp, base + p, p, row_bytes, acc);
+        }
+    }
+    fold(acc)
+}
+
+/// Runs `tile(rows, r0, t)` for every 4-row tile and token and scatters the 4 results into
+/// `out` (`m × n`). A last partial tile repeats its last row (results dropped).
+fn for_each_tile(
+    n: usize,
+    m: usize,
+    row_bytes: usize,
+    data: *const u8,
+    out: &mut [f32],
+    mut tile: impl FnMut([*const u8; 4], usize, usize) -> __m128,
+) {
+    for r0 in (0..n).step_by(ROW_TILE) {
+        let width = (n - r0).min(ROW_TILE);
+        // SAFETY: every index is clamped to a row below `n`, and `data` holds `n` rows.
+        let rows: [*const u8; 4] =
+            core::array::from_fn(|i| unsafe { data.add((r0 + i.min(width - 1)) * row_bytes) });
+        for t in 0..m {
+            let mut v = [0.0f32; 4];
+            // SAFETY: `v` has room for 4 floats; `_mm_storeu_ps` needs no alignment.
+            unsafe { _mm_storeu_ps(v.as_mut_ptr(), tile(rows, r0, t)) };
+            out[t * n + r0..t * n + r0 + width].copy_from_slice(&v[..width]);
+        }
+    }
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C. Shapes are checked by the caller.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn w4_matmul(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
+    let (n, m, xb) = (w.rows(), x.rows(), x.blocks());
+    let gpr = w.groups_per_row();
+    let xp = Prep::new(x, Order::W4);
+    let row_bytes = w.blocks_per_row() * 16;
+    let sym = w.kind() == W4Kind::Symmetric;
+    for_each_tile(n, m, row_bytes, w.packed.as_ptr(), out, |rows, r0, t| {
+        let sc = tile_values(&w.scales, n, gpr, r0);
+        let mn = tile_values(&w.mins, n, gpr, r0);
+        let (s, mi) = (sc.as_ptr(), mn.as_ptr());
+        // SAFETY: the rows hold `blocks_per_row ≥ xb` blocks, the tiles every group, and `t` is
+        // a token of `xp`; the CPU features are this function's own contract.
+        unsafe {
+            match (sym, w.group()) {
+                (true, 32) => w4_tile::<true, 1>(rows, s, mi, &xp, t, xb, row_bytes),
+                (true, 64) => w4_tile::<true, 2>(rows, s, mi, &xp, t, xb, row_bytes),
+                (true, _) => w4_tile::<true, 4>(rows, s, mi, &xp, t, xb, row_bytes),
+                (false, _) => w4_tile::<false, 1>(rows, s, mi, &xp, t, xb, row_bytes),
+            }
+        }
+    });
+}
+
+/// Partial sums of one int8 row block `b` against `[A C | B D]` activations.
+///
+/// # Safety
+/// `row` must be valid for 32 bytes from `b · 32`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn q8_row(row: *const u8, b: usize, xac: __m256i, xbd: __m256i) -> __m256i {
+    // SAFETY: the caller guarantees the block is inside the row.
+    let v = unsafe { _mm256_loadu_si256(row.add(b * 32) as *const __m256i) };
+    let even = _mm256_srai_epi16::<8>(_mm256_slli_epi16::<8>(v));
+    let odd = _mm256_srai_epi16::<8>(v);
+    _mm256_add_epi32(_mm256_madd_epi16(even, xac), _mm256_madd_epi16(odd, xbd))
+}
+
+/// One 4-row tile of an int8 matrix against token `t`.
+///
+/// # Safety
+/// As [`w4_tile`], with rows of `xb` blocks of 32 bytes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn q8_tile(rows: [*const u8; 4], sc: *const f16, xp: &Prep, t: usize, xb: usize) -> __m128 {
+    let mut acc = _mm256_setzero_ps();
+    let base = t * xp.pairs;
+    for p in 0..xp.pairs {
+        let half = 2 * p + 1 == xb;
+        // SAFETY: as in `w4_tile`; block `2p+1` is read only when it exists.
+        unsafe {
+            let xq = xp.q.as_ptr().add((base + p) * 64) as *const __m256i;
+            let (x0ac, x0bd) = (_mm256_loadu_si256(xq), _mm256_loadu_si256(xq.add(1)));
+            // Prefetch the next tile (the 4 rows after these, 256 bytes per pair of blocks):
+            // rows of a few hundred bytes are too short for the hardware prefetcher.
+            let next = rows[0].wrapping_add(4 * xb * 32 + p * 256) as *const i8;
+            for l in 0..4 {
+                _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(64 * l));
+            }
+            let d0 = [
+                q8_row(rows[0], 2 * p, x0ac, x0bd),
+                q8_row(rows[1], 2 * p, x0ac, x0bd),
+                q8_row(rows[2], 2 * p, x0ac, x0bd),
+                q8_row(rows[3], 2 * p, x0ac, x0bd),
+            ];
+            let q0 = reduce4(d0);
+            let q1 = if half {
+                _mm256_setzero_si256()
+            } else {
+                let (x1ac, x1bd) = (_mm256_loadu_si256(xq.add(2)), _mm256_loadu_si256(xq.add(3)));
+                reduce4([
+                    q8_row(rows[0], 2 * p + 1, x1ac, x1bd),
+                    q8_row(rows[1], 2 * p + 1, x1ac, x1bd),
+                    q8_row(rows[2], 2 * p + 1, x1ac, x1bd),
+                    q8_row(rows[3], 2 * p + 1, x1ac, x1bd),
+                ])
+            };
+            let h = _mm256_add_epi32(
+                _mm256_permute2x128_si256::<0x20>(q0, q1),
+                _mm256_permute2x128_si256::<0x31>(q0, q1),
+            );
+            let f = _mm256_cvtepi32_ps(h);
+            let s = if half {
+                tile_factors::<1, true>(sc, p)
+            } else {
+                tile_factors::<1, false>(sc, p)
+            };
+            let sx = _mm256_loadu_ps(xp.sx.as_ptr().add((base + p) * 8));
+            acc = _mm256_fmadd_ps(f, _mm256_mul_ps(s, sx), acc);
+        }
+    }
+    fold(acc)
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C. Shapes are checked by the caller.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn q8_matmul(w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
+    let (n, m, xb) = (w.rows(), x.rows(), x.blocks());
+    let xp = Prep::new(x, Order::Q8);
+    let data = w.values.as_ptr() as *const u8;
+    for_each_tile(n, m, xb * BLOCK, data, out, |rows, r0, t| {
+        let sc = tile_values(&w.scales, n, xb, r0);
+        // SAFETY: rows of `xb` blocks, a tile of `xb` groups, `t` a token of `xp`.
+        unsafe { q8_tile(rows, sc.as_ptr(), &xp, t, xb) }
+    });
+}
+
+/// Sum of the 8 lanes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn hsum(v: __m256) -> f32 {
+    let s = fold(v);
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+}
+
+/// f32 dot product, 4 FMA accumulators of 8 lanes.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C; `a` and `b` have equal lengths.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let mut acc = [_mm256_setzero_ps(); 4];
+    let body = n / 32 * 32;
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    for i in (0..body).step_by(32) {
+        for (j, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: `i + 8j + 8 ≤ body ≤ n`.
+            unsafe {
+                let va = _mm256_loadu_ps(pa.add(i + 8 * j));
+                *acc = _mm256_fmadd_ps(va, _mm256_loadu_ps(pb.add(i + 8 * j)), *acc);
+            }
+        }
+    }
+    let mut tail = 0.0f32;
+    for i in body..n {
+        tail += a[i] * b[i];
+    }
+    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+    hsum(s) + tail
+}
+
+/// f16 weights × f32 activations: each row is widened by `vcvtph2ps` inside a 4-accumulator
+/// FMA dot; the token loop is inside the row loop so a row is read from memory once.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C. Shapes are checked by the caller.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn f16_matmul(w: &F16Matrix, x: &[f32], m: usize, out: &mut [f32]) {
+    let (n, k) = (w.rows(), w.cols());
+    let body = k / 32 * 32;
+    for r in 0..n {
+        let wr = &w.values[r * k..(r + 1) * k];
+        for t in 0..m {
+            let xr = &x[t * k..(t + 1) * k];
+            let mut acc = [_mm256_setzero_ps(); 4];
+            for i in (0..body).step_by(32) {
+                for (j, acc) in acc.iter_mut().enumerate() {
+                    // SAFETY: `i + 8j + 8 ≤ body ≤ k` for both rows.
+                    unsafe {
+                        let wv = _mm256_cvtph_ps(_mm_loadu_si128(
+                            wr.as_ptr().add(i + 8 * j) as *const __m128i
+                        ));
+                        let xv = _mm256_loadu_ps(xr.as_ptr().add(i + 8 * j));
+                        *acc = _mm256_fmadd_ps(xv, wv, *acc);
+                    }
+                }
+            }
+            let mut tail = 0.0f32;
+            for i in body..k {
+                tail += xr[i] * wr[i].to_f32();
+            }
+            let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+            out[t * n + r] = hsum(s) + tail;
+        }
+    }
+}
