@@ -15,6 +15,7 @@ use edgefit_kernels::Kernel;
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod estimate;
+mod perplexity;
 
 #[derive(Parser)]
 #[command(
@@ -33,6 +34,8 @@ enum Command {
     Generate(GenerateArgs),
     /// Predict memory, latency, heat and the golden-four verdicts for a model on a device.
     Estimate(estimate::EstimateArgs),
+    /// Measure a model's perplexity on a text (default: the repository's evaluation text).
+    Perplexity(perplexity::PerplexityArgs),
 }
 
 #[derive(clap::Args)]
@@ -76,6 +79,10 @@ pub(crate) struct FormatArgs {
     /// --weights).
     #[arg(long)]
     pub embedding: Option<String>,
+    /// Re-round tensors the file already holds in the requested format (e.g. GGUF Q4_1 for
+    /// w4g32) with edgefit's own symmetric quantizer instead of keeping them as they are.
+    #[arg(long)]
+    pub requantize: bool,
     /// Kernel for the matrix products: scalar, portable, avx2 (native x86_64), simd128 (wasm).
     /// Default: the fastest this build runs here.
     #[arg(long)]
@@ -88,6 +95,7 @@ impl FormatArgs {
         Ok(LoadOptions {
             weights: self.weights.parse()?,
             embedding: self.embedding.as_deref().map(str::parse).transpose()?,
+            requantize: self.requantize,
         })
     }
 
@@ -123,6 +131,7 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Generate(args) => generate(args),
         Command::Estimate(args) => estimate::run(args),
+        Command::Perplexity(args) => perplexity::run(args),
     }
 }
 

@@ -26,6 +26,7 @@ pub mod microbench;
 pub mod model;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
+pub mod perplexity;
 pub mod sampler;
 pub mod synthetic;
 pub mod tokenizer;
@@ -36,6 +37,7 @@ pub use engine::{Engine, FinishReason, GenerateOptions, Metrics, ModelInfo, Plat
 pub use error::{EngineError, Result};
 pub use kv_cache::KvCache;
 pub use model::{Logits, Model};
+pub use perplexity::{perplexity, perplexity_of_text, PerplexityOptions, PerplexityReport};
 pub use sampler::{Sampler, SamplerConfig};
 pub use tokenizer::TextTokenizer;
 pub use weights::{LoadOptions, WeightsFormat, WeightsSummary};

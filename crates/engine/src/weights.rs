@@ -120,6 +120,11 @@ pub struct LoadOptions {
     pub weights: WeightsFormat,
     /// Format of the embedding and untied output head; `None` = [`WeightsFormat::default_embedding`].
     pub embedding: Option<WeightsFormat>,
+    /// Re-round tensors the file already holds in the requested format (GGUF Q4_0/Q4_1 for
+    /// `w4g32`, Q8_0 for `q8_0`) instead of keeping them: dequantize, then symmetric
+    /// round-to-nearest like any other source. Off by default; it exists to measure what the
+    /// engine's own quantizer costs on a model that ships already quantized.
+    pub requantize: bool,
 }
 
 impl Default for WeightsFormat {
@@ -177,9 +182,16 @@ impl RawTensor {
         rows: usize,
         cols: usize,
         format: WeightsFormat,
+        requantize: bool,
     ) -> Result<Matrix> {
         let err = |e| kernel_err(name, e);
-        match (format, self) {
+        let raw = match (requantize, self) {
+            (true, raw @ (RawTensor::Q4_0(_) | RawTensor::Q4_1(_) | RawTensor::Q8_0(_))) => {
+                RawTensor::F32(raw.into_f32(name, rows, cols)?)
+            }
+            (_, raw) => raw,
+        };
+        match (format, raw) {
             (WeightsFormat::W4g32, RawTensor::Q4_0(b)) => Ok(Matrix::W4(
                 W4Matrix::from_q4_0(&b, rows, cols).map_err(err)?,
             )),
@@ -272,6 +284,8 @@ pub struct WeightsSummary {
     pub weights: String,
     /// The embedding / output head's format.
     pub embedding: String,
+    /// Whether already-quantized tensors were re-rounded ([`LoadOptions::requantize`]).
+    pub requantized: bool,
     /// `(stored format, matrices, bytes)` for every format held, e.g. GGUF Q4_1 tensors kept
     /// exactly show as `q4_1` (asymmetric 4-bit with groups of 32).
     pub stored: Vec<StoredFormat>,
@@ -324,6 +338,7 @@ impl Weights {
         WeightsSummary {
             weights: self.options.weights.to_string(),
             embedding: self.options.embedding_format().to_string(),
+            requantized: self.options.requantize,
             stored,
         }
     }
@@ -348,7 +363,7 @@ impl Weights {
         let lin = options.weights;
         let mut matrix = |role, rows, cols, format| -> Result<Matrix> {
             let (name, raw) = read(role, rows, cols)?;
-            raw.into_matrix(&name, rows, cols, format)
+            raw.into_matrix(&name, rows, cols, format, options.requantize)
         };
         let embed = matrix(TensorRole::Embed, vocab, h, emb)?;
         let mut layers = Vec::with_capacity(config.n_layers);

@@ -41,6 +41,7 @@ fn load() -> Engine {
     load_with(LoadOptions {
         weights: WeightsFormat::F32,
         embedding: None,
+        requantize: false,
     })
 }
 

@@ -15,6 +15,7 @@ const SEED: u64 = 11;
 const F32: LoadOptions = LoadOptions {
     weights: WeightsFormat::F32,
     embedding: None,
+    requantize: false,
 };
 
 fn from_gguf(dtype: SyntheticDType) -> (Model, TextTokenizer) {
@@ -226,6 +227,7 @@ fn held_weight_bytes_equal_the_estimators_for_every_format() {
         let options = LoadOptions {
             weights,
             embedding: None,
+            requantize: false,
         };
         let (model, _) = from_gguf_as(SyntheticDType::F32, options);
         let spec = model.config.to_spec();
@@ -276,6 +278,7 @@ fn default_load_keeps_gguf_blocks_exactly() {
         let options = LoadOptions {
             weights: WeightsFormat::W4g32,
             embedding: Some(WeightsFormat::Q8_0),
+            requantize: false,
         };
         let (model, _) = from_gguf_as(dtype, options);
         let layer = &model.weights.layers[0];
@@ -301,6 +304,7 @@ fn default_load_keeps_gguf_blocks_exactly() {
             LoadOptions {
                 weights: WeightsFormat::W4g128,
                 embedding: None,
+                requantize: false,
             },
         );
         assert_eq!(g128.weights.layers[0].w_up.format_name(), "w4g128");
@@ -324,6 +328,7 @@ fn every_format_and_kernel_runs_close_to_f32() {
         let options = LoadOptions {
             weights,
             embedding: None,
+            requantize: false,
         };
         let (mut m, _) = from_gguf_as(SyntheticDType::F32, options);
         m.kernel = edgefit_kernels::Kernel::Scalar;

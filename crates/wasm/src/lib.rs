@@ -139,6 +139,7 @@ impl Engine {
                 None => edgefit_engine::WeightsFormat::DEFAULT,
             },
             embedding: embedding.map(|e| e.parse()).transpose().map_err(js_err)?,
+            requantize: false,
         };
         let mut reader = std::io::BufReader::with_capacity(1 << 16, JsBytes::new(bytes));
         let inner = edgefit_engine::Engine::load_gguf(

@@ -1,0 +1,121 @@
+//! `edgefit perplexity` as a user runs it: the built binary, its JSON, its one-line errors.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn model_path() -> PathBuf {
+    match std::env::var_os("EDGEFIT_MODEL") {
+        Some(p) => PathBuf::from(p),
+        None => repo().join("models/smollm2-135m-instruct-q4_1.gguf"),
+    }
+}
+
+fn edgefit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_edgefit"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("the edgefit binary runs")
+}
+
+/// A failed run: non-zero exit, nothing on stdout, exactly one line on stderr starting with
+/// `error:` and containing every one of `needles`.
+fn assert_one_line_error(out: &Output, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "expected failure, got {stderr}");
+    assert!(out.stdout.is_empty(), "stdout: {:?}", out.stdout);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one line of error, got: {stderr}");
+    assert!(lines[0].starts_with("error: "), "{stderr}");
+    for n in needles {
+        assert!(lines[0].contains(n), "`{n}` missing from: {stderr}");
+    }
+}
+
+#[test]
+fn json_has_the_perplexity_and_what_produced_it() {
+    let model = model_path();
+    assert!(
+        model.is_file(),
+        "the default model is needed at {}; `cargo xtask setup` fetches it",
+        model.display()
+    );
+    let model = model.to_string_lossy().into_owned();
+    let out = edgefit(&[
+        "perplexity",
+        "--model",
+        &model,
+        "--max-tokens",
+        "64",
+        "--json",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "one JSON object on one line: {stdout}");
+    let v: serde_json::Value = serde_json::from_str(lines[0]).expect("valid JSON");
+    assert_eq!(v["tokens"], 64);
+    let ppl = v["perplexity"].as_f64().expect("perplexity is a number");
+    assert!(ppl.is_finite() && ppl > 1.0, "perplexity {ppl}");
+    let nll = v["mean_nll"].as_f64().expect("mean_nll");
+    assert!((nll.exp() - ppl).abs() < 1e-9 * ppl);
+    assert_eq!(v["weights"], "w4g32", "the default weight format");
+    assert_eq!(v["kv"], "f32");
+    assert!(v["kernel"].as_str().is_some_and(|k| !k.is_empty()));
+    assert_eq!(v["model"], model.as_str());
+    assert_eq!(
+        v["text"]["sha256"],
+        "679af08c6421f5741c9f50293a42037f3babeda3e5404b5427e8771280e44a27"
+    );
+    assert!(v["text"]["path"]
+        .as_str()
+        .is_some_and(|p| p.ends_with("tests/data/constitution.txt")));
+    assert!(v["ms"].as_f64().is_some_and(|ms| ms > 0.0));
+    assert!(v["tokens_per_s"].as_f64().is_some_and(|t| t > 0.0));
+}
+
+#[test]
+fn missing_text_file_is_a_one_line_error() {
+    let out = edgefit(&[
+        "perplexity",
+        "--model",
+        "does-not-matter.gguf",
+        "--text",
+        "no/such/text.txt",
+    ]);
+    assert_one_line_error(&out, &["no/such/text.txt"]);
+}
+
+#[test]
+fn kv_formats_not_implemented_yet_and_unknown_ones_are_one_line_errors() {
+    for (kv, needles) in [
+        ("int8", &["int8", "not implemented yet"][..]),
+        ("f16", &["f16", "not implemented yet"][..]),
+        ("q3", &["q3", "f32, f16"][..]),
+    ] {
+        let out = edgefit(&["perplexity", "--model", "m.gguf", "--kv", kv]);
+        assert_one_line_error(&out, needles);
+    }
+}
+
+#[test]
+fn bad_numbers_and_formats_are_one_line_errors() {
+    for (args, needle) in [
+        (&["--max-tokens", "0"][..], "--max-tokens"),
+        (&["--window", "0"][..], "--window"),
+        (&["--weights", "w5"][..], "w5"),
+    ] {
+        let mut all = vec!["perplexity", "--model", "m.gguf"];
+        all.extend_from_slice(args);
+        let out = edgefit(&all);
+        assert_one_line_error(&out, &[needle]);
+    }
+}
