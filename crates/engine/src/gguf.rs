@@ -186,14 +186,11 @@ fn read_tensor<R: Read + Seek>(
             .tensor_data_offset
             .checked_add(info.offset)
             .ok_or_else(|| EngineError::tensor(name, "offset overflows"))?;
-        match start.checked_add(len) {
-            Some(end) if end <= file_len => {}
-            _ => return Err(EngineError::tensor(
-                name,
-                format!(
-                    "{len} bytes at offset {start} run past the end of the file ({file_len} bytes)"
-                ),
-            )),
+        if start.checked_add(len).is_none_or(|end| end > file_len) {
+            let problem = format!(
+                "{len} bytes at offset {start} run past the end of the file ({file_len} bytes)"
+            );
+            return Err(EngineError::tensor(name, problem));
         }
         let mut bytes = vec![0u8; len as usize];
         reader
