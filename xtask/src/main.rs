@@ -5,6 +5,7 @@
 //! test). Each command sets up whatever is missing first (see [`setup`]), so a fresh clone needs
 //! nothing but Rust, Node.js/npm and Python with pip.
 
+mod bench;
 mod build;
 mod serve;
 mod setup;
@@ -25,6 +26,11 @@ commands:
   test [--from N]                setup, then run every check and test (native, wasm in Node,
                                  wasm in headless Chromium, the page end to end); --from N
                                  starts at step N (setup always runs)
+  bench [kernels|e2e|all]        release benchmarks, one thread (not part of test; default all):
+        [--quick] [--runs N]     kernels: every edgefit kernel and weight format vs candle-core
+                                 and a streaming-read probe, natively and in headless Chromium
+                                 (--quick: decode only); e2e: the default model with the CLI, the
+                                 page, wllama and native llama.cpp (--runs N, default 3)
 ";
 
 fn main() {
@@ -60,13 +66,14 @@ fn run() -> Result<()> {
             serve::serve_forever(&util::root().join("build/site"), &host, port)
         }
         "test" => testing::test(from_step(&rest)?),
+        "bench" => bench::bench(&rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())
         }
         other => {
             eprint!("{USAGE}");
-            bail!("unknown command `{other}`: the commands are setup, build, serve, demo, test")
+            bail!("unknown command `{other}`: the commands are setup, build, serve, demo, test, bench")
         }
     }
 }

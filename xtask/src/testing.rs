@@ -124,6 +124,7 @@ fn clippy_wasm() -> Result<()> {
         "edgefit-engine",
         "edgefit-estimate",
         "edgefit-wasm",
+        "edgefit-bench",
     ] {
         cmd.args(["-p", krate]);
     }

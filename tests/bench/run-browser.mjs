@@ -1,0 +1,148 @@
+// Browser half of `cargo xtask bench e2e`: in one headless Chromium, the edgefit page (the real
+// site, driven through its data-testids like tests/e2e/page.test.mjs) and the wllama page, each
+// run RUNS times in a fresh browser context. Prints one JSON object per run on stdout:
+// {engine, runtime, weights, load_ms, prompt_tokens, generated_tokens, prefill_tok_s,
+// decode_tok_s} or {engine, runtime, weights, error}.
+//
+// Environment: CHROMIUM, EDGEFIT_URL (build/site served), PEERS_URL (target/bench/site served;
+// empty: skip wllama), MODEL_PATH (relative URL of the GGUF on both servers), PROMPT_FILE,
+// TOKENS, RUNS, WEIGHTS (comma-separated formats to ask the page for, when it offers a choice).
+
+import { readFile } from 'node:fs/promises';
+import { launch, forwardConsole } from './chromium.mjs';
+
+const env = (k, d) => process.env[k] ?? d;
+const EDGEFIT_URL = env('EDGEFIT_URL');
+const PEERS_URL = env('PEERS_URL', '');
+const MODEL = env('MODEL_PATH', 'models/smollm2-135m-instruct-q4_1.gguf');
+const TOKENS = Number(env('TOKENS', '128'));
+const RUNS = Number(env('RUNS', '3'));
+const WEIGHTS = env('WEIGHTS', 'f32,w4g32').split(',').filter(Boolean);
+const prompt = (await readFile(env('PROMPT_FILE'), 'utf8')).trimEnd();
+
+const emit = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
+const log = (msg) => process.stderr.write(`  ${msg}\n`);
+
+const browser = await launch();
+const version = browser.version();
+const runtime = `Chromium ${version.split('.')[0]} (wasm32 simd128)`;
+
+async function withPage(name, url, fn) {
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    forwardConsole(page, name, { quiet: true });
+    await page.goto(url, { waitUntil: 'load' });
+    return await fn(page);
+  } finally {
+    await context.close();
+  }
+}
+
+async function waitStatus(page, want, timeout) {
+  await page.waitForFunction(
+    (w) => {
+      const s = document.querySelector('[data-testid="status"]')?.textContent ?? '';
+      return s === w || s.startsWith('error:');
+    },
+    want,
+    { timeout, polling: 100 },
+  );
+  const s = await page.getByTestId('status').textContent();
+  if (s !== want) throw new Error(`status "${s}" (wanted "${want}")`);
+}
+
+const num = async (page, id) => {
+  const loc = page.getByTestId(id);
+  if ((await loc.count()) === 0) return null;
+  const v = Number.parseFloat((await loc.textContent()).trim());
+  return Number.isFinite(v) ? v : null;
+};
+
+/** A weights <select> on the page, if the page offers one (the lead is adding it). */
+async function weightsSelect(page) {
+  for (const id of ['weights-format', 'weights', 'load-weights']) {
+    const loc = page.getByTestId(id);
+    if ((await loc.count()) > 0) return loc.first();
+  }
+  return null;
+}
+
+async function edgefitRun(weights) {
+  return withPage('edgefit', EDGEFIT_URL, async (page) => {
+    let label = 'page default';
+    const select = await weightsSelect(page);
+    if (select && weights) {
+      await select.selectOption(weights);
+      label = weights;
+    }
+    await page.getByTestId('load-default').click();
+    await waitStatus(page, 'ready', 300_000);
+    await page.getByTestId('prompt').fill(prompt);
+    await page.getByTestId('max-tokens').fill(String(TOKENS));
+    await page.getByTestId('temperature').fill('0');
+    await page.getByTestId('chat').setChecked(false);
+    await page.getByTestId('generate').click();
+    await waitStatus(page, 'done', 600_000);
+    // What the page says it ran (metric-weights-format, metric-kernel), when it shows that.
+    const text = async (id) => ((await page.getByTestId(id).count()) ? (await page.getByTestId(id).textContent()).trim() : '');
+    const used = await text('metric-weights-format');
+    const kernel = await text('metric-kernel');
+    if (used) label = used;
+    if (kernel) label += `, ${kernel}`;
+    return {
+      weights: label,
+      load_ms: await num(page, 'metric-load-ms'),
+      prompt_tokens: await num(page, 'metric-prompt-tokens'),
+      generated_tokens: await num(page, 'metric-generated-tokens'),
+      prefill_tok_s: await num(page, 'metric-prefill-tps'),
+      decode_tok_s: await num(page, 'metric-decode-tps'),
+    };
+  });
+}
+
+try {
+  // edgefit: one row per weight format the page offers, else one row for its default.
+  const offered = await withPage('edgefit', EDGEFIT_URL, async (page) => {
+    const select = await weightsSelect(page);
+    if (!select) return null;
+    const values = await select.locator('option').evaluateAll((os) => os.map((o) => o.value));
+    return WEIGHTS.filter((w) => values.includes(w));
+  });
+  const formats = offered && offered.length ? offered : [null];
+  if (!offered) log('the edgefit page offers no weights choice yet: benchmarking its default');
+  for (const w of formats) {
+    for (let i = 0; i < RUNS; i++) {
+      try {
+        const r = await edgefitRun(w);
+        log(`edgefit page ${r.weights} run ${i + 1}/${RUNS}: ${JSON.stringify(r)}`);
+        emit({ engine: 'edgefit page', runtime, ...r });
+      } catch (e) {
+        emit({ engine: 'edgefit page', runtime, weights: w ?? 'page default', error: String(e.message ?? e) });
+        break;
+      }
+    }
+  }
+
+  if (PEERS_URL) {
+    const pkg = JSON.parse(await readFile(new URL('./node_modules/@wllama/wllama/package.json', import.meta.url), 'utf8'));
+    const engine = `wllama ${pkg.version} (llama.cpp wasm)`;
+    for (let i = 0; i < RUNS; i++) {
+      try {
+        const r = await withPage('wllama', `${PEERS_URL}wllama.html`, async (page) => {
+          await page.waitForFunction(() => window.wllamaReady === true, null, { timeout: 60_000 });
+          return page.evaluate((a) => window.runWllama(a), { model: MODEL, prompt, tokens: TOKENS });
+        });
+        const { text, ...rest } = r;
+        log(`wllama run ${i + 1}/${RUNS}: ${JSON.stringify(rest)}`);
+        if (i === 0) log(`wllama text: ${JSON.stringify(text.slice(0, 160))}`);
+        emit({ engine, runtime: `Chromium ${version.split('.')[0]} (wasm, ${r.threads} thread)`, weights: 'q4_1 (GGUF as is)', ...rest });
+      } catch (e) {
+        emit({ engine, runtime, weights: 'q4_1 (GGUF as is)', error: String(e.message ?? e) });
+        break;
+      }
+    }
+  }
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,727 @@
+//! `cargo xtask bench [kernels|e2e|all]`: benchmarks, release builds only, one thread. Not part
+//! of `cargo xtask test`.
+//!
+//! - **kernels**: `edgefit-bench` (crates/bench) natively, then the same code built for wasm32
+//!   (simd128) in headless Chromium through `tests/bench/kernels.html`, served from
+//!   `target/bench/site` and driven by `tests/bench/run-kernels.mjs`. Each prints one table:
+//!   every edgefit kernel × weight format against candle-core f32, candle-core Q4_0 (`QMatMul`),
+//!   edgefit's scalar kernel and a streaming-read probe, all from the same run.
+//! - **e2e**: the default model end to end, a fixed prompt (`tests/bench/prompt.txt`, ~65
+//!   tokens) and 128 greedy tokens, medians of a few runs: the `edgefit` CLI, the edgefit page
+//!   (`build/site`) in headless Chromium, llama.cpp compiled to wasm (npm `@wllama/wllama`,
+//!   one thread) in the same Chromium, and native llama.cpp (npm `node-llama-cpp`, prebuilt,
+//!   one thread, CPU). The llama.cpp peers are installed into `tests/bench/node_modules` on first
+//!   use (they are benchmark-only and large, so `cargo xtask setup` does not install them).
+//!
+//! The tables are also written to `build/bench/`.
+
+use crate::util::{self, run, which};
+use crate::{build, serve, setup};
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+/// Greedy tokens per e2e run (kernels.md's peer protocol).
+const E2E_TOKENS: usize = 128;
+
+/// Options after `bench [which]`.
+#[derive(Debug, Clone, PartialEq)]
+struct Options {
+    /// Kernels: decode only, shorter budgets.
+    quick: bool,
+    /// E2e: runs per row (the table shows medians).
+    runs: usize,
+}
+
+pub fn bench(args: &[String]) -> Result<()> {
+    let (which, rest) = match args.split_first() {
+        Some((first, rest)) if !first.starts_with("--") => (first.as_str(), rest),
+        _ => ("all", args),
+    };
+    let opts = parse_options(rest)?;
+    match which {
+        "kernels" => {
+            setup::setup()?;
+            kernels(&opts)
+        }
+        "e2e" => {
+            setup::setup()?;
+            e2e(&opts)
+        }
+        "all" => {
+            setup::setup()?;
+            kernels(&opts)?;
+            e2e(&opts)
+        }
+        other => bail!("unknown benchmark `{other}`: expected `kernels`, `e2e` or `all`"),
+    }
+}
+
+fn parse_options(rest: &[String]) -> Result<Options> {
+    let mut opts = Options {
+        quick: false,
+        runs: 3,
+    };
+    let mut it = rest.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--quick" => opts.quick = true,
+            "--runs" => {
+                let v = it.next().context("`--runs` needs a number")?;
+                opts.runs = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .with_context(|| format!("`--runs {v}`: expected a number, 1 or more"))?;
+            }
+            other => bail!("unknown option `{other}` for bench: expected --quick or --runs N"),
+        }
+    }
+    Ok(opts)
+}
+
+fn cargo_in_root() -> Command {
+    let mut cmd = util::cargo();
+    cmd.current_dir(util::root());
+    cmd
+}
+
+/// Where the bench pages are assembled and served from.
+fn bench_site() -> PathBuf {
+    util::target_dir().join("bench/site")
+}
+
+/// Where the printed tables are saved.
+fn results_dir() -> Result<PathBuf> {
+    let dir = util::root().join("build/bench");
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+fn save(name: &str, text: &str) -> Result<()> {
+    let path = results_dir()?.join(name);
+    fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    println!("  (saved to {})", path.display());
+    Ok(())
+}
+
+/// Copies the static bench files of `tests/bench` into the served directory.
+fn copy_bench_files(files: &[&str]) -> Result<PathBuf> {
+    let site = bench_site();
+    fs::create_dir_all(&site).with_context(|| format!("creating {}", site.display()))?;
+    let src = util::root().join("tests/bench");
+    for f in files.iter().chain(&["index.html"]) {
+        fs::copy(src.join(f), site.join(f))
+            .with_context(|| format!("copying tests/bench/{f} to {}", site.display()))?;
+    }
+    Ok(site)
+}
+
+/// Runs a command with stderr shown live and returns its stdout.
+fn stdout_of(cmd: &mut Command) -> Result<String> {
+    let shown = util::display(cmd);
+    println!("  $ {shown}");
+    let out = cmd
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("could not start `{shown}`"))?;
+    if !out.status.success() {
+        bail!("`{shown}` failed ({})", out.status);
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn node(script: &str) -> Result<Command> {
+    let chromium =
+        which("chromium").context("`chromium` is not on PATH: run `cargo xtask setup`")?;
+    let mut cmd = Command::new("node");
+    cmd.current_dir(util::root())
+        .arg(script)
+        .env("CHROMIUM", chromium)
+        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
+    Ok(cmd)
+}
+
+// ---------------------------------------------------------------------------------------------
+// kernels
+
+fn kernels(opts: &Options) -> Result<()> {
+    println!("\n== bench kernels: native (release)");
+    run(cargo_in_root().args([
+        "build",
+        "--release",
+        "-p",
+        "edgefit-bench",
+        "--bin",
+        "edgefit-bench",
+    ]))?;
+    let exe = util::target_dir().join("release/edgefit-bench");
+    let mut cmd = Command::new(&exe);
+    // candle's CPU matmul sizes its thread pool from this: one thread, like everything else.
+    cmd.env("RAYON_NUM_THREADS", "1")
+        .env_remove("CANDLE_DEQUANTIZE_ALL");
+    if opts.quick {
+        cmd.arg("--quick");
+    }
+    let native = stdout_of(&mut cmd)?;
+    println!("\n{native}");
+    save("kernels-native.txt", &native)?;
+
+    println!("\n== bench kernels: wasm32 (release, simd128) in headless Chromium");
+    run(cargo_in_root().args([
+        "build",
+        "--release",
+        "-p",
+        "edgefit-bench",
+        "--lib",
+        "--target",
+        WASM_TARGET,
+    ]))?;
+    let wasm = util::target_dir().join(format!("{WASM_TARGET}/release/edgefit_bench.wasm"));
+    let site = copy_bench_files(&["kernels.html", "kernels.js"])?;
+    let pkg = site.join("pkg");
+    if pkg.exists() {
+        fs::remove_dir_all(&pkg)?;
+    }
+    // The module as wasm-bindgen leaves it: LLVM already optimized it at opt-level 3 (the site
+    // additionally runs wasm-opt; its effect on these loops is small).
+    run(Command::new("wasm-bindgen")
+        .args(["--target", "web", "--out-dir"])
+        .arg(&pkg)
+        .arg(&wasm))?;
+    let config = if opts.quick {
+        r#"{"ms":[1],"budget_ms":100,"min_samples":3,"slow_ms":300}"#
+    } else {
+        ""
+    };
+    let server = serve::start(&site, "127.0.0.1", 0)?;
+    let url = format!(
+        "{}kernels.html?config={}",
+        server.url(),
+        percent_encode(config)
+    );
+    let result = stdout_of(node("tests/bench/run-kernels.mjs")?.arg(&url));
+    drop(server);
+    let chromium = result?;
+    println!("\n{chromium}");
+    save("kernels-chromium.txt", &chromium)?;
+    Ok(())
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// e2e
+
+/// One engine × runtime × weights row: the runs' measurements, or why it could not run.
+#[derive(Debug, Clone, Default)]
+struct E2eRow {
+    engine: String,
+    runtime: String,
+    weights: String,
+    runs: Vec<Value>,
+    error: Option<String>,
+}
+
+impl E2eRow {
+    fn new(engine: &str, runtime: &str, weights: &str) -> E2eRow {
+        E2eRow {
+            engine: engine.into(),
+            runtime: runtime.into(),
+            weights: weights.into(),
+            ..E2eRow::default()
+        }
+    }
+
+    /// Median of a numeric field over the runs.
+    fn median(&self, key: &str) -> Option<f64> {
+        let mut v: Vec<f64> = self
+            .runs
+            .iter()
+            .filter_map(|r| r.get(key).and_then(Value::as_f64))
+            .filter(|x| x.is_finite())
+            .collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        Some(if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        })
+    }
+}
+
+fn native_runtime() -> String {
+    format!("native {}", std::env::consts::ARCH)
+}
+
+fn e2e(opts: &Options) -> Result<()> {
+    let root = util::root();
+    let model = root.join(setup::MODEL_PATH);
+    let prompt_file = root.join("tests/bench/prompt.txt");
+    let prompt = fs::read_to_string(&prompt_file)
+        .with_context(|| format!("reading {}", prompt_file.display()))?
+        .trim_end()
+        .to_string();
+
+    println!("\n== bench e2e: release site and CLI");
+    build::build_site()?;
+
+    let mut rows = Vec::new();
+    rows.extend(e2e_cli(&model, &prompt, opts.runs)?);
+
+    let peers = peer_packages();
+    if let Err(e) = &peers {
+        println!("  ! the llama.cpp peers are not installed: {e:#}");
+    }
+    rows.extend(e2e_browser(&model, &prompt_file, opts.runs, peers.is_ok()));
+    rows.push(e2e_llamacpp(&model, &prompt_file, opts.runs, &peers));
+
+    let table = render_e2e(&rows, opts.runs, &wasm_sizes(&root.join("build/site/pkg"))?);
+    println!("\n{table}");
+    save("e2e.txt", &table)?;
+    Ok(())
+}
+
+/// The edgefit CLI, once per weight format it offers (`--weights`).
+fn e2e_cli(model: &Path, prompt: &str, runs: usize) -> Result<Vec<E2eRow>> {
+    println!("\n== bench e2e: edgefit CLI (native, release)");
+    let exe = util::target_dir().join("release/edgefit");
+    let help = util::capture(Command::new(&exe).args(["generate", "--help"])).unwrap_or_default();
+    let formats: Vec<(Option<&str>, &str)> = if help.contains("--weights") {
+        vec![
+            (Some("f32"), "f32"),
+            (Some("w4g32"), "w4g32 (GGUF q4_1 kept, head q8_0)"),
+        ]
+    } else {
+        vec![(None, "f32 (the CLI has no --weights yet)")]
+    };
+    let mut rows = Vec::new();
+    for (flag, label) in formats {
+        let mut row = E2eRow::new("edgefit CLI", &native_runtime(), label);
+        for i in 0..runs {
+            let mut cmd = Command::new(&exe);
+            cmd.arg("generate")
+                .arg("--model")
+                .arg(model)
+                .args(["--prompt", prompt])
+                .args(["--max-tokens", &E2E_TOKENS.to_string()])
+                .args(["--temperature", "0", "--json"]);
+            if let Some(w) = flag {
+                cmd.args(["--weights", w]);
+            }
+            let shown = format!(
+                "edgefit generate --model {} --prompt <tests/bench/prompt.txt> --max-tokens {E2E_TOKENS} --temperature 0 --json{}",
+                model.display(),
+                flag.map(|w| format!(" --weights {w}")).unwrap_or_default()
+            );
+            println!("  $ {shown}   (run {}/{runs})", i + 1);
+            let out = cmd.stdin(Stdio::null()).stderr(Stdio::inherit()).output();
+            match out {
+                Ok(out) if out.status.success() => {
+                    let text = String::from_utf8_lossy(&out.stdout);
+                    match text
+                        .lines()
+                        .rev()
+                        .find_map(|l| serde_json::from_str::<Value>(l).ok())
+                    {
+                        Some(v) => {
+                            println!("    {}", summary(&v));
+                            row.runs.push(v);
+                        }
+                        None => {
+                            row.error = Some("the CLI printed no JSON".into());
+                            break;
+                        }
+                    }
+                }
+                Ok(out) => {
+                    row.error = Some(format!("`{shown}` failed ({})", out.status));
+                    break;
+                }
+                Err(e) => {
+                    row.error = Some(format!("could not start {}: {e}", exe.display()));
+                    break;
+                }
+            }
+        }
+        // Say what the CLI ran, when its JSON tells (weights, embedding and kernel used).
+        if let Some(first) = row.runs.first() {
+            let get = |k: &str| {
+                first
+                    .get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let (w, e, k) = (get("weights"), get("embedding"), get("kernel"));
+            if !w.is_empty() {
+                row.weights = match (e.is_empty(), k.is_empty()) {
+                    (false, false) => format!("{w} · embedding {e}, {k}"),
+                    (false, true) => format!("{w} · embedding {e}"),
+                    (true, false) => format!("{w}, {k}"),
+                    (true, true) => w,
+                };
+            }
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+fn summary(v: &Value) -> String {
+    let f = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+    format!(
+        "load {:.0} ms, {} prompt tokens at {:.1} tok/s, {} generated at {:.1} tok/s",
+        f("load_ms"),
+        f("prompt_tokens"),
+        f("prefill_tok_s"),
+        f("generated_tokens"),
+        f("decode_tok_s")
+    )
+}
+
+/// `npm ci` in tests/bench when its node_modules is missing or older than its lock file.
+fn peer_packages() -> Result<()> {
+    let dir = util::root().join("tests/bench");
+    let lock = dir.join("package-lock.json");
+    let stamp = dir.join("node_modules/.package-lock.json");
+    let mtime = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
+    let fresh = match (mtime(&stamp), mtime(&lock)) {
+        (Some(s), Some(l)) => s >= l,
+        _ => false,
+    };
+    let wanted = [
+        "node_modules/@wllama/wllama/esm/index.js",
+        "node_modules/node-llama-cpp/package.json",
+    ];
+    if fresh && wanted.iter().all(|f| dir.join(f).exists()) {
+        println!("\n== bench e2e: llama.cpp peers already installed in tests/bench/node_modules");
+        return Ok(());
+    }
+    println!("\n== bench e2e: installing the llama.cpp peers (tests/bench/package-lock.json)");
+    run(Command::new("npm")
+        .current_dir(&dir)
+        .args(["ci", "--no-audit", "--no-fund"]))
+    .context("installing the benchmark peers: run `npm ci` in tests/bench by hand")
+}
+
+fn package_version(rel: &str) -> String {
+    let path = util::root().join("tests/bench/node_modules").join(rel);
+    fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v.get("version").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// The edgefit page and wllama in one headless Chromium.
+fn e2e_browser(model: &Path, prompt_file: &Path, runs: usize, peers: bool) -> Vec<E2eRow> {
+    println!("\n== bench e2e: headless Chromium (edgefit page, wllama)");
+    let fail = |why: String| {
+        vec![
+            E2eRow {
+                error: Some(why.clone()),
+                ..E2eRow::new("edgefit page", "Chromium", "-")
+            },
+            E2eRow {
+                error: Some(why),
+                ..E2eRow::new("wllama", "Chromium", "-")
+            },
+        ]
+    };
+    let result = (|| -> Result<Vec<Value>> {
+        let site = copy_bench_files(&["wllama.html", "wllama.js"])?;
+        if peers {
+            let esm = util::root().join("tests/bench/node_modules/@wllama/wllama/esm");
+            util::copy_tree(&esm, &site.join("wllama"))?;
+        }
+        util::link_or_copy(model, &site.join(setup::MODEL_PATH))?;
+        let edgefit = serve::start(&util::root().join("build/site"), "127.0.0.1", 0)?;
+        let peers_srv = serve::start(&site, "127.0.0.1", 0)?;
+        let mut cmd = node("tests/bench/run-browser.mjs")?;
+        cmd.env("EDGEFIT_URL", edgefit.url())
+            .env(
+                "PEERS_URL",
+                if peers {
+                    peers_srv.url()
+                } else {
+                    String::new()
+                },
+            )
+            .env("MODEL_PATH", setup::MODEL_PATH)
+            .env("PROMPT_FILE", prompt_file)
+            .env("TOKENS", E2E_TOKENS.to_string())
+            .env("RUNS", runs.to_string())
+            .env("WEIGHTS", "f32,w4g32");
+        let out = stdout_of(&mut cmd);
+        drop(edgefit);
+        drop(peers_srv);
+        Ok(out?
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect())
+    })();
+    let lines = match result {
+        Ok(lines) => lines,
+        Err(e) => return fail(format!("{e:#}")),
+    };
+    // Group the per-run lines into rows, in first-seen order.
+    let mut rows: Vec<E2eRow> = Vec::new();
+    for v in lines {
+        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
+        let (engine, runtime, weights) = (s("engine"), s("runtime"), s("weights"));
+        let idx = match rows
+            .iter()
+            .position(|r| r.engine == engine && r.weights == weights)
+        {
+            Some(i) => i,
+            None => {
+                rows.push(E2eRow::new(&engine, &runtime, &weights));
+                rows.len() - 1
+            }
+        };
+        let row = &mut rows[idx];
+        if let Some(err) = v.get("error").and_then(Value::as_str) {
+            row.error = Some(err.to_string());
+        } else {
+            row.runtime = runtime;
+            row.runs.push(v);
+        }
+    }
+    if !peers {
+        rows.push(E2eRow {
+            error: Some("not installed (see above)".into()),
+            ..E2eRow::new("wllama", "Chromium", "q4_1 (GGUF as is)")
+        });
+    }
+    rows
+}
+
+/// Native llama.cpp through node-llama-cpp.
+fn e2e_llamacpp(model: &Path, prompt_file: &Path, runs: usize, peers: &Result<()>) -> E2eRow {
+    println!("\n== bench e2e: native llama.cpp (node-llama-cpp, prebuilt, 1 thread, CPU)");
+    let mut row = E2eRow::new(
+        &format!(
+            "llama.cpp (node-llama-cpp {})",
+            package_version("node-llama-cpp/package.json")
+        ),
+        &native_runtime(),
+        "q4_1 (GGUF as is)",
+    );
+    if let Err(e) = peers {
+        row.error = Some(format!("not installed: {e}"));
+        return row;
+    }
+    let result = node("tests/bench/llamacpp.mjs").and_then(|mut cmd| {
+        stdout_of(
+            cmd.arg(model)
+                .arg(prompt_file)
+                .arg(E2E_TOKENS.to_string())
+                .arg(runs.to_string()),
+        )
+    });
+    match result {
+        Ok(out) => {
+            for v in out
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            {
+                println!("    {}", summary(&v));
+                row.runs.push(v);
+            }
+            if row.runs.is_empty() {
+                row.error = Some("node-llama-cpp printed no measurement".into());
+            }
+        }
+        Err(e) => row.error = Some(format!("{e:#}")),
+    }
+    row
+}
+
+/// `(file name, raw bytes, gzip -9 bytes)` of every .wasm in `dir`.
+fn wasm_sizes(dir: &Path) -> Result<Vec<(String, u64, Option<u64>)>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "wasm") {
+            let raw = fs::metadata(&path)?.len();
+            let gz = Command::new("gzip")
+                .args(["-9", "-c"])
+                .arg(&path)
+                .stderr(Stdio::null())
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| o.stdout.len() as u64);
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            out.push((format!("build/site/pkg/{name}"), raw, gz));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) => format!("{x:.digits$}"),
+        None => "-".into(),
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "-".into(),
+    }
+}
+
+fn render_e2e(rows: &[E2eRow], runs: usize, sizes: &[(String, u64, Option<u64>)]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "end to end: {} (Q4_1 GGUF), prompt tests/bench/prompt.txt, {E2E_TOKENS} greedy tokens \
+         (fewer if the model ends), one thread, median of {runs} runs",
+        setup::MODEL_PATH
+    );
+    let _ = writeln!(
+        s,
+        "load = bytes in memory -> model ready (the page's metric; wllama: loadModel of a fetched \
+         Blob; llama.cpp: loadModel + createContext from the file)\n\
+         ratios = this row's tok/s / the peer's tok/s (above 1: faster than the peer)"
+    );
+    let find = |engine: &str| {
+        rows.iter()
+            .find(|r| r.engine.starts_with(engine) && r.error.is_none() && !r.runs.is_empty())
+    };
+    let wllama = find("wllama");
+    let native = find("llama.cpp");
+    let wl = |k: &str| wllama.and_then(|r| r.median(k));
+    let nl = |k: &str| native.and_then(|r| r.median(k));
+    let _ = writeln!(
+        s,
+        "\n{:<34} {:<40} {:<34} {:>8} {:>7} {:>7} {:>6} {:>4}  {:>9} {:>9} {:>9} {:>9}",
+        "engine",
+        "runtime",
+        "weights",
+        "load ms",
+        "prefill",
+        "decode",
+        "prompt",
+        "gen",
+        "pre/wllm",
+        "dec/wllm",
+        "pre/llcpp",
+        "dec/llcpp"
+    );
+    let _ = writeln!(
+        s,
+        "{:<34} {:<40} {:<34} {:>8} {:>7} {:>7} {:>6} {:>4}",
+        "", "", "", "", "tok/s", "tok/s", "tokens", ""
+    );
+    for r in rows {
+        if let Some(err) = &r.error {
+            let _ = writeln!(
+                s,
+                "{:<34} {:<40} {:<34} could not run: {}",
+                r.engine,
+                r.runtime,
+                r.weights,
+                err.lines().next().unwrap_or("")
+            );
+            continue;
+        }
+        let pre = r.median("prefill_tok_s");
+        let dec = r.median("decode_tok_s");
+        let _ = writeln!(
+            s,
+            "{:<34} {:<40} {:<34} {:>8} {:>7} {:>7} {:>6} {:>4}  {:>9} {:>9} {:>9} {:>9}",
+            r.engine,
+            r.runtime,
+            r.weights,
+            fmt_opt(r.median("load_ms"), 0),
+            fmt_opt(pre, 1),
+            fmt_opt(dec, 1),
+            fmt_opt(r.median("prompt_tokens"), 0),
+            fmt_opt(r.median("generated_tokens"), 0),
+            ratio(pre, wl("prefill_tok_s")),
+            ratio(dec, wl("decode_tok_s")),
+            ratio(pre, nl("prefill_tok_s")),
+            ratio(dec, nl("decode_tok_s")),
+        );
+    }
+    let _ = writeln!(s, "\nwasm in the site build (wasm-bindgen + wasm-opt):");
+    for (name, raw, gz) in sizes {
+        let _ = writeln!(
+            s,
+            "  {name}: {:.2} MB raw, {} gzip -9",
+            *raw as f64 / 1e6,
+            gz.map(|g| format!("{:.2} MB", g as f64 / 1e6))
+                .unwrap_or_else(|| "? MB (no gzip)".into())
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn options_parse() {
+        assert_eq!(
+            parse_options(&[]).unwrap(),
+            Options {
+                quick: false,
+                runs: 3
+            }
+        );
+        let o = parse_options(&s(&["--quick", "--runs", "5"])).unwrap();
+        assert!(o.quick && o.runs == 5);
+        assert!(parse_options(&s(&["--runs", "0"])).is_err());
+        assert!(parse_options(&s(&["--fast"])).is_err());
+        assert!(bench(&s(&["nope"])).is_err());
+        assert_eq!(percent_encode(r#"{"a":1}"#), "%7B%22a%22%3A1%7D");
+    }
+
+    #[test]
+    fn e2e_table_has_medians_and_ratios() {
+        let run = |p: f64, d: f64| serde_json::json!({"load_ms": 10.0, "prefill_tok_s": p, "decode_tok_s": d, "prompt_tokens": 65, "generated_tokens": 128});
+        let mut a = E2eRow::new("edgefit CLI", "native", "f32");
+        a.runs = vec![run(100.0, 20.0), run(300.0, 40.0), run(200.0, 30.0)];
+        let mut w = E2eRow::new("wllama 3.13.0", "Chromium", "q4_1");
+        w.runs = vec![run(10.0, 10.0)];
+        let mut bad = E2eRow::new("llama.cpp (node-llama-cpp 3)", "native", "q4_1");
+        bad.error = Some("no binary\nmore".into());
+        let t = render_e2e(
+            &[a, w, bad],
+            3,
+            &[("x.wasm".into(), 2_000_000, Some(700_000))],
+        );
+        assert!(t.contains("  20.00      3.00"), "{t}");
+        assert!(t.contains("could not run: no binary"), "{t}");
+        assert!(t.contains("x.wasm: 2.00 MB raw, 0.70 MB gzip -9"), "{t}");
+    }
+}
