@@ -17,8 +17,16 @@
 //!   has no wasm instruction; the bit trick in [`f16x4`] is 4 operations for 4 scales).
 //! - The symmetric offset (`q − 8`) is taken out of the integer sum as `8 · Σ xq` per block.
 //!
-//! Prefill (`m > 1`) runs every token through a 4-row tile before moving on, so the tile's
-//! weights come from memory once and from L1 for the other tokens.
+//! - The fp16 → f32 scale conversion's final `· 2¹¹²` is folded into the per-block activation
+//!   factors (precomputed once per call, see [`factors`]), and the asymmetric minimum's term
+//!   (`Σ_b m · sx · Σ xq`, no weights involved) runs as a light second pass so the main loop's
+//!   registers stay on the nibbles: q4_1 now costs within ~10% of symmetric w4g32.
+//!
+//! Prefill (`m ≥` [`GEMM_MIN_TOKENS`], w4 only) unpacks each tile of 8 rows once into an
+//! L1-sized int16 scratch in "lane per row" order ([`unpack_tile4`]) and then runs 4 tokens at
+//! a time over it with one `i32x4.dot_i16x8_s` and one add per 8 multiply-adds and no
+//! reductions ([`w4_gemm_tile`]). Shorter inputs run every token through the GEMV tile loop,
+//! where a tile's weights come from memory once and from L1 for the other tokens.
 
 use core::arch::wasm32::*;
 
@@ -43,20 +51,32 @@ fn reorder(x: &ActQ16) -> Vec<i16> {
     q
 }
 
-/// Four fp16 values (8 bytes at `p`) to f32: move each half to the top of a 32-bit lane,
-/// shift the exponent and mantissa into f32 position (arithmetic shift, sign copies masked
-/// off), then rescale the exponent bias by 2¹¹². Exact for every finite half, subnormals
-/// included; the formats reject infinities and NaNs.
+/// 2¹¹²: the factor between an fp16 value and the f32 whose bits [`f16x4_raw`] builds.
+const F16_BIAS: f32 = f32::from_bits(0x7780_0000);
+
+/// Four fp16 values (8 bytes at `p`) to f32 bits scaled by 2⁻¹¹²: sign-extend each half into a
+/// 32-bit lane (one `v128.load16x4_s`), shift the exponent and mantissa into f32 position and
+/// drop the sign copies. Multiplying by [`F16_BIAS`] gives the value exactly (subnormal halves
+/// included); the kernels fold that factor into the activation scale instead (one operation
+/// fewer per 4 scales). The formats reject infinities and NaNs.
+///
+/// # Safety
+/// `p` must be valid for 8 bytes.
+#[inline(always)]
+unsafe fn f16x4_raw(p: *const f16) -> v128 {
+    // SAFETY: the caller guarantees 8 readable bytes.
+    let w = unsafe { i32x4_load_extend_i16x4(p as *const i16) };
+    v128_and(i32x4_shl(w, 13), i32x4_splat(0x8FFF_E000u32 as i32))
+}
+
+/// Four fp16 values (8 bytes at `p`) to f32, exactly (see [`f16x4_raw`]).
 ///
 /// # Safety
 /// `p` must be valid for 8 bytes.
 #[inline(always)]
 unsafe fn f16x4(p: *const f16) -> v128 {
-    // SAFETY: the caller guarantees 8 readable bytes.
-    let h = unsafe { v128_load64_zero(p as *const u64) };
-    let w = i16x8_shuffle::<8, 0, 8, 1, 8, 2, 8, 3>(h, i16x8_splat(0));
-    let w = v128_and(i32x4_shr(w, 3), i32x4_splat(0x8FFF_E000u32 as i32));
-    f32x4_mul(w, f32x4_splat(f32::from_bits(0x7780_0000)))
+    // SAFETY: forwarded from the caller.
+    f32x4_mul(unsafe { f16x4_raw(p) }, f32x4_splat(F16_BIAS))
 }
 
 /// `[Σ a, Σ b, Σ c, Σ d]` of four `i32x4`.
@@ -118,21 +138,41 @@ unsafe fn q8_block(p: *const u8, x: &[v128; 4]) -> v128 {
     )
 }
 
+/// Per-block activation factors, splatted to 4 lanes, for every token: `[sx · 2¹¹², c]` with
+/// `c` = `8 · Σ xq` (i32, the symmetric w4 offset) or `sx · Σ xq` (f32, the asymmetric w4
+/// minimum's factor; unused by int8). `None` if some `sx · 2¹¹²` overflows f32 (activations
+/// beyond ~2·10⁹): the caller then takes the portable path.
+fn factors(x: &ActQ16, sym: bool) -> Option<Vec<[v128; 2]>> {
+    let mut f = Vec::with_capacity(x.scales.len());
+    for (&sx, &sum) in x.scales.iter().zip(&x.sums) {
+        let scaled = sx * F16_BIAS;
+        if sx.is_finite() && !scaled.is_finite() {
+            return None;
+        }
+        let c = if sym {
+            i32x4_splat(8 * sum)
+        } else {
+            f32x4_splat(sx * sum as f32)
+        };
+        f.push([f32x4_splat(scaled), c]);
+    }
+    Some(f)
+}
+
 /// Everything one tile pass needs about token `t`'s activations.
 struct Token<'a> {
     /// Reordered int16 values, `blocks × 32`.
     q: &'a [i16],
-    scales: &'a [f32],
-    sums: &'a [i32],
+    /// Per-block factors (see [`factors`]).
+    f: &'a [[v128; 2]],
 }
 
 impl<'a> Token<'a> {
-    fn new(x: &'a ActQ16, q: &'a [i16], t: usize) -> Token<'a> {
+    fn new(x: &ActQ16, q: &'a [i16], f: &'a [[v128; 2]], t: usize) -> Token<'a> {
         let xb = x.blocks();
         Token {
             q: &q[t * xb * BLOCK..(t + 1) * xb * BLOCK],
-            scales: &x.scales[t * xb..(t + 1) * xb],
-            sums: &x.sums[t * xb..(t + 1) * xb],
+            f: &f[t * xb..(t + 1) * xb],
         }
     }
 
@@ -167,7 +207,7 @@ unsafe fn w4_tiles<const SYM: bool, const PG: usize, const T: usize>(
     x: &Token<'_>,
 ) -> [v128; T] {
     let mut acc = [f32x4_splat(0.0); T];
-    for (b, (&sx, &sum)) in x.scales.iter().zip(x.sums).enumerate() {
+    for (b, &[fs, fc]) in x.f.iter().enumerate() {
         let xv = x.block(b);
         let g = b / PG;
         for i in 0..T {
@@ -180,15 +220,21 @@ unsafe fn w4_tiles<const SYM: bool, const PG: usize, const T: usize>(
                     w4_block(r[2].add(b * 16), &xv),
                     w4_block(r[3].add(b * 16), &xv),
                 );
-                let s = f32x4_mul(f16x4(sc[i].add(g * 4)), f32x4_splat(sx));
-                if SYM {
-                    let d = i32x4_sub(d, i32x4_splat(8 * sum));
-                    acc[i] = f32x4_add(acc[i], f32x4_mul(f32x4_convert_i32x4(d), s));
-                } else {
-                    acc[i] = f32x4_add(acc[i], f32x4_mul(f32x4_convert_i32x4(d), s));
-                    let m = f16x4(mn[i].add(g * 4));
-                    acc[i] = f32x4_add(acc[i], f32x4_mul(m, f32x4_splat(sx * sum as f32)));
-                }
+                // `fs` carries the 2¹¹² that `f16x4_raw` leaves out.
+                let s = f32x4_mul(f16x4_raw(sc[i].add(g * 4)), fs);
+                let d = if SYM { i32x4_sub(d, fc) } else { d };
+                acc[i] = f32x4_add(acc[i], f32x4_mul(f32x4_convert_i32x4(d), s));
+            }
+        }
+    }
+    if !SYM {
+        // The minimum's term `Σ_b m · sx · Σ xq` reads no weights: a second, light pass keeps
+        // the main loop's registers for the nibbles.
+        for (b, &[_, fc]) in x.f.iter().enumerate() {
+            for i in 0..T {
+                // SAFETY: group `b` exists in every tile (caller; asymmetric groups are blocks).
+                let m = unsafe { f16x4(mn[i].add(b * 4)) };
+                acc[i] = f32x4_add(acc[i], f32x4_mul(m, fc));
             }
         }
     }
@@ -203,7 +249,7 @@ unsafe fn w4_tiles<const SYM: bool, const PG: usize, const T: usize>(
 #[inline(never)]
 unsafe fn q8_tile(rows: [*const u8; 4], sc: *const f16, x: &Token<'_>) -> v128 {
     let mut acc = f32x4_splat(0.0);
-    for (b, &sx) in x.scales.iter().enumerate() {
+    for (b, &[fs, _]) in x.f.iter().enumerate() {
         let xv = x.block(b);
         // SAFETY: block `b` exists in every row and in the tile (caller).
         unsafe {
@@ -213,7 +259,7 @@ unsafe fn q8_tile(rows: [*const u8; 4], sc: *const f16, x: &Token<'_>) -> v128 {
                 q8_block(rows[2].add(b * 32), &xv),
                 q8_block(rows[3].add(b * 32), &xv),
             );
-            let s = f32x4_mul(f16x4(sc.add(b * 4)), f32x4_splat(sx));
+            let s = f32x4_mul(f16x4_raw(sc.add(b * 4)), fs);
             acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(d), s));
         }
     }
@@ -248,6 +294,9 @@ fn for_each_tile(
 const W4_TILES: usize = 2;
 
 pub(crate) fn w4_matmul(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
+    if x.rows() >= GEMM_MIN_TOKENS {
+        return w4_gemm(w, x, out);
+    }
     match (w.kind(), w.group()) {
         (W4Kind::Symmetric, 32) => w4_run::<true, 1>(w, x, out),
         (W4Kind::Symmetric, 64) => w4_run::<true, 2>(w, x, out),
@@ -260,6 +309,9 @@ fn w4_run<const SYM: bool, const PG: usize>(w: &W4Matrix, x: &ActQ16, out: &mut 
     let (n, m) = (w.rows(), x.rows());
     let gpr = w.groups_per_row();
     let row_bytes = w.blocks_per_row() * 16;
+    let Some(f) = factors(x, SYM) else {
+        return crate::arch::portable::w4_matmul(w, x, out);
+    };
     let q = reorder(x);
     let tiles = n.div_ceil(ROW_TILE);
     let mut tile = 0;
@@ -282,7 +334,7 @@ fn w4_run<const SYM: bool, const PG: usize>(w: &W4Matrix, x: &ActQ16, out: &mut 
             core::array::from_fn(|j| w.packed[(r0 + j).min(last) * row_bytes..].as_ptr())
         };
         for t in 0..m {
-            let tok = Token::new(x, &q, t);
+            let tok = Token::new(x, &q, &f, t);
             let mut v = [0.0f32; 4 * W4_TILES];
             // SAFETY: rows hold `blocks_per_row ≥ x.blocks()` blocks and the tiles every group;
             // `v` has room for `4 · step` floats.
@@ -311,15 +363,236 @@ fn w4_run<const SYM: bool, const PG: usize>(w: &W4Matrix, x: &ActQ16, out: &mut 
     }
 }
 
+/// Token count from which the w4 product unpacks each weight tile once ([`w4_gemm`]) instead
+/// of running the GEMV loop per token. Unpacking a tile costs about two GEMV passes over it
+/// (Chromium 156: 1536×576 q4_1 GEMV 0.073 ms/token; GEMM 0.33 ms for 4 tokens, 0.039
+/// ms/token at 65), so below ~6 tokens the GEMV loop wins.
+const GEMM_MIN_TOKENS: usize = 6;
+
+/// 4-row groups per GEMM weight tile: 8 rows × k int16 stay in L1 up to k ≈ 1900.
+const GEMM_GROUPS: usize = 2;
+
+/// Tokens per pass over a GEMM weight tile.
+const GEMM_TOKENS: usize = 4;
+
+/// Unpacks rows `r0..r0+4` (clamped to the last row) of a w4 matrix into "lane per row" int16
+/// pairs: for block `b` and pair `p` (weights `2p`, `2p+1`), `q[b·16 + p]` is
+/// `[w(r0, 2p) w(r0, 2p+1) | w(r0+1, ..) | w(r0+2, ..) | w(r0+3, ..)]` with the symmetric
+/// offset applied, so `i32x4.dot_i16x8_s` against the activation pair splatted to every lane
+/// gives the 4 rows' partial sums directly, with no reduction. `s[b]` (and `mn[b]`) get the
+/// 4 rows' f32 scales (minimums) of block `b`.
+fn unpack_tile4(
+    w: &W4Matrix,
+    r0: usize,
+    xb: usize,
+    q: &mut [v128],
+    s: &mut [v128],
+    mn: &mut [v128],
+) {
+    let n = w.rows();
+    let (gpr, pg) = (w.groups_per_row(), w.group() / BLOCK);
+    let row_bytes = w.blocks_per_row() * 16;
+    let rows: [&[u8]; 4] =
+        core::array::from_fn(|j| &w.packed[(r0 + j).min(n - 1) * row_bytes..][..xb * 16]);
+    let sym = w.kind() == W4Kind::Symmetric;
+    let sc = tile_values(&w.scales, n, gpr, r0);
+    let mi = tile_values(&w.mins, n, gpr, r0);
+    let low = i8x16_splat(0x0F);
+    let eight = i8x16_splat(8);
+    for b in 0..xb {
+        // SAFETY: every row slice holds `xb` blocks of 16 bytes; `v128_load` needs no alignment.
+        let v: [v128; 4] = core::array::from_fn(|j| unsafe {
+            v128_load(rows[j].as_ptr().add(b * 16) as *const v128)
+        });
+        // Weights 0..15 (low nibbles) and 16..31 (high nibbles), as bytes.
+        for (half, dst) in q[b * 16..(b + 1) * 16].chunks_exact_mut(8).enumerate() {
+            let u: [v128; 4] = core::array::from_fn(|j| {
+                if half == 0 {
+                    v128_and(v[j], low)
+                } else {
+                    v128_and(u16x8_shr(v[j], 4), low)
+                }
+            });
+            // 16-bit units are weight pairs: zip rows 0/1 and 2/3 unit by unit, then 32-bit
+            // units so each 8 bytes hold one pair of all 4 rows.
+            let z01 = i16x8_shuffle::<0, 8, 1, 9, 2, 10, 3, 11>(u[0], u[1]);
+            let z01h = i16x8_shuffle::<4, 12, 5, 13, 6, 14, 7, 15>(u[0], u[1]);
+            let z23 = i16x8_shuffle::<0, 8, 1, 9, 2, 10, 3, 11>(u[2], u[3]);
+            let z23h = i16x8_shuffle::<4, 12, 5, 13, 6, 14, 7, 15>(u[2], u[3]);
+            let pairs = [
+                i32x4_shuffle::<0, 4, 1, 5>(z01, z23),
+                i32x4_shuffle::<2, 6, 3, 7>(z01, z23),
+                i32x4_shuffle::<0, 4, 1, 5>(z01h, z23h),
+                i32x4_shuffle::<2, 6, 3, 7>(z01h, z23h),
+            ];
+            for (i, &pv) in pairs.iter().enumerate() {
+                if sym {
+                    let pv = i8x16_sub(pv, eight);
+                    dst[2 * i] = i16x8_extend_low_i8x16(pv);
+                    dst[2 * i + 1] = i16x8_extend_high_i8x16(pv);
+                } else {
+                    dst[2 * i] = u16x8_extend_low_u8x16(pv);
+                    dst[2 * i + 1] = u16x8_extend_high_u8x16(pv);
+                }
+            }
+        }
+        let g = b / pg;
+        // SAFETY: the tiles hold 4 values for every group.
+        unsafe {
+            s[b] = f16x4(sc.as_ptr().add(g * 4));
+            if !sym {
+                mn[b] = f16x4(mi.as_ptr().add(g * 4));
+            }
+        }
+    }
+}
+
+/// `R` unpacked 4-row groups (see [`unpack_tile4`]) against `T` tokens: per block, 16 steps
+/// of one dot and one add per (group, token), then one f32 scale step. Returns `[group][token]`
+/// vectors of 4 outputs.
+///
+/// # Safety
+/// `q`, `s` (and `mn` unless `SYM`) hold `R` groups of `xb` blocks; every token in `t` is a
+/// token of `x`.
+#[inline(never)]
+unsafe fn w4_gemm_tile<const SYM: bool, const R: usize, const T: usize>(
+    q: &[v128],
+    s: &[v128],
+    mn: &[v128],
+    x: &ActQ16,
+    t: [usize; T],
+) -> [[v128; T]; R] {
+    let xb = x.blocks();
+    let mut acc = [[f32x4_splat(0.0); T]; R];
+    let xq: [*const i16; T] = core::array::from_fn(|i| x.q[t[i] * xb * BLOCK..].as_ptr());
+    for b in 0..xb {
+        let mut d = [[i32x4_splat(0); T]; R];
+        for p in 0..16 {
+            // SAFETY: pair `p` of block `b` lies inside each token's row and each group's
+            // unpacked block (caller).
+            unsafe {
+                let xv: [v128; T] = core::array::from_fn(|i| {
+                    v128_load32_splat(xq[i].add(b * BLOCK + 2 * p) as *const u32)
+                });
+                for (g, dg) in d.iter_mut().enumerate() {
+                    let wv = *q.get_unchecked((g * xb + b) * 16 + p);
+                    for (di, &xi) in dg.iter_mut().zip(&xv) {
+                        *di = i32x4_add(*di, i32x4_dot_i16x8(wv, xi));
+                    }
+                }
+            }
+        }
+        for i in 0..T {
+            let at = t[i] * xb + b;
+            let sx = f32x4_splat(x.scales[at]);
+            for g in 0..R {
+                let f = f32x4_mul(s[g * xb + b], sx);
+                acc[g][i] = f32x4_add(acc[g][i], f32x4_mul(f32x4_convert_i32x4(d[g][i]), f));
+                if !SYM {
+                    let c = f32x4_splat(x.scales[at] * x.sums[at] as f32);
+                    acc[g][i] = f32x4_add(acc[g][i], f32x4_mul(mn[g * xb + b], c));
+                }
+            }
+        }
+    }
+    acc
+}
+
+/// Prefill: unpacks each tile of up to [`GEMM_GROUPS`] · 4 rows once into an L1-sized scratch,
+/// then runs every token (two at a time) through it.
+fn w4_gemm(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
+    if w.kind() == W4Kind::Symmetric {
+        w4_gemm_run::<true>(w, x, out)
+    } else {
+        w4_gemm_run::<false>(w, x, out)
+    }
+}
+
+fn w4_gemm_run<const SYM: bool>(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
+    let (n, m, xb) = (w.rows(), x.rows(), x.blocks());
+    let mut q = vec![i32x4_splat(0); GEMM_GROUPS * xb * 16];
+    let mut s = vec![f32x4_splat(0.0); GEMM_GROUPS * xb];
+    let mut mn = vec![f32x4_splat(0.0); GEMM_GROUPS * xb];
+    let mut r0 = 0;
+    while r0 < n {
+        let groups = if r0 + GEMM_GROUPS * ROW_TILE <= n {
+            GEMM_GROUPS
+        } else {
+            1
+        };
+        for g in 0..groups {
+            unpack_tile4(
+                w,
+                r0 + g * ROW_TILE,
+                xb,
+                &mut q[g * xb * 16..(g + 1) * xb * 16],
+                &mut s[g * xb..(g + 1) * xb],
+                &mut mn[g * xb..(g + 1) * xb],
+            );
+        }
+        let width = (n - r0).min(groups * ROW_TILE);
+        let mut store = |t: usize, g: usize, v: v128| {
+            let mut o = [0.0f32; 4];
+            // SAFETY: `o` has room for 16 bytes; `v128_store` needs no alignment.
+            unsafe { v128_store(o.as_mut_ptr() as *mut v128, v) };
+            let lo = g * ROW_TILE;
+            if lo < width {
+                let hi = (lo + ROW_TILE).min(width);
+                out[t * n + r0 + lo..t * n + r0 + hi].copy_from_slice(&o[..hi - lo]);
+            }
+        };
+        let mut t = 0;
+        // SAFETY: the scratch holds `groups` unpacked groups of `xb` blocks; tokens are < m.
+        unsafe {
+            while t < m {
+                let tt = if t + GEMM_TOKENS <= m { GEMM_TOKENS } else { 1 };
+                let tok: [usize; GEMM_TOKENS] = core::array::from_fn(|i| t + i);
+                match (groups == GEMM_GROUPS, tt == GEMM_TOKENS) {
+                    (true, true) => {
+                        let acc =
+                            w4_gemm_tile::<SYM, GEMM_GROUPS, GEMM_TOKENS>(&q, &s, &mn, x, tok);
+                        for (g, a) in acc.iter().enumerate() {
+                            for (i, v) in a.iter().enumerate() {
+                                store(t + i, g, *v);
+                            }
+                        }
+                    }
+                    (true, false) => {
+                        let acc = w4_gemm_tile::<SYM, GEMM_GROUPS, 1>(&q, &s, &mn, x, [t]);
+                        for (g, a) in acc.iter().enumerate() {
+                            store(t, g, a[0]);
+                        }
+                    }
+                    (false, true) => {
+                        let acc = w4_gemm_tile::<SYM, 1, GEMM_TOKENS>(&q, &s, &mn, x, tok);
+                        for (i, v) in acc[0].iter().enumerate() {
+                            store(t + i, 0, *v);
+                        }
+                    }
+                    (false, false) => {
+                        let acc = w4_gemm_tile::<SYM, 1, 1>(&q, &s, &mn, x, [t]);
+                        store(t, 0, acc[0][0]);
+                    }
+                }
+                t += tt;
+            }
+        }
+        r0 += groups * ROW_TILE;
+    }
+}
+
 pub(crate) fn q8_matmul(w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
     let (n, m, xb) = (w.rows(), x.rows(), x.blocks());
+    let Some(f) = factors(x, true) else {
+        return crate::arch::portable::q8_matmul(w, x, out);
+    };
     let q = reorder(x);
     // SAFETY: i8 and u8 have the same size and alignment; this only reinterprets the bytes.
     let data =
         unsafe { core::slice::from_raw_parts(w.values.as_ptr() as *const u8, w.values.len()) };
     for_each_tile(n, m, xb * BLOCK, data, out, |rows, r0, t| {
         let sc = tile_values(&w.scales, n, xb, r0);
-        let tok = Token::new(x, &q, t);
+        let tok = Token::new(x, &q, &f, t);
         // SAFETY: rows of `xb` blocks and a tile of `xb` scales.
         unsafe { q8_tile(rows, sc.as_ptr(), &tok) }
     });

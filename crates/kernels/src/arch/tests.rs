@@ -155,6 +155,56 @@ fn kernels_match_scalar_for_many_tokens() {
     check_q8(&Q8Matrix::quantize(&w, n, k).unwrap(), &x, m, "m 17");
 }
 
+/// Prefill shapes: the wasm GEMM path (weight tiles unpacked once, several tokens per pass)
+/// with token counts that leave every remainder, and row counts that leave partial tiles.
+#[test]
+fn gemm_tiles_match_scalar() {
+    let mut seed = 300;
+    for (m, n, k) in [
+        (2, 13, 97),
+        (3, 9, 64),
+        (7, 21, 33),
+        (64, 11, 160),
+        (5, 8, 577),
+    ] {
+        seed += 2;
+        let x = crate::pseudo_random(seed, m * k);
+        let w = crate::pseudo_random(seed + 1, n * k);
+        let label = format!("gemm m {m} n {n} k {k}");
+        for (g, kind) in W4_KINDS {
+            check_w4(
+                &W4Matrix::quantize(&w, n, k, g, kind).unwrap(),
+                &x,
+                m,
+                &label,
+            );
+        }
+        check_q8(&Q8Matrix::quantize(&w, n, k).unwrap(), &x, m, &label);
+    }
+}
+
+/// Activations so large that `sx · 2¹¹²` overflows f32 (the simd128 GEMV folds 2¹¹² into the
+/// activation scale and falls back to the portable kernel then).
+#[test]
+fn huge_activations_match_scalar() {
+    let (n, k) = (6, 96);
+    let w = crate::pseudo_random(81, n * k);
+    for m in [1, 3] {
+        let mut x = crate::pseudo_random(82, m * k);
+        x[40] = 3.0e9;
+        x[m * k - 1] = -1.0e12;
+        for (g, kind) in W4_KINDS {
+            check_w4(
+                &W4Matrix::quantize(&w, n, k, g, kind).unwrap(),
+                &x,
+                m,
+                "huge x",
+            );
+        }
+        check_q8(&Q8Matrix::quantize(&w, n, k).unwrap(), &x, m, "huge x");
+    }
+}
+
 #[test]
 fn zero_weights_and_activations_give_exact_zeros() {
     let (m, n, k) = (2, 5, 100);
