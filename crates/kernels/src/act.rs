@@ -57,13 +57,7 @@ impl ActQ16 {
         }
         for (r, row) in x.chunks_exact(cols).enumerate() {
             for (b, chunk) in row.chunks(BLOCK).enumerate() {
-                // A NaN or infinity anywhere in the block poisons it (`f32::max` would drop a
-                // NaN seen before a finite value, so test finiteness separately).
-                let amax = if chunk.iter().all(|v| v.is_finite()) {
-                    chunk.iter().fold(0.0f32, |m, v| m.max(v.abs()))
-                } else {
-                    f32::NAN
-                };
+                let amax = block_amax(chunk);
                 let i = r * blocks + b;
                 if amax.is_nan() {
                     self.scales[i] = f32::NAN;
@@ -76,8 +70,11 @@ impl ActQ16 {
                 self.scales[i] = amax / 32767.0;
                 let q = &mut self.q[i * BLOCK..i * BLOCK + chunk.len()];
                 let mut sum = 0i32;
+                // Ties to even (`f32.nearest`, one SIMD instruction) rather than `round`'s ties
+                // away from zero, which wasm has no instruction for: either is within half a
+                // step, and every kernel reads these same integers.
                 for (d, v) in q.iter_mut().zip(chunk) {
-                    let v = (v * inv).round().clamp(-32767.0, 32767.0) as i16;
+                    let v = (v * inv).round_ties_even().clamp(-32767.0, 32767.0) as i16;
                     *d = v;
                     sum += i32::from(v);
                 }
@@ -109,5 +106,78 @@ impl ActQ16 {
             out.push(f32::from(self.q[r * self.blocks * BLOCK + c]) * self.scales[b]);
         }
         out
+    }
+}
+
+/// The largest |value| of a block, or NaN if the block holds a NaN or an infinity (a poisoned
+/// block). Eight independent lanes and branch-free compares, so the compiler vectorises it
+/// (`f32::max` would not be: it has NaN semantics wasm's `f32x4.max` lacks, and it would drop a
+/// NaN seen before a finite value).
+fn block_amax(chunk: &[f32]) -> f32 {
+    const LANES: usize = 8;
+    let mut m = [0.0f32; LANES];
+    let mut bad = [0u32; LANES];
+    let mut it = chunk.chunks_exact(LANES);
+    for c in &mut it {
+        for i in 0..LANES {
+            let a = c[i].abs();
+            // True for NaN and for infinity.
+            bad[i] |= u32::from(!a.is_finite());
+            m[i] = if a > m[i] { a } else { m[i] };
+        }
+    }
+    for &v in it.remainder() {
+        let a = v.abs();
+        bad[0] |= u32::from(!a.is_finite());
+        m[0] = if a > m[0] { a } else { m[0] };
+    }
+    if bad.iter().any(|&b| b != 0) {
+        return f32::NAN;
+    }
+    m.iter()
+        .fold(0.0f32, |acc, &v| if v > acc { v } else { acc })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    #[test]
+    fn block_amax_is_the_largest_magnitude_and_poisons_on_nan_or_infinity() {
+        for len in [1usize, 7, 8, 9, 31, 32] {
+            let mut v = crate::pseudo_random(len as u64, len);
+            let want = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+            assert_eq!(block_amax(&v), want, "len {len}");
+            // Put the largest value last (in the remainder when len % 8 != 0), negative.
+            v[len - 1] = -5.0;
+            assert_eq!(block_amax(&v), 5.0, "len {len}");
+            for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+                let mut w = v.clone();
+                w[0] = bad; // before every finite value
+                assert!(block_amax(&w).is_nan(), "len {len}, {bad}");
+                let mut w = v.clone();
+                w[len - 1] = bad;
+                assert!(block_amax(&w).is_nan(), "len {len}, {bad} last");
+            }
+        }
+        assert_eq!(block_amax(&[0.0; 32]), 0.0);
+    }
+
+    #[test]
+    fn quantized_values_are_within_half_a_step() {
+        let x = crate::pseudo_random(3, 2 * 70);
+        let a = ActQ16::quantize(&x, 2, 70);
+        for r in 0..2 {
+            let back = a.dequantize_row(r);
+            for (c, (v, w)) in x[r * 70..(r + 1) * 70].iter().zip(&back).enumerate() {
+                let s = a.scales[r * a.blocks() + c / BLOCK];
+                assert!(
+                    (v - w).abs() <= s * 0.5 + f32::EPSILON * v.abs(),
+                    "{v} vs {w}"
+                );
+            }
+        }
     }
 }
