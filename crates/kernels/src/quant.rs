@@ -50,8 +50,28 @@
 //!
 //! # The int8 layout ([`Q8Matrix`])
 //! Rows padded to blocks of 32; `w = q · s` with one fp16 scale per block: ggml's Q8_0 values, so
-//! a GGUF Q8_0 tensor (the default model's embedding) loads without re-rounding. The values are
-//! row-major (32 bytes per block); the scales use the same 4-row tiles as the w4 scales.
+//! a GGUF Q8_0 tensor (the default model's embedding) loads without re-rounding (its blocks are
+//! only moved). A block is ggml's 32 int8 values in order. The scales use the 4-row tiles of
+//! the w4 scales; the blocks are stored in tiles of `Q8_TILE` = 8 rows, block-major inside a
+//! tile: block `b` of the tile's 8 rows is 256 contiguous bytes, then block `b+1`. A kernel
+//! computing 8 rows per pass thus reads one sequential stream of values (plus two small scale
+//! streams), which the hardware prefetcher follows; 8 interleaved row streams of 576 bytes
+//! (the default model's rows) it did not (wasm has no software prefetch: 2× slower GEMV in
+//! Chromium). The last tile holds the `rows mod 8` leftover rows with that width:
+//!
+//! ```text
+//! v(r, b) = the 32 bytes of row r, block b;  B blocks per row
+//! rows 0..8:   v(0,0) v(1,0) ... v(7,0) | v(0,1) v(1,1) ... v(7,1) | ... | v(7,B-1)
+//! rows 8..16:  v(8,0) ... v(15,0) | v(8,1) ...
+//! last tile, rows 16..19:  v(16,0) v(17,0) v(18,0) | v(16,1) v(17,1) v(18,1) | ...
+//! block index(r, b) = 8⌊r/8⌋·B + b·width + r mod 8,   width = min(8, rows − 8⌊r/8⌋)
+//! value (r, c) at byte 32 · index(r, ⌊c/32⌋) + c mod 32
+//! scales: s(r, b) at the 4-row scale index above (the w4 scale tiling with G = B)
+//! ```
+//!
+//! One row (the embedding lookup) is `B` 32-byte reads at a stride of `32 · width`. Nothing is
+//! padded beyond whole blocks, so the byte count is `rows · ⌈cols/32⌉ · 34`
+//! (`edgefit_estimate`'s `q8_0`).
 //!
 //! # Reference kernels
 //! `y[t][r] = Σ_b sx[t][b] · (s[r][g(b)] · Σ_j wq[r][b][j] · xq[t][b][j] + m[r][g(b)] · Σ_j
@@ -130,6 +150,18 @@ pub(crate) fn scale_index(rows: usize, groups: usize, r: usize, g: usize) -> usi
     let base = r / ROW_TILE * ROW_TILE;
     let width = (rows - base).min(ROW_TILE);
     base * groups + g * width + (r - base)
+}
+
+/// Rows whose int8 blocks are stored together, block-major (see the module docs).
+pub(crate) const Q8_TILE: usize = 8;
+
+/// Which block of a [`Q8Matrix`]'s values holds row `r`, block `b` (its values are the 32 from
+/// `32 ·` this index): the 8-row tiling of the module docs.
+#[inline]
+pub(crate) fn q8_block_index(rows: usize, blocks: usize, r: usize, b: usize) -> usize {
+    let base = r / Q8_TILE * Q8_TILE;
+    let width = (rows - base).min(Q8_TILE);
+    base * blocks + b * width + (r - base)
 }
 
 /// Reorders row-major per-group values (`rows × groups`) into the 4-row tiling.
@@ -447,9 +479,9 @@ pub(crate) fn check_product(what: &str, rows: usize, cols: usize, x: &ActQ16, ou
 pub struct Q8Matrix {
     rows: usize,
     cols: usize,
-    /// `rows × blocks × 32`, zero padded.
+    /// `rows × blocks` blocks of 32 (zero padded), in 4-row tiles (see the module docs).
     pub(crate) values: Vec<i8>,
-    /// `rows × blocks`.
+    /// `rows × blocks`, in the same tiles.
     pub(crate) scales: Vec<f16>,
 }
 
@@ -479,7 +511,7 @@ impl Q8Matrix {
                 if sf == 0.0 {
                     continue;
                 }
-                let at = (r * blocks + b) * BLOCK;
+                let at = q8_block_index(rows, blocks, r, b) * BLOCK;
                 for (d, v) in values[at..at + chunk.len()].iter_mut().zip(chunk) {
                     *d = (v / sf).round().clamp(-127.0, 127.0) as i8;
                 }
@@ -520,14 +552,21 @@ impl Q8Matrix {
                 expected,
             });
         }
-        let mut values = Vec::with_capacity(rows * cols);
-        let mut scales = Vec::with_capacity(rows * cols / BLOCK);
-        for blk in data.chunks_exact(34) {
-            scales.push(f16::from_le_bytes([blk[0], blk[1]]));
-            values.extend(blk[2..].iter().map(|&b| b as i8));
+        let blocks = cols / BLOCK;
+        let mut values = vec![0i8; rows * cols];
+        let mut scales = vec![f16::ZERO; rows * blocks];
+        for (i, blk) in data.chunks_exact(34).enumerate() {
+            let (r, b) = (i / blocks, i % blocks);
+            scales[scale_index(rows, blocks, r, b)] = f16::from_le_bytes([blk[0], blk[1]]);
+            let at = q8_block_index(rows, blocks, r, b);
+            for (d, &v) in values[at * BLOCK..(at + 1) * BLOCK]
+                .iter_mut()
+                .zip(&blk[2..])
+            {
+                *d = v as i8;
+            }
         }
         check_scales("int8 scales", &scales)?;
-        let scales = tile_rows(&scales, rows, cols / BLOCK);
         Ok(Q8Matrix {
             rows,
             cols,
@@ -557,9 +596,12 @@ impl Q8Matrix {
     /// Writes the dequantized row `r` into `out` (`cols` values).
     pub fn dequantize_row(&self, r: usize, out: &mut [f32]) {
         let bpr = self.blocks_per_row();
-        for (c, o) in out.iter_mut().enumerate().take(self.cols) {
-            let s = self.scales[scale_index(self.rows, bpr, r, c / BLOCK)].to_f32();
-            *o = f32::from(self.values[r * bpr * BLOCK + c]) * s;
+        for (b, o) in out[..self.cols].chunks_mut(BLOCK).enumerate() {
+            let s = self.scales[scale_index(self.rows, bpr, r, b)].to_f32();
+            let at = q8_block_index(self.rows, bpr, r, b);
+            for (o, &v) in o.iter_mut().zip(&self.values[at * BLOCK..(at + 1) * BLOCK]) {
+                *o = f32::from(v) * s;
+            }
         }
     }
 
@@ -580,7 +622,8 @@ impl Q8Matrix {
             for r in 0..self.rows {
                 let mut acc = 0.0f32;
                 for b in 0..bpr {
-                    let w = &self.values[(r * bpr + b) * BLOCK..(r * bpr + b + 1) * BLOCK];
+                    let at = q8_block_index(self.rows, bpr, r, b);
+                    let w = &self.values[at * BLOCK..(at + 1) * BLOCK];
                     let xq = &x.q[(t * bpr + b) * BLOCK..(t * bpr + b + 1) * BLOCK];
                     let isum: i32 = w
                         .iter()

@@ -8,7 +8,7 @@
 
 use crate::act::{ActQ16, BLOCK};
 use crate::arch::f16_bits_to_f32;
-use crate::quant::{scale_index, F16Matrix, Q8Matrix, W4Kind, W4Matrix};
+use crate::quant::{q8_block_index, scale_index, F16Matrix, Q8Matrix, W4Kind, W4Matrix};
 
 /// f32 dot product with 8 independent accumulators.
 #[inline]
@@ -103,14 +103,11 @@ pub(crate) fn q8_matmul(w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
     let (n, xb) = (w.rows(), x.blocks());
     let mut row = Row::new(xb);
     for r in 0..n {
-        for (d, v) in row
-            .q
-            .iter_mut()
-            .zip(&w.values[r * xb * BLOCK..(r + 1) * xb * BLOCK])
-        {
-            *d = i16::from(*v);
-        }
-        for b in 0..xb {
+        for (b, q) in row.q.chunks_exact_mut(BLOCK).enumerate() {
+            let at = q8_block_index(n, xb, r, b);
+            for (d, v) in q.iter_mut().zip(&w.values[at * BLOCK..(at + 1) * BLOCK]) {
+                *d = i16::from(*v);
+            }
             row.s[b] = f16_bits_to_f32(w.scales[scale_index(n, xb, r, b)].to_bits());
         }
         for t in 0..x.rows() {

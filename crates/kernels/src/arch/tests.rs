@@ -10,7 +10,7 @@
 use half::f16;
 
 use crate::act::{ActQ16, BLOCK};
-use crate::quant::{scale_index, F16Matrix, Q8Matrix, W4Kind, W4Matrix};
+use crate::quant::{q8_block_index, scale_index, F16Matrix, Q8Matrix, W4Kind, W4Matrix};
 use crate::{f32_ops, Kernel, Matrix};
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
@@ -59,9 +59,10 @@ fn q8_magnitude(w: &Q8Matrix, x: &ActQ16, t: usize, r: usize) -> f64 {
     let mut mag = 0.0;
     for b in 0..xb {
         let s = w.scales[scale_index(w.rows(), xb, r, b)].to_f64().abs();
+        let at = q8_block_index(w.rows(), xb, r, b);
         let wx: f64 = (0..BLOCK)
             .map(|j| {
-                let wq = f64::from(w.values[(r * xb + b) * BLOCK + j]);
+                let wq = f64::from(w.values[at * BLOCK + j]);
                 (wq * f64::from(x.q[(t * xb + b) * BLOCK + j])).abs()
             })
             .sum();
@@ -552,5 +553,60 @@ fn f16_bit_conversion_is_exact_for_every_finite_half() {
             let got = super::f16_bits_to_f32(bits);
             assert_eq!(got.to_bits(), h.to_f32().to_bits(), "{bits:#06x}");
         }
+    }
+}
+
+/// The int8 layout (8-row block-major tiles, partial last tiles): every kernel against the
+/// reference for row counts around the tile sizes and odd `k`, the embedding lookup
+/// (`Matrix::row`) equal to the dequantized matrix row and to the quantized values, and ggml
+/// Q8_0 blocks back out of the layout unchanged.
+#[test]
+fn q8_tiles_partial_rows_and_row_lookup() {
+    let mut seed = 500;
+    for n in [1usize, 3, 5, 7, 8, 9, 13, 16, 17, 23] {
+        for k in [1usize, 33, 100, 577] {
+            seed += 2;
+            let w = crate::pseudo_random(seed, n * k);
+            let q = Q8Matrix::quantize(&w, n, k).unwrap();
+            assert_eq!(q.bytes(), (n * k.div_ceil(32) * 34) as u64);
+            for m in [1usize, 2, 7] {
+                let x = crate::pseudo_random(seed + 1, m * k);
+                check_q8(&q, &x, m, &format!("tiles m {m} n {n} k {k}"));
+            }
+            let all = q.dequantize();
+            let mat = Matrix::Q8(q.clone());
+            for r in 0..n {
+                let mut row = vec![f32::NAN; k];
+                mat.row(r, &mut row);
+                assert_eq!(&row[..], &all[r * k..(r + 1) * k], "row {r} of {n}×{k}");
+                for (c, (v, orig)) in row.iter().zip(&w[r * k..(r + 1) * k]).enumerate() {
+                    let s = q.scales[scale_index(n, q.blocks_per_row(), r, c / 32)].to_f32();
+                    assert!((v - orig).abs() <= s / 2.0 * (1.0 + 1e-6), "[{r},{c}]");
+                }
+            }
+        }
+    }
+    // ggml blocks: every (row, block) keeps its own 32 bytes and scale.
+    for n in [1usize, 3, 7, 9, 13] {
+        let (cols, bpr) = (96, 3);
+        let mut data = Vec::new();
+        for i in 0..n * bpr {
+            data.extend_from_slice(&f16::from_f32(0.5 + i as f32).to_le_bytes());
+            data.extend((0..32).map(|j| ((i * 31 + j * 7) % 256) as u8));
+        }
+        let q = Q8Matrix::from_q8_0(&data, n, cols).unwrap();
+        assert_eq!(q.bytes(), data.len() as u64);
+        for r in 0..n {
+            for b in 0..bpr {
+                let blk = &data[(r * bpr + b) * 34..(r * bpr + b + 1) * 34];
+                let s = q.scales[scale_index(n, bpr, r, b)];
+                assert_eq!(s.to_le_bytes(), [blk[0], blk[1]], "scale [{r},{b}]");
+                let at = q8_block_index(n, bpr, r, b) * BLOCK;
+                let v: Vec<u8> = q.values[at..at + BLOCK].iter().map(|&v| v as u8).collect();
+                assert_eq!(&v[..], &blk[2..], "values [{r},{b}]");
+            }
+        }
+        let x = crate::pseudo_random(77, 2 * cols);
+        check_q8(&q, &x, 2, &format!("from q8_0 n {n}"));
     }
 }

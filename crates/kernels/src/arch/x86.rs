@@ -13,6 +13,9 @@
 //! of the 4-row tile ([`crate::quant`]'s layout), converted by one `vcvtph2ps`. The symmetric
 //! w4 offset (`q − 8`) is taken out of the integer sum as `8 · Σ xq` per block.
 //!
+//! Int8 blocks come in 8-row tiles, block-major ([`crate::quant`]), read as two 4-row tiles at
+//! a block stride of 256 bytes, with software prefetch of the next 8-row tile.
+//!
 //! Prefill (`m > 1`) runs every token through a 4-row tile before moving on, so each tile's
 //! weights (4 rows · k/2 bytes) come from memory once and from L1 for the other tokens.
 
@@ -22,7 +25,7 @@ use half::f16;
 
 use crate::act::{ActQ16, BLOCK};
 use crate::arch::tile_values;
-use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix, ROW_TILE};
+use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix, Q8_TILE, ROW_TILE};
 
 /// How the int16 activations are ordered within a pair of blocks `b`, `b+1` (64 values).
 #[derive(Clone, Copy, PartialEq)]
@@ -294,27 +297,37 @@ pub(crate) unsafe fn w4_matmul(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
     });
 }
 
-/// Partial sums of one int8 row block `b` against `[A C | B D]` activations.
+/// Partial sums of one int8 block (32 bytes at `p`) against `[A C | B D]` activations.
 ///
 /// # Safety
-/// `row` must be valid for 32 bytes from `b · 32`.
+/// `p` must be valid for 32 bytes.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn q8_row(row: *const u8, b: usize, xac: __m256i, xbd: __m256i) -> __m256i {
-    // SAFETY: the caller guarantees the block is inside the row.
-    let v = unsafe { _mm256_loadu_si256(row.add(b * 32) as *const __m256i) };
+unsafe fn q8_row(p: *const u8, xac: __m256i, xbd: __m256i) -> __m256i {
+    // SAFETY: the caller guarantees the block is readable.
+    let v = unsafe { _mm256_loadu_si256(p as *const __m256i) };
     let even = _mm256_srai_epi16::<8>(_mm256_slli_epi16::<8>(v));
     let odd = _mm256_srai_epi16::<8>(v);
     _mm256_add_epi32(_mm256_madd_epi16(even, xac), _mm256_madd_epi16(odd, xbd))
 }
 
-/// One 4-row tile of an int8 matrix against token `t`.
+/// One 4-row tile of an int8 matrix against token `t`: `rows[i]` points at row `i`'s block 0
+/// and `stride` bytes separate a row's consecutive blocks (the tile's width · 32, see
+/// [`crate::quant`]'s int8 layout).
 ///
 /// # Safety
-/// As [`w4_tile`], with rows of `xb` blocks of 32 bytes.
+/// As [`w4_tile`], with `xb` blocks per row at that stride.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn q8_tile(rows: [*const u8; 4], sc: *const f16, xp: &Prep, t: usize, xb: usize) -> __m128 {
+unsafe fn q8_tile(
+    rows: [*const u8; 4],
+    stride: usize,
+    pf: *const u8,
+    sc: *const f16,
+    xp: &Prep,
+    t: usize,
+    xb: usize,
+) -> __m128 {
     let mut acc = _mm256_setzero_ps();
     let base = t * xp.pairs;
     for p in 0..xp.pairs {
@@ -323,17 +336,18 @@ unsafe fn q8_tile(rows: [*const u8; 4], sc: *const f16, xp: &Prep, t: usize, xb:
         unsafe {
             let xq = xp.q.as_ptr().add((base + p) * 64) as *const __m256i;
             let (x0ac, x0bd) = (_mm256_loadu_si256(xq), _mm256_loadu_si256(xq.add(1)));
-            // Prefetch the next tile (the 4 rows after these, 256 bytes per pair of blocks):
-            // rows of a few hundred bytes are too short for the hardware prefetcher.
-            let next = rows[0].wrapping_add(4 * xb * 32 + p * 256) as *const i8;
+            // Prefetch this tile's share of the same pair of blocks of the next 8-row tile
+            // (`pf`, see `q8_matmul`). Prefetches past the end are harmless hints.
+            let next = pf.wrapping_add(p * 2 * stride) as *const i8;
             for l in 0..4 {
                 _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(64 * l));
             }
+            let (b0, b1) = (2 * p * stride, (2 * p + 1) * stride);
             let d0 = [
-                q8_row(rows[0], 2 * p, x0ac, x0bd),
-                q8_row(rows[1], 2 * p, x0ac, x0bd),
-                q8_row(rows[2], 2 * p, x0ac, x0bd),
-                q8_row(rows[3], 2 * p, x0ac, x0bd),
+                q8_row(rows[0].add(b0), x0ac, x0bd),
+                q8_row(rows[1].add(b0), x0ac, x0bd),
+                q8_row(rows[2].add(b0), x0ac, x0bd),
+                q8_row(rows[3].add(b0), x0ac, x0bd),
             ];
             let q0 = reduce4(d0);
             let q1 = if half {
@@ -341,10 +355,10 @@ unsafe fn q8_tile(rows: [*const u8; 4], sc: *const f16, xp: &Prep, t: usize, xb:
             } else {
                 let (x1ac, x1bd) = (_mm256_loadu_si256(xq.add(2)), _mm256_loadu_si256(xq.add(3)));
                 reduce4([
-                    q8_row(rows[0], 2 * p + 1, x1ac, x1bd),
-                    q8_row(rows[1], 2 * p + 1, x1ac, x1bd),
-                    q8_row(rows[2], 2 * p + 1, x1ac, x1bd),
-                    q8_row(rows[3], 2 * p + 1, x1ac, x1bd),
+                    q8_row(rows[0].add(b1), x1ac, x1bd),
+                    q8_row(rows[1].add(b1), x1ac, x1bd),
+                    q8_row(rows[2].add(b1), x1ac, x1bd),
+                    q8_row(rows[3].add(b1), x1ac, x1bd),
                 ])
             };
             let h = _mm256_add_epi32(
@@ -370,12 +384,35 @@ unsafe fn q8_tile(rows: [*const u8; 4], sc: *const f16, xp: &Prep, t: usize, xb:
 pub(crate) unsafe fn q8_matmul(w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
     let (n, m, xb) = (w.rows(), x.rows(), x.blocks());
     let xp = Prep::new(x, Order::Q8);
-    let data = w.values.as_ptr() as *const u8;
-    for_each_tile(n, m, xb * BLOCK, data, out, |rows, r0, t| {
-        let sc = tile_values(&w.scales, n, xb, r0);
-        // SAFETY: rows of `xb` blocks, a tile of `xb` groups, `t` a token of `xp`.
-        unsafe { q8_tile(rows, sc.as_ptr(), &xp, t, xb) }
-    });
+    for r8 in (0..n).step_by(Q8_TILE) {
+        let w8 = (n - r8).min(Q8_TILE);
+        // The 8-row tile's blocks are block-major, `w8` rows each, read as 4-row tiles (a
+        // partial last one repeats its last row; those results are dropped).
+        let tile = &w.values[r8 * xb * BLOCK..(r8 + w8) * xb * BLOCK];
+        let stride = w8 * BLOCK;
+        // Rows not in this tile: prefetch hints only (`wrapping_add`, never dereferenced).
+        let next = (tile.as_ptr() as *const u8).wrapping_add(tile.len());
+        for r0 in (r8..r8 + w8).step_by(ROW_TILE) {
+            let width = (r8 + w8 - r0).min(ROW_TILE);
+            let first = r0 - r8;
+            let rows: [*const u8; 4] = core::array::from_fn(|i| {
+                tile[(first + i.min(width - 1)) * BLOCK..].as_ptr() as *const u8
+            });
+            let sc = tile_values(&w.scales, n, xb, r0);
+            // Each 4-row half prefetches its 4 lines per pair of blocks of the next tile.
+            let pf = next.wrapping_add(first * 64);
+            for t in 0..m {
+                let mut v = [0.0f32; 4];
+                // SAFETY: the tile holds `xb` blocks per row at `stride`, `sc` its `xb` groups of
+                // 4 scales, `t` is a token of `xp`; `v` has room for 4 floats.
+                unsafe {
+                    let acc = q8_tile(rows, stride, pf, sc.as_ptr(), &xp, t, xb);
+                    _mm_storeu_ps(v.as_mut_ptr(), acc);
+                }
+                out[t * n + r0..t * n + r0 + width].copy_from_slice(&v[..width]);
+            }
+        }
+    }
 }
 
 /// Sum of the 8 lanes.
