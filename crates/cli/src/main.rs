@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use edgefit_engine::native::NativePlatform;
 use edgefit_engine::{Engine, GenerateOptions, LoadOptions, SamplerConfig};
+use edgefit_estimate::KvFormat;
 use edgefit_kernels::Kernel;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -83,6 +84,9 @@ pub(crate) struct FormatArgs {
     /// w4g32) with edgefit's own symmetric quantizer instead of keeping them as they are.
     #[arg(long)]
     pub requantize: bool,
+    /// KV-cache format: f32 (default), f16, k8v16 (K int8 + V f16), int8, int4g32.
+    #[arg(long, default_value = "f32")]
+    pub kv: String,
     /// Kernel for the matrix products: scalar, portable, avx2 (native x86_64), simd128 (wasm).
     /// Default: the fastest this build runs here.
     #[arg(long)]
@@ -99,8 +103,14 @@ impl FormatArgs {
         })
     }
 
-    /// Switches `engine` to the requested kernel, if any.
-    pub(crate) fn apply_kernel(&self, engine: &mut Engine) -> Result<()> {
+    /// The KV format `--kv` names.
+    pub(crate) fn kv_format(&self) -> Result<KvFormat> {
+        self.kv.parse().with_context(|| format!("--kv {}", self.kv))
+    }
+
+    /// Switches `engine` to the requested kernel (if any) and KV format.
+    pub(crate) fn apply(&self, engine: &mut Engine) -> Result<()> {
+        engine.set_kv_format(self.kv_format()?);
         if let Some(name) = &self.kernel {
             let available: Vec<&str> = Kernel::available().iter().map(|k| k.name()).collect();
             let Some(kernel) = Kernel::from_name(name) else {
@@ -203,8 +213,10 @@ pub(crate) fn load(path: &Path, quiet: bool, options: LoadOptions) -> Result<Eng
 }
 
 fn generate(args: GenerateArgs) -> Result<()> {
-    let mut engine = load(&args.model, args.json, args.format.load_options()?)?;
-    args.format.apply_kernel(&mut engine)?;
+    let load_options = args.format.load_options()?;
+    args.format.kv_format()?;
+    let mut engine = load(&args.model, args.json, load_options)?;
+    args.format.apply(&mut engine)?;
     let options = GenerateOptions {
         chat: args.chat,
         max_tokens: args.max_tokens,
@@ -236,7 +248,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
     } else {
         writeln!(stdout)?;
         eprintln!(
-            "{} prompt tokens, {} generated ({}) | weights {} (embedding {}), kernel {} | load {:.0} ms | TTFT {:.0} ms | prefill {:.1} tok/s | decode {:.1} tok/s | weights {:.1} MB | KV {:.2} MB | peak {:.1} MB",
+            "{} prompt tokens, {} generated ({}) | weights {} (embedding {}), kernel {}, KV {} | load {:.0} ms | TTFT {:.0} ms | prefill {:.1} tok/s | decode {:.1} tok/s | weights {:.1} MB | KV {:.2} MB | peak {:.1} MB",
             m.prompt_tokens,
             m.generated_tokens,
             match m.finish_reason {
@@ -247,6 +259,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
             m.weights,
             m.embedding,
             m.kernel,
+            m.kv_format,
             m.load_ms,
             m.ttft_ms,
             m.prefill_tok_s,

@@ -28,9 +28,6 @@ pub struct PerplexityArgs {
     model: PathBuf,
     #[command(flatten)]
     format: FormatArgs,
-    /// KV-cache format: f32 (f16, k8v16, int8 and int4g32 come with issue 5).
-    #[arg(long, default_value = "f32")]
-    kv: String,
     /// UTF-8 text to score [default: tests/data/constitution.txt of the repository].
     #[arg(long)]
     text: Option<PathBuf>,
@@ -65,16 +62,7 @@ fn default_text() -> PathBuf {
 
 pub fn run(args: PerplexityArgs) -> Result<()> {
     // Settings first, so a typo fails before a model loads.
-    let kv: KvFormat = args
-        .kv
-        .parse()
-        .with_context(|| format!("--kv {}", args.kv))?;
-    if kv != KvFormat::F32 {
-        bail!(
-            "--kv {kv}: the engine's KV cache is f32 only for now; the {kv} cache is not \
-             implemented yet (issue 5)"
-        );
-    }
+    let kv: KvFormat = args.format.kv_format()?;
     if args.max_tokens == Some(0) {
         bail!("--max-tokens 0: must be at least 1");
     }
@@ -100,7 +88,7 @@ pub fn run(args: PerplexityArgs) -> Result<()> {
     let sha256 = hex(&Sha256::digest(text.as_bytes()));
 
     let mut engine = crate::load(&args.model, args.json, load_options)?;
-    args.format.apply_kernel(&mut engine)?;
+    args.format.apply(&mut engine)?;
     let context = engine.model().config.context_length;
     if args.window > context {
         bail!(

@@ -95,11 +95,10 @@ fn missing_text_file_is_a_one_line_error() {
 }
 
 #[test]
-fn kv_formats_not_implemented_yet_and_unknown_ones_are_one_line_errors() {
+fn unknown_kv_formats_are_one_line_errors() {
     for (kv, needles) in [
-        ("int8", &["int8", "not implemented yet"][..]),
-        ("f16", &["f16", "not implemented yet"][..]),
         ("q3", &["q3", "f32, f16"][..]),
+        ("int16", &["int16", "k8v16"][..]),
     ] {
         let out = edgefit(&["perplexity", "--model", "m.gguf", "--kv", kv]);
         assert_one_line_error(&out, needles);

@@ -74,7 +74,12 @@ pub struct Metrics {
     pub embedding: String,
     /// The kernel the matrix products ran on (`simd128`, `avx2`, `portable`, `scalar`).
     pub kernel: String,
-    /// Bytes of KV cache holding the tokens held.
+    /// The KV cache's format (`f32`, `f16`, `k8v16`, `int8`, `int4g32`).
+    pub kv_format: String,
+    /// Tokens the KV cache holds.
+    pub kv_tokens: usize,
+    /// Bytes of KV cache holding the tokens held, scales included: exactly
+    /// `kv_bytes_per_token(spec, kv_format) × kv_tokens` of the estimator.
     pub kv_bytes: u64,
     /// Bytes of KV cache allocated.
     pub kv_reserved_bytes: u64,
@@ -181,6 +186,15 @@ impl Engine {
         self.model.kernel = kernel;
         self.metrics.kernel = kernel.name().to_string();
         Ok(())
+    }
+
+    /// Stores the KV cache in `format` from the next generation on (the cache is rebuilt empty).
+    pub fn set_kv_format(&mut self, format: edgefit_estimate::KvFormat) {
+        self.model.kv_format = format;
+        self.cache = self.model.new_cache(self.model.config.context_length);
+        self.generation = None;
+        self.metrics.kv_format = format.to_string();
+        self.refresh_kv();
     }
 
     /// The model.
@@ -351,6 +365,7 @@ impl Engine {
     }
 
     fn refresh_kv(&mut self) {
+        self.metrics.kv_tokens = self.cache.len();
         self.metrics.kv_bytes = self.cache.bytes();
         self.metrics.kv_reserved_bytes = self.cache.reserved_bytes();
     }
@@ -364,6 +379,7 @@ impl Metrics {
             weights: model.weights.options.weights.to_string(),
             embedding: model.weights.options.embedding_format().to_string(),
             kernel: model.kernel.name().to_string(),
+            kv_format: model.kv_format.to_string(),
             ..Metrics::default()
         }
     }

@@ -10,7 +10,8 @@
 //! `pos · base^(−2i/d)`. llama.cpp's converter permutes HF's q/k weights into that layout, and
 //! the safetensors loader applies the same permutation, so one rotation serves both sources.
 
-use edgefit_kernels::{dot, ActQ16, Kernel, Matrix};
+use edgefit_estimate::KvFormat;
+use edgefit_kernels::{ActQ16, Kernel, Matrix};
 
 use crate::config::LlamaConfig;
 use crate::error::Result;
@@ -32,6 +33,8 @@ pub struct Model {
     pub config: LlamaConfig,
     pub weights: Weights,
     pub kernel: Kernel,
+    /// The format of the KV caches [`Model::new_cache`] makes (f32 unless set).
+    pub kv_format: KvFormat,
     inv_freq: Vec<f32>,
 }
 
@@ -50,19 +53,22 @@ impl Model {
             config,
             weights,
             kernel: Kernel::best(),
+            kv_format: KvFormat::F32,
             inv_freq,
         }
     }
 
-    /// A KV cache sized for this model holding at most `max_tokens` (capped at the context).
+    /// A KV cache in [`Model::kv_format`] sized for this model, holding at most `max_tokens`
+    /// (capped at the context). Its bytes per token are the estimator's
+    /// `kv_bytes_per_token` for the same shape and format.
     pub fn new_cache(&self, max_tokens: usize) -> KvCache {
-        let per_token = edgefit_estimate::kv_bytes_per_token(
-            &self.config.to_spec(),
-            edgefit_estimate::KvFormat::F32,
-        );
+        let per_token =
+            edgefit_estimate::kv_bytes_per_token(&self.config.to_spec(), self.kv_format);
         KvCache::new(
+            self.kv_format,
             self.config.n_layers,
-            self.config.kv_dim(),
+            self.config.n_kv_heads,
+            self.config.head_dim,
             max_tokens.min(self.config.context_length),
             per_token,
         )
@@ -140,8 +146,6 @@ impl Model {
             rope(&mut q, qd, hd, &cos, &sin);
             rope(&mut kk, kvd, hd, &cos, &sin);
             cache.append(li, &kk, &vv);
-            let keys = cache.keys(li);
-            let values = cache.values(li);
 
             for t in 0..t_len {
                 let visible = start + t + 1; // causal: positions 0..=start+t
@@ -149,19 +153,11 @@ impl Model {
                     let kvh = head / group;
                     let qh = &q[t * qd + head * hd..t * qd + (head + 1) * hd];
                     let sc = &mut scores[..visible];
-                    for (j, s) in sc.iter_mut().enumerate() {
-                        let kj = &keys[j * kvd + kvh * hd..j * kvd + (kvh + 1) * hd];
-                        *s = dot(k, qh, kj) * scale;
-                    }
+                    cache.scores(li, kvh, qh, scale, sc, k);
                     softmax(sc);
                     let out = &mut att[t * qd + head * hd..t * qd + (head + 1) * hd];
                     out.fill(0.0);
-                    for (j, p) in sc.iter().enumerate() {
-                        let vj = &values[j * kvd + kvh * hd..j * kvd + (kvh + 1) * hd];
-                        for (o, v) in out.iter_mut().zip(vj) {
-                            *o += p * v;
-                        }
-                    }
+                    cache.add_weighted_values(li, kvh, sc, out);
                 }
             }
             linear(&att, &mut [(&lw.wo, &mut proj)]);

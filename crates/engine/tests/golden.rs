@@ -226,3 +226,48 @@ fn chat_generation_stops_at_end_of_turn() {
         Some(edgefit_engine::FinishReason::Stop)
     );
 }
+
+/// On the real (GQA) default model: every KV format holds exactly the estimator's bytes at
+/// several lengths, and greedy text with the hybrid k8v16 cache stays the f32 cache's.
+#[test]
+fn kv_formats_on_the_default_model_hold_the_estimated_bytes() {
+    use edgefit_estimate::KvFormat;
+    let mut engine = load_with(LoadOptions::default());
+    let spec = engine.model_spec();
+    let opts = GenerateOptions {
+        chat: false,
+        max_tokens: 12,
+        sampler: SamplerConfig::default(),
+    };
+    let mut texts = Vec::new();
+    for format in KvFormat::ALL.iter().copied() {
+        engine.set_kv_format(format);
+        let text = engine
+            .generate("The capital of France is", opts, &mut |_| {})
+            .unwrap();
+        let m = engine.metrics();
+        assert_eq!(m.kv_format, format.as_str());
+        assert_eq!(m.kv_tokens, 5 + 11);
+        assert_eq!(
+            m.kv_bytes,
+            edgefit_estimate::kv_bytes(&spec, format, m.kv_tokens as u64),
+            "{format}"
+        );
+        let model = engine.model();
+        let mut cache = model.new_cache(64);
+        for n in [1usize, 7, 33] {
+            let toks: Vec<u32> = (0..n as u32).map(|i| 100 + i).collect();
+            cache.reset();
+            model.forward(&toks, &mut cache, Logits::Last).unwrap();
+            assert_eq!(
+                cache.stored_bytes(),
+                edgefit_estimate::kv_bytes(&spec, format, n as u64),
+                "{format} at {n} tokens"
+            );
+        }
+        texts.push((format, text));
+    }
+    let f32_text = &texts[0].1;
+    let k8v16 = texts.iter().find(|(f, _)| *f == KvFormat::K8v16).unwrap();
+    assert_eq!(&k8v16.1, f32_text, "hybrid cache keeps the greedy text");
+}

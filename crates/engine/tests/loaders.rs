@@ -342,3 +342,53 @@ fn every_format_and_kernel_runs_close_to_f32() {
         }
     }
 }
+
+/// The bytes every KV format holds equal the estimator's `kv_bytes` for the same shape, format
+/// and token count, counted from the stores' contents (not only `len × per-token`), at several
+/// lengths; and each format's logits stay within its rounding budget of the f32 cache's.
+#[test]
+fn every_kv_format_holds_exactly_the_estimated_bytes_and_runs_close_to_f32() {
+    use edgefit_estimate::KvFormat;
+    let (mut model, tok) = from_gguf(SyntheticDType::F32);
+    let spec = model.config.to_spec();
+    assert!(
+        model.config.n_kv_heads < model.config.n_heads,
+        "the synthetic model is GQA"
+    );
+    let tokens = tok.encode("the theme of the thesis is the theme").unwrap();
+    let base = logits(&model, &tokens);
+    let scale = base.iter().map(|v| v.abs()).fold(0.0, f32::max);
+    for (format, budget) in [
+        (KvFormat::F32, 0.0),
+        (KvFormat::F16, 0.005),
+        (KvFormat::K8v16, 0.03),
+        (KvFormat::Int8, 0.03),
+        (KvFormat::Int4g32, 0.3),
+    ] {
+        model.kv_format = format;
+        let mut cache = model.new_cache(64);
+        assert_eq!(cache.format(), format);
+        let mut held = 0;
+        for piece in [&tokens[..1], &tokens[1..4], &tokens[4..]] {
+            model.forward(piece, &mut cache, Logits::Last).unwrap();
+            held += piece.len();
+            let want = edgefit_estimate::kv_bytes(&spec, format, held as u64);
+            assert_eq!(cache.len(), held);
+            assert_eq!(cache.bytes(), want, "{format} at {held} tokens");
+            assert_eq!(
+                cache.stored_bytes(),
+                want,
+                "{format} stores at {held} tokens"
+            );
+            assert!(cache.reserved_bytes() >= want);
+        }
+        let d = max_diff(&base, &logits(&model, &tokens)) / scale;
+        assert!(
+            d <= budget,
+            "{format}: relative logit error {d} over {budget}"
+        );
+        if format != KvFormat::F32 {
+            assert!(d > 0.0, "{format}: rounding the cache changes something");
+        }
+    }
+}

@@ -161,6 +161,15 @@ impl Engine {
         self.inner.set_kernel(kernel).map_err(js_err)
     }
 
+    /// Stores the KV cache as `name` (`f32`, `f16`, `k8v16`, `int8`, `int4g32`) from the next
+    /// generation on; throws on an unknown name.
+    #[wasm_bindgen(js_name = setKvFormat)]
+    pub fn set_kv_format(&mut self, name: &str) -> Result<(), JsError> {
+        let format: edgefit_estimate::KvFormat = name.parse().map_err(js_err)?;
+        self.inner.set_kv_format(format);
+        Ok(())
+    }
+
     /// Model shape and tokenizer summary as JSON.
     pub fn info(&self) -> Result<String, JsError> {
         serde_json::to_string(&self.inner.info()).map_err(js_err)

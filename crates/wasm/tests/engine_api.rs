@@ -206,3 +206,27 @@ fn measures_this_browser_and_builds_its_profile() {
     );
     assert!(report["latency"]["decode_tok_s"].as_f64().unwrap() > 0.0);
 }
+
+#[wasm_bindgen_test]
+fn every_kv_format_runs_and_holds_the_estimated_bytes() {
+    let mut e = engine();
+    let spec: edgefit_estimate::ModelSpec =
+        serde_json::from_str(&e.model_spec().unwrap_or_else(|_| panic!("spec"))).unwrap();
+    for format in edgefit_estimate::KvFormat::ALL {
+        e.set_kv_format(format.as_str())
+            .unwrap_or_else(|_| panic!("kv {format}"));
+        e.start("the cat", false, 4, 0.0, 1.0, 0)
+            .unwrap_or_else(|_| panic!("start"));
+        while e.step().unwrap_or_else(|_| panic!("step")).is_some() {}
+        let m = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
+        assert_eq!(m["kv_format"], format.as_str());
+        let tokens = m["kv_tokens"].as_u64().unwrap();
+        assert!(tokens > 0);
+        assert_eq!(
+            m["kv_bytes"].as_u64().unwrap(),
+            edgefit_estimate::kv_bytes(&spec, *format, tokens),
+            "{format}"
+        );
+    }
+    assert!(e.set_kv_format("int3").is_err(), "unknown KV format");
+}
