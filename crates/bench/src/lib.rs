@@ -220,25 +220,6 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-/// Wrapping sum of `words` in 16 independent lanes, which the compiler turns into vector adds,
-/// so the loop waits on memory, not on an add chain (as `edgefit_engine::microbench` does).
-fn sum_words(words: &[u32]) -> u32 {
-    const LANES: usize = 16;
-    let mut acc = [0u32; LANES];
-    let chunks = words.chunks_exact(LANES);
-    let tail = chunks.remainder();
-    for c in chunks {
-        for i in 0..LANES {
-            acc[i] = acc[i].wrapping_add(c[i]);
-        }
-    }
-    let mut sum = tail.iter().fold(0u32, |a, &x| a.wrapping_add(x));
-    for a in acc {
-        sum = sum.wrapping_add(a);
-    }
-    sum
-}
-
 /// Streaming-read rate over `cfg.stream_bytes`, GB/s (median pass).
 pub fn stream_gbs(clock: &dyn Fn() -> f64, cfg: &Config) -> f64 {
     let words = (cfg.stream_bytes / 4).max(1024);
@@ -246,7 +227,7 @@ pub fn stream_gbs(clock: &dyn Fn() -> f64, cfg: &Config) -> f64 {
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
     let (ms, _) = time_ms(clock, cfg, || {
-        black_box(sum_words(black_box(&buf)));
+        black_box(edgefit_kernels::wrapping_sum(black_box(&buf)));
     });
     (words * 4) as f64 / (ms * 1e6)
 }

@@ -26,7 +26,7 @@
 use std::hint::black_box;
 
 use edgefit_estimate::{BrowserMeasurements, WeightFormat};
-use edgefit_kernels::{matmul_t, Kernel, Matrix, Q8Matrix, W4Kind, W4Matrix};
+use edgefit_kernels::{matmul_t, wrapping_sum, Kernel, Matrix, Q8Matrix, W4Kind, W4Matrix};
 
 use crate::engine::Platform;
 
@@ -97,25 +97,6 @@ fn fill(len: usize, seed: u32) -> Vec<f32> {
         .collect()
 }
 
-/// Wrapping sum of `words` with 16 independent lanes, which the compiler turns into vector adds
-/// (four i32x4 on simd128), so the loop waits on memory rather than on an add chain.
-fn sum_words(words: &[u32]) -> u32 {
-    const LANES: usize = 16;
-    let mut acc = [0u32; LANES];
-    let chunks = words.chunks_exact(LANES);
-    let tail = chunks.remainder();
-    for c in chunks {
-        for i in 0..LANES {
-            acc[i] = acc[i].wrapping_add(c[i]);
-        }
-    }
-    let mut sum = tail.iter().fold(0u32, |a, &x| a.wrapping_add(x));
-    for a in acc {
-        sum = sum.wrapping_add(a);
-    }
-    sum
-}
-
 /// Streaming read bandwidth, GB/s (10^9 bytes/s), over a buffer of `cfg.buffer_bytes`.
 pub fn read_bandwidth_gbs(p: &dyn Platform, cfg: &MicrobenchConfig) -> f64 {
     let words = (cfg.buffer_bytes / 4).max(1024);
@@ -123,7 +104,7 @@ pub fn read_bandwidth_gbs(p: &dyn Platform, cfg: &MicrobenchConfig) -> f64 {
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
     let ms = best_ms_per_call(p, cfg, || {
-        black_box(sum_words(black_box(&buf)));
+        black_box(wrapping_sum(black_box(&buf)));
     });
     (words * 4) as f64 / (ms * 1e6)
 }
@@ -274,14 +255,14 @@ mod tests {
     }
 
     #[test]
-    fn sum_words_is_the_wrapping_sum() {
+    fn wrapping_sum_matches_a_plain_fold() {
         let w: Vec<u32> = (0..1000u32)
             .map(|i| i.wrapping_mul(2_654_435_761))
             .collect();
         let want = w.iter().fold(0u32, |a, &x| a.wrapping_add(x));
-        assert_eq!(sum_words(&w), want);
+        assert_eq!(wrapping_sum(&w), want);
         assert_eq!(
-            sum_words(&w[..7]),
+            wrapping_sum(&w[..7]),
             w[..7].iter().fold(0u32, |a, &x| a.wrapping_add(x))
         );
     }

@@ -44,6 +44,26 @@ pub fn pseudo_random(seed: u64, len: usize) -> Vec<f32> {
         .collect()
 }
 
+/// Wrapping sum of `words` with 16 independent lanes, which the compiler turns into vector adds
+/// (four i32x4 on simd128), so the loop waits on memory rather than on an add chain: the
+/// streaming-read probe of the engine's micro-benchmarks and of `cargo xtask bench`.
+pub fn wrapping_sum(words: &[u32]) -> u32 {
+    const LANES: usize = 16;
+    let mut acc = [0u32; LANES];
+    let chunks = words.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for i in 0..LANES {
+            acc[i] = acc[i].wrapping_add(c[i]);
+        }
+    }
+    let mut sum = tail.iter().fold(0u32, |a, &x| a.wrapping_add(x));
+    for a in acc {
+        sum = sum.wrapping_add(a);
+    }
+    sum
+}
+
 /// A kernel implementation that can be selected at run time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kernel {

@@ -118,6 +118,20 @@ fn check_dims(what: &'static str, rows: usize, cols: usize) -> Result<()> {
     Ok(())
 }
 
+/// Checks that `w` holds `rows × cols` finite f32 weights (the input of every quantizer).
+fn check_f32_weights(what: &'static str, w: &[f32], rows: usize, cols: usize) -> Result<()> {
+    if w.len() != rows * cols {
+        return Err(KernelError::DataLength {
+            format: "f32",
+            rows,
+            cols,
+            got: w.len() * 4,
+            expected: rows * cols * 4,
+        });
+    }
+    check_finite(what, w)
+}
+
 fn check_finite(what: &'static str, w: &[f32]) -> Result<()> {
     match w.iter().position(|v| !v.is_finite()) {
         Some(index) => Err(KernelError::NotFinite {
@@ -198,16 +212,7 @@ impl W4Matrix {
                 detail: format!("{group}: the asymmetric kind uses groups of 32"),
             });
         }
-        if w.len() != rows * cols {
-            return Err(KernelError::DataLength {
-                format: "f32",
-                rows,
-                cols,
-                got: w.len() * 4,
-                expected: rows * cols * 4,
-            });
-        }
-        check_finite("w4 input weights", w)?;
+        check_f32_weights("w4 input weights", w, rows, cols)?;
         let groups = cols.div_ceil(group);
         let blocks = groups * group / BLOCK;
         let mut m = W4Matrix {
@@ -489,16 +494,7 @@ impl Q8Matrix {
     /// Quantizes row-major f32 weights: `s = max|w| / 127` per block, round to nearest.
     pub fn quantize(w: &[f32], rows: usize, cols: usize) -> Result<Q8Matrix> {
         check_dims("int8 matrix", rows, cols)?;
-        if w.len() != rows * cols {
-            return Err(KernelError::DataLength {
-                format: "f32",
-                rows,
-                cols,
-                got: w.len() * 4,
-                expected: rows * cols * 4,
-            });
-        }
-        check_finite("int8 input weights", w)?;
+        check_f32_weights("int8 input weights", w, rows, cols)?;
         let blocks = cols.div_ceil(BLOCK);
         let mut values = vec![0i8; rows * blocks * BLOCK];
         let mut scales = vec![f16::ZERO; rows * blocks];
@@ -651,16 +647,7 @@ impl F16Matrix {
     /// Rounds f32 weights to f16; a weight outside f16's range is an error, not an infinity.
     pub fn from_f32(w: &[f32], rows: usize, cols: usize) -> Result<F16Matrix> {
         check_dims("f16 matrix", rows, cols)?;
-        if w.len() != rows * cols {
-            return Err(KernelError::DataLength {
-                format: "f32",
-                rows,
-                cols,
-                got: w.len() * 4,
-                expected: rows * cols * 4,
-            });
-        }
-        check_finite("f16 input weights", w)?;
+        check_f32_weights("f16 input weights", w, rows, cols)?;
         let values: Vec<f16> = w.iter().map(|&v| f16::from_f32(v)).collect();
         check_scales("f16 weights (beyond ±65504)", &values)?;
         Ok(F16Matrix { rows, cols, values })

@@ -116,8 +116,8 @@ fn weight_formats_and_kernels_are_selectable() {
         serde_json::from_str(&edgefit_wasm::weight_formats().unwrap_or_else(|_| panic!("formats")))
             .unwrap();
     assert_eq!(formats[0], "w4g32", "the default comes first");
-    let mut texts = Vec::new();
     for w in ["w4g32", "f32"] {
+        let mut texts = Vec::new();
         let mut e = Engine::load_gguf(&js(&bytes), Some(w.into()), None)
             .unwrap_or_else(|_| panic!("loads as {w}"));
         let info = json(&e.info().unwrap_or_else(|_| panic!("info")));
@@ -140,9 +140,13 @@ fn weight_formats_and_kernels_are_selectable() {
             assert_eq!(m["weights"], w);
             texts.push(text);
         }
+        // Greedy text of the tiny model is the same on every kernel of a format.
+        assert!(
+            texts.len() >= 2,
+            "{w}: at least the scalar and simd128 kernels ran"
+        );
+        assert!(texts.iter().all(|t| t == &texts[0]), "{w}: {texts:?}");
     }
-    // Greedy text of the tiny model is the same on every kernel of a format.
-    assert!(texts.len() >= 4);
 }
 
 #[wasm_bindgen_test]
