@@ -1,5 +1,5 @@
 //! The key/value cache in every KV format the estimator knows (`f32`, `f16`, `k8v16`, `int8`,
-//! `int4g32`), with the attention products that read each format directly.
+//! `int4g32`, `kivi4`), with the attention products that read each format directly.
 //!
 //! Layout, per layer, token-major: token `t`'s keys for all KV heads come before token `t + 1`'s.
 //! Each head's vector of `head_dim` values is stored as:
@@ -10,25 +10,30 @@
 //! | f16 | `head_dim` IEEE halves | – |
 //! | int8 | `head_dim` int8, `x ≈ q · s`, `s = max|x| / 127`, round to nearest | one fp16 per token per head |
 //! | int4g32 | `⌈head_dim/32⌉` groups of 16 bytes of nibbles (`x ≈ (q − 8) · s`, `s = x_max / −8` with `x_max` the group's value of largest magnitude, signed; byte `j` holds values `j` (low) and `j + 16` (high)) | one fp16 per group |
+//! | kivi4 keys | per token the same nibble order as int4g32, but `x ≈ n · s_c + m_c` with `n ∈ 0..15` and one fp16 scale `s_c = (max − min)/15` and minimum `m_c` **per channel** `c` per block of 32 tokens; the newest `len mod 32` tokens wait in f16 until their block is full | `2 · head_dim` fp16 per block per head |
 //!
 //! `k8v16` keeps K in int8 and V in f16 (softmax smooths errors in K; errors in V flow straight
-//! into the output); `int8` and `int4g32` use the same store for K and V. Bytes per token are
-//! therefore exactly `edgefit_estimate::kv_bytes_per_token` for the format (a test checks it for
-//! every format), and the cache reports `len × that`.
+//! into the output); `int8` and `int4g32` use the same store for K and V; `kivi4` stores K per
+//! channel (KIVI: a few key channels carry outliers, and a per-token scale spends its range on
+//! them) and V as `int4g32`. Bytes are exactly `edgefit_estimate::kv_bytes(spec, format, len)`
+//! (a test checks it for every format at many lengths), which is `len × kv_bytes_per_token` for
+//! every format but `kivi4`.
 //!
 //! Attention never dequantizes the cache into a copy: [`KvCache::scores`] computes `q · k_j` for
-//! every held token from the stored form (int8: one integer-valued dot product per token, the
-//! scale applied once per token), and [`KvCache::add_weighted_values`] accumulates `Σ p_j v_j`
-//! (int8: the probability and the scale folded into one factor per token). These are scalar
-//! loops today, except f32 keys, which use the kernels' dot product.
+//! every held token from the stored form with the kernels of [`edgefit_kernels::attn`] (int8: an
+//! unscaled dot product per token, the scale applied once per token; kivi4: `q` multiplied by
+//! the block's channel scales once per block, so each token is one unscaled 4-bit dot product
+//! plus a per-block constant), and [`KvCache::add_weighted_values`] accumulates `Σ p_j v_j`
+//! (int8: the probability and the scale folded into one factor per token).
 //!
 //! Growth: the cache grows in chunks of [`GROW_TOKENS`] tokens rather than being preallocated to
 //! the model's context, because SmolLM2's 8192-token context would reserve 377 MB of f32 KV up
 //! front in a browser tab that mostly runs prompts of a few hundred tokens. Reaching `max_tokens`
-//! is an error ([`EngineError::ContextFull`]), never a silent overwrite.
+//! is an error ([`EngineError::ContextFull`]), never a silent overwrite. [`KvCache::truncate`]
+//! drops the newest tokens (multi-turn chat keeps the tokens a new turn shares with the cache).
 
-use edgefit_estimate::KvFormat;
-use edgefit_kernels::{dot, Kernel};
+use edgefit_estimate::{kv_bytes, KvFormat, ModelSpec, KIVI_BLOCK};
+use edgefit_kernels::{attn, Kernel};
 use half::f16;
 
 use crate::error::{EngineError, Result};
@@ -39,6 +44,9 @@ pub const GROW_TOKENS: usize = 256;
 /// Values per int4 group (one scale each).
 const I4_GROUP: usize = 32;
 
+/// Tokens per kivi4 key block.
+const BLOCK: usize = KIVI_BLOCK as usize;
+
 /// How one of K or V is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -46,6 +54,7 @@ enum Kind {
     F16,
     Int8,
     Int4,
+    Kivi,
 }
 
 /// One layer's K (or V): values and, for the integer kinds, scales.
@@ -53,8 +62,23 @@ enum Kind {
 enum Store {
     F32(Vec<f32>),
     F16(Vec<f16>),
-    Int8 { q: Vec<i8>, s: Vec<f16> },
-    Int4 { q: Vec<u8>, s: Vec<f16> },
+    Int8 {
+        q: Vec<i8>,
+        s: Vec<f16>,
+    },
+    Int4 {
+        q: Vec<u8>,
+        s: Vec<f16>,
+    },
+    /// Keys per channel: `q` holds the nibbles of every token of the full blocks (token-major,
+    /// int4g32 order), `s`/`m` one scale and minimum per block × head × channel, `tail` the f16
+    /// values of the tokens after the last full block.
+    Kivi {
+        q: Vec<u8>,
+        s: Vec<f16>,
+        m: Vec<f16>,
+        tail: Vec<f16>,
+    },
 }
 
 impl Store {
@@ -70,22 +94,46 @@ impl Store {
                 q: Vec::new(),
                 s: Vec::new(),
             },
+            Kind::Kivi => Store::Kivi {
+                q: Vec::new(),
+                s: Vec::new(),
+                m: Vec::new(),
+                tail: Vec::new(),
+            },
         }
     }
 
-    fn clear(&mut self) {
+    /// Keeps the first `tokens` tokens (`heads × hd` values each); returns how many it kept,
+    /// which is `tokens` except for kivi4 keys cut inside a full block (the block's values are
+    /// gone, so the cache falls back to the block's start and the caller feeds the rest again).
+    fn truncate(&mut self, tokens: usize, heads: usize, hd: usize) -> usize {
+        let groups = hd.div_ceil(I4_GROUP);
         match self {
-            Store::F32(v) => v.clear(),
-            Store::F16(v) => v.clear(),
+            Store::F32(v) => v.truncate(tokens * heads * hd),
+            Store::F16(v) => v.truncate(tokens * heads * hd),
             Store::Int8 { q, s } => {
-                q.clear();
-                s.clear();
+                q.truncate(tokens * heads * hd);
+                s.truncate(tokens * heads);
             }
             Store::Int4 { q, s } => {
-                q.clear();
-                s.clear();
+                q.truncate(tokens * heads * groups * 16);
+                s.truncate(tokens * heads * groups);
+            }
+            Store::Kivi { q, s, m, tail } => {
+                let full = q.len() / (heads * groups * 16);
+                if tokens >= full {
+                    tail.truncate((tokens - full) * heads * hd);
+                } else {
+                    let keep = tokens / BLOCK * BLOCK;
+                    q.truncate(keep * heads * groups * 16);
+                    s.truncate(keep / BLOCK * heads * hd);
+                    m.truncate(keep / BLOCK * heads * hd);
+                    tail.clear();
+                    return keep;
+                }
             }
         }
+        tokens
     }
 
     /// Bytes allocated.
@@ -95,6 +143,20 @@ impl Store {
             Store::F16(v) => 2 * v.capacity(),
             Store::Int8 { q, s } => q.capacity() + 2 * s.capacity(),
             Store::Int4 { q, s } => q.capacity() + 2 * s.capacity(),
+            Store::Kivi { q, s, m, tail } => {
+                q.capacity() + 2 * (s.capacity() + m.capacity() + tail.capacity())
+            }
+        }) as u64
+    }
+
+    /// Bytes the store holds for its tokens, counted from its contents.
+    fn len_bytes(&self) -> u64 {
+        (match self {
+            Store::F32(v) => 4 * v.len(),
+            Store::F16(v) => 2 * v.len(),
+            Store::Int8 { q, s } => q.len() + 2 * s.len(),
+            Store::Int4 { q, s } => q.len() + 2 * s.len(),
+            Store::Kivi { q, s, m, tail } => q.len() + 2 * (s.len() + m.len() + tail.len()),
         }) as u64
     }
 
@@ -115,11 +177,18 @@ impl Store {
                 room(q, tokens * heads * groups * 16);
                 room(s, tokens * heads * groups);
             }
+            Store::Kivi { q, s, m, tail } => {
+                let blocks = tokens / BLOCK;
+                room(q, blocks * BLOCK * heads * groups * 16);
+                room(s, blocks * heads * hd);
+                room(m, blocks * heads * hd);
+                room(tail, BLOCK * heads * hd);
+            }
         }
     }
 
     /// Appends tokens given as f32 rows of `heads × hd` values.
-    fn push(&mut self, x: &[f32], hd: usize) {
+    fn push(&mut self, x: &[f32], heads: usize, hd: usize) {
         match self {
             Store::F32(v) => v.extend_from_slice(x),
             Store::F16(v) => v.extend(x.iter().map(|&a| f16::from_f32(a))),
@@ -149,81 +218,182 @@ impl Store {
                         for (n, &a) in nib.iter_mut().zip(group) {
                             *n = ((a * inv).round() + 8.0).clamp(0.0, 15.0) as u8;
                         }
-                        q.extend((0..16).map(|j| nib[j] | (nib[j + 16] << 4)));
+                        pack_nibbles(&nib, q);
                         s.push(scale);
                     }
                 }
             }
-        }
-    }
-
-    /// `Σ_i q_i · x_v[i]` for stored vector number `v` (token × heads + head), `q` of `hd`.
-    fn dot(&self, v: usize, q: &[f32], hd: usize, kernel: Kernel) -> f32 {
-        match self {
-            Store::F32(x) => dot(kernel, q, &x[v * hd..(v + 1) * hd]),
-            Store::F16(x) => q
-                .iter()
-                .zip(&x[v * hd..(v + 1) * hd])
-                .map(|(a, b)| a * b.to_f32())
-                .sum(),
-            Store::Int8 { q: xq, s } => {
-                let d: f32 = q
-                    .iter()
-                    .zip(&xq[v * hd..(v + 1) * hd])
-                    .map(|(a, &b)| a * f32::from(b))
-                    .sum();
-                d * s[v].to_f32()
-            }
-            Store::Int4 { q: xq, s } => {
-                let groups = hd.div_ceil(I4_GROUP);
-                let mut total = 0.0;
-                for g in 0..groups {
-                    let bytes = &xq[(v * groups + g) * 16..(v * groups + g + 1) * 16];
-                    let qs = &q[g * I4_GROUP..((g + 1) * I4_GROUP).min(hd)];
-                    let mut d = 0.0f32;
-                    for (i, a) in qs.iter().enumerate() {
-                        let b = bytes[i % 16];
-                        let n = if i < 16 { b & 0x0F } else { b >> 4 };
-                        d += a * (f32::from(n) - 8.0);
+            Store::Kivi { q, s, m, tail } => {
+                let width = heads * hd;
+                for token in x.chunks_exact(width) {
+                    tail.extend(token.iter().map(|&a| f16::from_f32(a)));
+                    if tail.len() == BLOCK * width {
+                        quantize_block(tail, heads, hd, q, s, m);
+                        tail.clear();
                     }
-                    total += d * s[v * groups + g].to_f32();
                 }
-                total
             }
         }
     }
 
-    /// `out += p · x_v` for stored vector number `v`.
-    fn axpy(&self, v: usize, p: f32, out: &mut [f32], hd: usize) {
+    /// `out[j] = scale · (q · k_j)` for head `head` of `heads` and tokens `0..out.len()`.
+    fn scores(&self, head: usize, heads: usize, q: &[f32], scale: f32, out: &mut [f32], k: Kernel) {
+        let hd = q.len();
+        let groups = hd.div_ceil(I4_GROUP);
+        let at = |j: usize| (j * heads + head) * hd;
         match self {
             Store::F32(x) => {
-                for (o, a) in out.iter_mut().zip(&x[v * hd..(v + 1) * hd]) {
-                    *o += p * a;
+                for (j, o) in out.iter_mut().enumerate() {
+                    *o = edgefit_kernels::dot(k, q, &x[at(j)..at(j) + hd]) * scale;
                 }
             }
             Store::F16(x) => {
-                for (o, a) in out.iter_mut().zip(&x[v * hd..(v + 1) * hd]) {
-                    *o += p * a.to_f32();
+                for (j, o) in out.iter_mut().enumerate() {
+                    *o = attn::dot_f16(k, q, &x[at(j)..at(j) + hd]) * scale;
+                }
+            }
+            Store::Int8 { q: xq, s } => {
+                for (j, o) in out.iter_mut().enumerate() {
+                    let d = attn::dot_i8(k, q, &xq[at(j)..at(j) + hd]);
+                    *o = d * s[j * heads + head].to_f32() * scale;
+                }
+            }
+            Store::Int4 { q: xq, s } => {
+                for (j, o) in out.iter_mut().enumerate() {
+                    let v = j * heads + head;
+                    let nib = &xq[v * groups * 16..(v + 1) * groups * 16];
+                    *o = attn::dot_i4g32(k, q, nib, &s[v * groups..(v + 1) * groups]) * scale;
+                }
+            }
+            Store::Kivi { q: xq, s, m, tail } => {
+                let full = xq.len() / (heads * groups * 16);
+                let mut qs = vec![0.0f32; hd];
+                let n = full.min(out.len());
+                for (b, block) in out[..n].chunks_mut(BLOCK).enumerate() {
+                    // Σ_c q_c (n s_c + m_c) = Σ_c (q_c s_c)(n − 8) + Σ_c q_c (8 s_c + m_c).
+                    let c0 = (b * heads + head) * hd;
+                    let mut constant = 0.0f32;
+                    for (c, w) in qs.iter_mut().enumerate() {
+                        let sc = s[c0 + c].to_f32();
+                        *w = q[c] * sc;
+                        constant += q[c] * (8.0 * sc + m[c0 + c].to_f32());
+                    }
+                    for (t, o) in block.iter_mut().enumerate() {
+                        let v = (b * BLOCK + t) * heads + head;
+                        let nib = &xq[v * groups * 16..(v + 1) * groups * 16];
+                        *o = (attn::dot_i4(k, &qs, nib) + constant) * scale;
+                    }
+                }
+                for (j, o) in out.iter_mut().enumerate().skip(full) {
+                    let t = ((j - full) * heads + head) * hd;
+                    *o = attn::dot_f16(k, q, &tail[t..t + hd]) * scale;
+                }
+            }
+        }
+    }
+
+    /// `out += Σ_j p[j] · x_j` for head `head` of `heads` over tokens `0..p.len()`.
+    fn weighted_sum(&self, head: usize, heads: usize, p: &[f32], out: &mut [f32], k: Kernel) {
+        let hd = out.len();
+        let groups = hd.div_ceil(I4_GROUP);
+        let at = |j: usize| (j * heads + head) * hd;
+        match self {
+            Store::F32(x) => {
+                for (j, &pj) in p.iter().enumerate() {
+                    attn::axpy_f32(k, pj, &x[at(j)..at(j) + hd], out);
+                }
+            }
+            Store::F16(x) => {
+                for (j, &pj) in p.iter().enumerate() {
+                    attn::axpy_f16(k, pj, &x[at(j)..at(j) + hd], out);
                 }
             }
             Store::Int8 { q, s } => {
-                let f = p * s[v].to_f32();
-                for (o, &a) in out.iter_mut().zip(&q[v * hd..(v + 1) * hd]) {
-                    *o += f * f32::from(a);
+                for (j, &pj) in p.iter().enumerate() {
+                    let f = pj * s[j * heads + head].to_f32();
+                    attn::axpy_i8(k, f, &q[at(j)..at(j) + hd], out);
                 }
             }
             Store::Int4 { q, s } => {
-                let groups = hd.div_ceil(I4_GROUP);
-                for g in 0..groups {
-                    let f = p * s[v * groups + g].to_f32();
-                    let bytes = &q[(v * groups + g) * 16..(v * groups + g + 1) * 16];
-                    let outs = &mut out[g * I4_GROUP..((g + 1) * I4_GROUP).min(hd)];
-                    for (i, o) in outs.iter_mut().enumerate() {
-                        let b = bytes[i % 16];
-                        let n = if i < 16 { b & 0x0F } else { b >> 4 };
-                        *o += f * (f32::from(n) - 8.0);
+                for (j, &pj) in p.iter().enumerate() {
+                    let v = j * heads + head;
+                    let nib = &q[v * groups * 16..(v + 1) * groups * 16];
+                    attn::axpy_i4g32(k, pj, nib, &s[v * groups..(v + 1) * groups], out);
+                }
+            }
+            // kivi4 stores values as int4g32, so this store only ever holds keys; the sum is
+            // still defined: Σ_t p_t (n s_c + m_c) = s_c Σ_t p_t (n − 8) + (8 s_c + m_c) Σ_t p_t.
+            Store::Kivi { q, s, m, tail } => {
+                let full = q.len() / (heads * groups * 16);
+                let ones = vec![f16::ONE; groups];
+                let mut acc = vec![0.0f32; hd];
+                for (b, block) in p[..full.min(p.len())].chunks(BLOCK).enumerate() {
+                    acc.fill(0.0);
+                    for (t, &pt) in block.iter().enumerate() {
+                        let v = (b * BLOCK + t) * heads + head;
+                        let nib = &q[v * groups * 16..(v + 1) * groups * 16];
+                        attn::axpy_i4g32(k, pt, nib, &ones, &mut acc);
+                    }
+                    let psum: f32 = block.iter().sum();
+                    let c0 = (b * heads + head) * hd;
+                    for (c, o) in out.iter_mut().enumerate() {
+                        let sc = s[c0 + c].to_f32();
+                        *o += sc * acc[c] + (8.0 * sc + m[c0 + c].to_f32()) * psum;
                     }
                 }
+                for (j, &pj) in p.iter().enumerate().skip(full) {
+                    let t = ((j - full) * heads + head) * hd;
+                    attn::axpy_f16(k, pj, &tail[t..t + hd], out);
+                }
+            }
+        }
+    }
+}
+
+/// Packs 32 nibbles (values `0..15`) as byte `j` = value `j` | value `j + 16` << 4.
+fn pack_nibbles(nib: &[u8; I4_GROUP], out: &mut Vec<u8>) {
+    out.extend((0..16).map(|j| nib[j] | (nib[j + 16] << 4)));
+}
+
+/// Quantizes one full block of f16 keys (`BLOCK` tokens × `heads` × `hd`) per channel:
+/// `n = round((x − m)/s)` with `m` the channel's minimum and `s = (max − m)/15`, both fp16.
+fn quantize_block(
+    block: &[f16],
+    heads: usize,
+    hd: usize,
+    q: &mut Vec<u8>,
+    s: &mut Vec<f16>,
+    m: &mut Vec<f16>,
+) {
+    let width = heads * hd;
+    let mut inv = vec![0.0f32; width];
+    let mut min = vec![0.0f32; width];
+    for c in 0..width {
+        let (lo, hi) = (0..BLOCK)
+            .map(|t| block[t * width + c].to_f32())
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), x| {
+                (lo.min(x), hi.max(x))
+            });
+        let scale = f16::from_f32((hi - lo) / 15.0);
+        let mh = f16::from_f32(lo);
+        let sf = scale.to_f32();
+        inv[c] = if sf > 0.0 { 1.0 / sf } else { 0.0 };
+        min[c] = mh.to_f32();
+        s.push(scale);
+        m.push(mh);
+    }
+    for t in 0..BLOCK {
+        for h in 0..heads {
+            let row = &block[t * width + h * hd..t * width + (h + 1) * hd];
+            for (g, group) in row.chunks(I4_GROUP).enumerate() {
+                let mut nib = [8u8; I4_GROUP];
+                for (i, (n, x)) in nib.iter_mut().zip(group).enumerate() {
+                    let c = h * hd + g * I4_GROUP + i;
+                    *n = ((x.to_f32() - min[c]) * inv[c]).round().clamp(0.0, 15.0) as u8;
+                }
+                // Padding past hd must read as zero after the affine map; the dot product
+                // only reads the first hd values, so any nibble works there.
+                pack_nibbles(&nib, q);
             }
         }
     }
@@ -236,6 +406,7 @@ fn kinds(format: KvFormat) -> (Kind, Kind) {
         KvFormat::K8v16 => (Kind::Int8, Kind::F16),
         KvFormat::Int8 => (Kind::Int8, Kind::Int8),
         KvFormat::Int4g32 => (Kind::Int4, Kind::Int4),
+        KvFormat::Kivi4 => (Kind::Kivi, Kind::Int4),
     }
 }
 
@@ -245,8 +416,8 @@ pub struct KvCache {
     format: KvFormat,
     kv_heads: usize,
     head_dim: usize,
-    /// Bytes one held token occupies, from the estimator's shared byte arithmetic.
-    bytes_per_token: u64,
+    /// The shape the estimator's byte arithmetic is computed for.
+    spec: ModelSpec,
     max_tokens: usize,
     len: usize,
     /// Tokens appended to every layer, including ones not yet committed.
@@ -256,24 +427,24 @@ pub struct KvCache {
 }
 
 impl KvCache {
-    /// An empty cache in `format` for `n_layers` layers of `kv_heads` heads of `head_dim`
-    /// values, holding at most `max_tokens`, accounting `bytes_per_token` per held token (callers
-    /// pass `edgefit_estimate::kv_bytes_per_token` for the same format, so the estimate and the
-    /// cache agree by construction; see [`crate::Model::new_cache`]).
+    /// An empty cache in `format` for `spec`'s layers (`kv_heads` heads of `head_dim` values
+    /// each, the same in every layer), holding at most `max_tokens`. Its bytes are
+    /// `edgefit_estimate::kv_bytes(spec, format, len)`, the estimator's own function, so the
+    /// estimate and the cache agree by construction; see [`crate::Model::new_cache`].
     pub fn new(
         format: KvFormat,
-        n_layers: usize,
+        spec: ModelSpec,
         kv_heads: usize,
         head_dim: usize,
         max_tokens: usize,
-        bytes_per_token: u64,
     ) -> Self {
         let (k, v) = kinds(format);
+        let n_layers = spec.layers.len();
         KvCache {
             format,
             kv_heads,
             head_dim,
-            bytes_per_token,
+            spec,
             max_tokens,
             len: 0,
             appended: vec![0; n_layers],
@@ -289,11 +460,24 @@ impl KvCache {
 
     /// Forgets every token; keeps the allocation for the next generation.
     pub fn reset(&mut self) {
-        self.len = 0;
-        self.appended.fill(0);
+        self.truncate(0);
+    }
+
+    /// Keeps the oldest `tokens` tokens (at most [`len`](Self::len)) and forgets the rest;
+    /// returns how many it kept: `tokens`, or fewer for `kivi4` when `tokens` falls inside a
+    /// full block of keys (then it keeps the whole blocks before it).
+    pub fn truncate(&mut self, tokens: usize) -> usize {
+        let mut kept = tokens.min(self.len);
         for s in self.keys.iter_mut().chain(self.values.iter_mut()) {
-            s.clear();
+            kept = kept.min(s.truncate(kept, self.kv_heads, self.head_dim));
         }
+        // A store that kept fewer tokens sets the length for all of them.
+        for s in self.keys.iter_mut().chain(self.values.iter_mut()) {
+            s.truncate(kept, self.kv_heads, self.head_dim);
+        }
+        self.len = kept;
+        self.appended.fill(kept);
+        kept
     }
 
     /// Tokens held.
@@ -311,9 +495,10 @@ impl KvCache {
         self.max_tokens
     }
 
-    /// Bytes holding the tokens held, scales included: `len × bytes_per_token`.
+    /// Bytes holding the tokens held, scales included: the estimator's
+    /// `kv_bytes(spec, format, len)`.
     pub fn bytes(&self) -> u64 {
-        self.len as u64 * self.bytes_per_token
+        kv_bytes(&self.spec, self.format, self.len as u64)
     }
 
     /// Bytes allocated (held plus spare capacity).
@@ -331,14 +516,7 @@ impl KvCache {
         self.keys
             .iter()
             .chain(self.values.iter())
-            .map(|s| {
-                (match s {
-                    Store::F32(v) => 4 * v.len(),
-                    Store::F16(v) => 2 * v.len(),
-                    Store::Int8 { q, s } => q.len() + 2 * s.len(),
-                    Store::Int4 { q, s } => q.len() + 2 * s.len(),
-                }) as u64
-            })
+            .map(Store::len_bytes)
             .sum()
     }
 
@@ -364,7 +542,7 @@ impl KvCache {
         let target = (total.div_ceil(GROW_TOKENS) * GROW_TOKENS).min(self.max_tokens.max(total));
         for (store, new) in [(&mut self.keys[layer], k), (&mut self.values[layer], v)] {
             store.reserve_tokens(target, self.kv_heads, self.head_dim);
-            store.push(new, self.head_dim);
+            store.push(new, self.kv_heads, self.head_dim);
         }
         self.appended[layer] = total;
     }
@@ -385,10 +563,7 @@ impl KvCache {
         out: &mut [f32],
         kernel: Kernel,
     ) {
-        let store = &self.keys[layer];
-        for (j, o) in out.iter_mut().enumerate() {
-            *o = store.dot(j * self.kv_heads + kv_head, q, self.head_dim, kernel) * scale;
-        }
+        self.keys[layer].scores(kv_head, self.kv_heads, q, scale, out, kernel);
     }
 
     /// `out += Σ_j p[j] · v_j` for KV head `kv_head` of `layer` over the first `p.len()` tokens.
@@ -398,11 +573,9 @@ impl KvCache {
         kv_head: usize,
         p: &[f32],
         out: &mut [f32],
+        kernel: Kernel,
     ) {
-        let store = &self.values[layer];
-        for (j, &pj) in p.iter().enumerate() {
-            store.axpy(j * self.kv_heads + kv_head, pj, out, self.head_dim);
-        }
+        self.values[layer].weighted_sum(kv_head, self.kv_heads, p, out, kernel);
     }
 }
 
@@ -410,9 +583,25 @@ impl KvCache {
 mod tests {
     use super::*;
 
+    fn spec(layers: u32, heads: u32, hd: u32) -> ModelSpec {
+        ModelSpec::uniform(
+            "t",
+            edgefit_estimate::Family::Llama,
+            heads * hd,
+            layers,
+            heads,
+            heads,
+            hd,
+            8,
+            16,
+            true,
+        )
+        .unwrap()
+    }
+
     #[test]
     fn bytes_count_tokens_and_reset_clears() {
-        let mut c = KvCache::new(KvFormat::F32, 2, 1, 4, 10, 2 * 2 * 4 * 4);
+        let mut c = KvCache::new(KvFormat::F32, spec(2, 1, 4), 1, 4, 10);
         assert!(c.is_empty());
         c.append(0, &[1.0; 8], &[2.0; 8]);
         c.append(1, &[1.0; 8], &[2.0; 8]);
@@ -440,19 +629,20 @@ mod tests {
     /// rounding: f16 ~1e-3, int8 ~1e-2, int4 ~1.5e-1 relative to Σ|terms|.
     #[test]
     fn every_format_reads_back_close_to_f32() {
-        let (heads, hd, tokens) = (2usize, 40usize, 5usize);
+        // 70 tokens: two full kivi4 key blocks and an f16 tail of 6.
+        let (heads, hd, tokens) = (2usize, 40usize, 70usize);
         let k = edgefit_kernels::pseudo_random(1, tokens * heads * hd);
         let v = edgefit_kernels::pseudo_random(2, tokens * heads * hd);
         let q = edgefit_kernels::pseudo_random(3, hd);
         let p: Vec<f32> = (0..tokens).map(|j| 0.1 + 0.05 * j as f32).collect();
         let run = |format| {
-            let mut c = KvCache::new(format, 1, heads, hd, 16, 0);
+            let mut c = KvCache::new(format, spec(1, heads as u32, hd as u32), heads, hd, 128);
             c.append(0, &k, &v);
             c.commit(tokens);
             let mut s = vec![0.0; tokens];
             c.scores(0, 1, &q, 0.5, &mut s, Kernel::Scalar);
             let mut o = vec![0.0; hd];
-            c.add_weighted_values(0, 1, &p, &mut o);
+            c.add_weighted_values(0, 1, &p, &mut o, Kernel::Scalar);
             (s, o)
         };
         let (s0, o0) = run(KvFormat::F32);
@@ -461,6 +651,7 @@ mod tests {
             (KvFormat::K8v16, 1e-2),
             (KvFormat::Int8, 1e-2),
             (KvFormat::Int4g32, 0.15),
+            (KvFormat::Kivi4, 0.15),
         ] {
             let (s, o) = run(format);
             let scale_s: f32 = q.iter().map(|a| a.abs()).sum::<f32>() * 0.5;
@@ -474,6 +665,61 @@ mod tests {
             let scale_o: f32 = p.iter().sum();
             for (a, b) in o.iter().zip(&o0) {
                 assert!((a - b).abs() <= budget * scale_o, "{format} out {a} vs {b}");
+            }
+        }
+    }
+
+    /// Truncating and feeding the same tokens again gives the same cache as never truncating,
+    /// for every format; kivi4 cut inside a full block falls back to the block start.
+    #[test]
+    fn truncate_then_refeed_matches_an_uncut_cache() {
+        let (heads, hd, tokens) = (1usize, 36usize, 75usize);
+        let k = edgefit_kernels::pseudo_random(7, tokens * heads * hd);
+        let v = edgefit_kernels::pseudo_random(8, tokens * heads * hd);
+        let q = edgefit_kernels::pseudo_random(9, hd);
+        let p: Vec<f32> = (0..tokens).map(|j| 1.0 / (1.0 + j as f32)).collect();
+        let read = |c: &KvCache| {
+            let mut s = vec![0.0; tokens];
+            c.scores(0, 0, &q, 1.0, &mut s, Kernel::Scalar);
+            let mut o = vec![0.0; hd];
+            c.add_weighted_values(0, 0, &p, &mut o, Kernel::Scalar);
+            (s, o)
+        };
+        for format in KvFormat::ALL.iter().copied() {
+            let mut whole = KvCache::new(format, spec(1, 1, hd as u32), heads, hd, 128);
+            whole.append(0, &k, &v);
+            whole.commit(tokens);
+            for cut in [0usize, 5, 31, 32, 40, 64, 70, 75] {
+                let mut c = whole.clone();
+                let kept = c.truncate(cut);
+                let want = if format == KvFormat::Kivi4 && cut < 64 {
+                    cut / 32 * 32
+                } else {
+                    cut
+                };
+                assert_eq!(kept, want, "{format} cut {cut}");
+                assert_eq!(c.len(), kept);
+                assert_eq!(c.stored_bytes(), c.bytes(), "{format} cut {cut}");
+                let w = kept * hd;
+                c.append(0, &k[w..], &v[w..]);
+                c.commit(tokens - kept);
+                assert_eq!(read(&c), read(&whole), "{format} cut {cut}");
+            }
+        }
+    }
+
+    /// The held bytes equal the estimator's at every length, kivi4's blocks and tail included.
+    #[test]
+    fn stored_bytes_equal_the_estimate_token_by_token() {
+        let (heads, hd) = (3usize, 64usize);
+        for format in KvFormat::ALL.iter().copied() {
+            let mut c = KvCache::new(format, spec(2, heads as u32, hd as u32), heads, hd, 100);
+            for n in 1..=70 {
+                let x = edgefit_kernels::pseudo_random(n as u64, heads * hd);
+                c.append(0, &x, &x);
+                c.append(1, &x, &x);
+                c.commit(1);
+                assert_eq!(c.stored_bytes(), c.bytes(), "{format} at {n}");
             }
         }
     }

@@ -59,18 +59,15 @@ impl Model {
     }
 
     /// A KV cache in [`Model::kv_format`] sized for this model, holding at most `max_tokens`
-    /// (capped at the context). Its bytes per token are the estimator's
-    /// `kv_bytes_per_token` for the same shape and format.
+    /// (capped at the context). Its bytes are the estimator's `kv_bytes` for the same shape and
+    /// format.
     pub fn new_cache(&self, max_tokens: usize) -> KvCache {
-        let per_token =
-            edgefit_estimate::kv_bytes_per_token(&self.config.to_spec(), self.kv_format);
         KvCache::new(
             self.kv_format,
-            self.config.n_layers,
+            self.config.to_spec(),
             self.config.n_kv_heads,
             self.config.head_dim,
             max_tokens.min(self.config.context_length),
-            per_token,
         )
     }
 
@@ -157,7 +154,7 @@ impl Model {
                     softmax(sc);
                     let out = &mut att[t * qd + head * hd..t * qd + (head + 1) * hd];
                     out.fill(0.0);
-                    cache.add_weighted_values(li, kvh, sc, out);
+                    cache.add_weighted_values(li, kvh, sc, out, k);
                 }
             }
             linear(&att, &mut [(&lw.wo, &mut proj)]);

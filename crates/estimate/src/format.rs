@@ -34,10 +34,21 @@
 //! | `k8v16` | `h·(dk + 2) + 2·h·dv`: K int8 with one fp16 scale per token per head, V fp16 |
 //! | `int8` | `h·(dk + 2) + h·(dv + 2)`: K and V int8, one fp16 scale per token per head each |
 //! | `int4g32` | `h·(⌈dk/32⌉ + ⌈dv/32⌉)·18`: 4-bit values in groups of 32 along the head dim, one fp16 scale per group |
+//! | `kivi4` | per token, V as `int4g32`; K see below |
 //!
-//! Every format stores whole tokens, so bytes for `n` tokens are exactly `n ×` the per-token
-//! bytes: `kv_bytes(spec, f, n) == kv_bytes_per_token(spec, f) * n`, which the engine's cache
-//! reports for the tokens it holds.
+//! Every format but `kivi4` stores whole tokens, so bytes for `n` tokens are exactly `n ×` the
+//! per-token bytes: `kv_bytes(spec, f, n) == kv_bytes_per_token(spec, f) * n`, which the
+//! engine's cache reports for the tokens it holds.
+//!
+//! `kivi4` (after KIVI, Liu et al. 2024) quantizes keys **per channel**: outlier channels of K
+//! then get their own scale instead of inflating every token's. A channel's scale needs several
+//! tokens, so K is held in blocks of [`KIVI_BLOCK`] = 32 tokens: per block and head,
+//! `32·⌈dk/32⌉·16` bytes of nibbles (each token's dk values in the `int4g32` nibble order) plus
+//! an fp16 scale and an fp16 minimum per channel (`4·dk`; `x ≈ n·s + m`, n ∈ 0..15). The newest
+//! `n mod 32` tokens wait in f16 (`2·dk` each) until their block is full. So for `n` tokens one
+//! head holds `⌊n/32⌋·(512·⌈dk/32⌉ + 4·dk) + (n mod 32)·2·dk` bytes of K, exactly, and
+//! [`kv_bytes`] is the function to use; [`kv_bytes_per_token`] gives the cost per token of full
+//! blocks, `⌈(512·⌈dk/32⌉ + 4·dk)/32⌉` per head for K (exact when 8 divides dk).
 
 use serde::{Deserialize, Serialize};
 
@@ -190,7 +201,18 @@ named_enum! {
         Int8 = "int8",
         /// K and V 4-bit in groups of 32 along the head dim, fp16 scale per group.
         Int4g32 = "int4g32",
+        /// K 4-bit per channel in blocks of 32 tokens (fp16 scale and minimum per channel, the
+        /// newest tokens f16 until their block fills), V as `int4g32` (KIVI-style).
+        Kivi4 = "kivi4",
     }
+}
+
+/// Tokens per block of `kivi4` keys (one scale and minimum per channel per block).
+pub const KIVI_BLOCK: u64 = 32;
+
+/// Bytes of one full block of `kivi4` keys for one head of `dk` channels.
+fn kivi_block_bytes(dk: u64) -> u64 {
+    KIVI_BLOCK * dk.div_ceil(32) * 16 + 4 * dk
 }
 
 /// Bytes of one K (or V) vector of `dim` values for one head and one token.
@@ -199,7 +221,19 @@ fn kv_vector_bytes(kind: KvPart, format: KvFormat, dim: u64) -> u64 {
         (KvFormat::F32, _) => 4 * dim,
         (KvFormat::F16, _) | (KvFormat::K8v16, KvPart::V) => 2 * dim,
         (KvFormat::K8v16, KvPart::K) | (KvFormat::Int8, _) => dim + 2,
-        (KvFormat::Int4g32, _) => dim.div_ceil(32) * 18,
+        (KvFormat::Int4g32, _) | (KvFormat::Kivi4, KvPart::V) => dim.div_ceil(32) * 18,
+        (KvFormat::Kivi4, KvPart::K) => kivi_block_bytes(dim).div_ceil(KIVI_BLOCK),
+    }
+}
+
+/// Bytes of the K (or V) vectors of `tokens` tokens for one head: `tokens ×` the per-token
+/// bytes, except `kivi4` keys (full blocks plus the f16 tail).
+fn kv_part_bytes(kind: KvPart, format: KvFormat, dim: u64, tokens: u64) -> u64 {
+    match (format, kind) {
+        (KvFormat::Kivi4, KvPart::K) => (tokens / KIVI_BLOCK)
+            .saturating_mul(kivi_block_bytes(dim))
+            .saturating_add((tokens % KIVI_BLOCK) * 2 * dim),
+        _ => kv_vector_bytes(kind, format, dim).saturating_mul(tokens),
     }
 }
 
@@ -224,6 +258,22 @@ impl KvFormat {
             * kv_vector_bytes(KvPart::K, self, u64::from(layer.qk_head_dim))
     }
 
+    /// Bytes that `tokens` tokens occupy in one layer of this shape, exactly (for every format
+    /// but `kivi4` this is `tokens × layer_bytes_per_token`).
+    pub fn layer_bytes(self, layer: &LayerSpec, tokens: u64) -> u64 {
+        let h = u64::from(layer.num_kv_heads);
+        h.saturating_mul(
+            kv_part_bytes(KvPart::K, self, u64::from(layer.qk_head_dim), tokens).saturating_add(
+                kv_part_bytes(KvPart::V, self, u64::from(layer.v_head_dim), tokens),
+            ),
+        )
+    }
+
+    /// True if bytes for `n` tokens are exactly `n ×` the bytes per token (all but `kivi4`).
+    pub fn is_linear(self) -> bool {
+        self != KvFormat::Kivi4
+    }
+
     /// Bytes of V alone for one token in one layer.
     pub fn layer_v_bytes_per_token(self, layer: &LayerSpec) -> u64 {
         u64::from(layer.num_kv_heads)
@@ -244,11 +294,14 @@ pub fn kv_bytes_per_token(spec: &ModelSpec, format: KvFormat) -> u64 {
         .sum()
 }
 
-/// KV-cache bytes holding `tokens` tokens of one sequence: exactly
-/// `kv_bytes_per_token(spec, format) · tokens` (every format stores whole tokens). Saturates
-/// rather than overflowing.
+/// KV-cache bytes holding `tokens` tokens of one sequence, exactly: the sum over layers of
+/// [`KvFormat::layer_bytes`], which is `kv_bytes_per_token(spec, format) · tokens` for every
+/// format but `kivi4` (whole blocks plus an f16 tail; see the module docs). Saturates rather
+/// than overflowing. The engine's cache reports this for the tokens it holds.
 pub fn kv_bytes(spec: &ModelSpec, format: KvFormat, tokens: u64) -> u64 {
-    kv_bytes_per_token(spec, format).saturating_mul(tokens)
+    spec.layers
+        .iter()
+        .fold(0u64, |a, l| a.saturating_add(format.layer_bytes(l, tokens)))
 }
 
 named_enum! {

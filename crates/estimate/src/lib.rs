@@ -57,7 +57,9 @@ pub use deploy::{Deployment, Policy, Thresholds, MAX_BATCH, MAX_CONTEXT};
 pub use device::{device, device_ids, BrowserMeasurements, DeviceProfile, Loader, UnitProfile};
 pub use error::{EstimateError, Result};
 pub use explain::Explanation;
-pub use format::{kv_bytes, kv_bytes_per_token, ComputeDtype, ComputeUnit, KvFormat, WeightFormat};
+pub use format::{
+    kv_bytes, kv_bytes_per_token, ComputeDtype, ComputeUnit, KvFormat, WeightFormat, KIVI_BLOCK,
+};
 pub use gguf::{GgufMetadata, GgufTensorInfo, GgufValue};
 pub use hf::{preset, preset_ids, preset_info, PresetInfo};
 pub use memory::{weight_bytes, ComponentBytes, MemoryReport};

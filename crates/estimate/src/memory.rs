@@ -3,7 +3,8 @@
 //! Formulas (bytes; `b` = batch, `a` = activation bytes of the compute dtype):
 //! - weights = Σ over matrices of [`WeightFormat::matrix_bytes`] (rows = out, cols = in), norms
 //!   and biases in f32 (`4·n`); embedding and output head in the embedding format;
-//! - KV = [`crate::kv_bytes_per_token`] × context × b (the cache is sized for the full context);
+//! - KV = [`crate::kv_bytes`]`(context)` × b (the cache is sized for the full context; for every
+//!   format but `kivi4` that is `kv_bytes_per_token × context`);
 //! - activations (peak, during the last prefill chunk of `n` tokens after `p` cached ones) =
 //!   `b · max over layers of max(attention, MLP)` + logits, with
 //!   attention = `a·n·(2d + H·dk + Hkv·dk + Hkv·dv + H·dv) + 4·H·n·(p + n)` (f32 scores of the
@@ -19,7 +20,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::device::Loader;
-use crate::format::{kv_bytes_per_token, ComputeDtype, KvFormat, WeightFormat};
+use crate::format::{kv_bytes, kv_bytes_per_token, ComputeDtype, KvFormat, WeightFormat};
 use crate::spec::ModelSpec;
 
 /// Weight bytes by component.
@@ -190,7 +191,7 @@ pub fn memory_report(spec: &ModelSpec, m: &MemoryInputs) -> MemoryReport {
     let by = weight_bytes(spec, m.weights, m.embedding);
     let weights = by.total();
     let per_tok = kv_bytes_per_token(spec, m.kv);
-    let kv = per_tok.saturating_mul(m.context).saturating_mul(m.batch);
+    let kv = kv_bytes(spec, m.kv, m.context).saturating_mul(m.batch);
     let act = peak_activation_bytes(spec, m.compute, m.prompt, m.chunk, m.batch);
     let loader = match m.loader {
         Loader::Mmap => 0,

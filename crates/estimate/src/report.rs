@@ -388,10 +388,15 @@ fn explanations(
     e.insert(
         "memory.kv_bytes".into(),
         Explanation::new(
-            "KV = kv_bytes_per_token × context × batch",
+            "KV = kv_bytes(context) × batch; kv_bytes(n) = kv_bytes_per_token × n except kivi4",
             format!("{} × {} × {}", m.kv_bytes_per_token, dep.context, dep.batch),
             fmt_bytes(m.kv_bytes),
-        ),
+        )
+        .note(if dep.kv.is_linear() {
+            "every token costs the same"
+        } else {
+            "kivi4: keys in blocks of 32 tokens plus an f16 tail, so bytes are exact per block, not per token"
+        }),
     );
     e.insert(
         "memory.activations_bytes".into(),

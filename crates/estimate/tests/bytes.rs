@@ -60,7 +60,7 @@ fn format_names_round_trip_and_reject_unknowns() {
         ]
     );
     let kv: Vec<&str> = KvFormat::ALL.iter().map(|f| f.as_str()).collect();
-    assert_eq!(kv, ["f32", "f16", "k8v16", "int8", "int4g32"]);
+    assert_eq!(kv, ["f32", "f16", "k8v16", "int8", "int4g32", "kivi4"]);
     let e = "w5g32".parse::<WeightFormat>().unwrap_err().to_string();
     assert!(e.contains("w5g32") && e.contains("w4g32"), "{e}");
     assert!("Q4_0".parse::<WeightFormat>().is_err());
@@ -79,12 +79,52 @@ fn kv_per_token_by_hand() {
     // Llama-3.2-1B f16: 2 x 16 layers x 8 KV heads x 64 x 2 bytes = 32 KiB per token.
     let l = preset("llama-3.2-1b").unwrap();
     assert_eq!(kv_bytes_per_token(&l, KvFormat::F16), 32 * 1024);
-    // Bytes for n tokens are exactly n x per token, for every format.
-    for f in KvFormat::ALL {
+    // Bytes for n tokens are exactly n x per token, for every linear format.
+    for f in KvFormat::ALL.iter().filter(|f| f.is_linear()) {
         for n in [0u64, 1, 7, 512, 2048, 100_000] {
             assert_eq!(kv_bytes(&s, *f, n), kv_bytes_per_token(&s, *f) * n);
         }
     }
+}
+
+#[test]
+fn kivi4_bytes_by_hand() {
+    let s = preset("smollm2-135m").unwrap(); // 30 layers, 3 KV heads, head dim 64
+                                             // A full block of 32 keys per head: 32 tokens x 2 groups x 16 bytes + 64 channels x
+                                             // (fp16 scale + fp16 min) = 1024 + 256; V int4g32: 2 x 18 per token.
+    let block = 32 * 2 * 16 + 64 * 4;
+    let v = 2 * 18;
+    assert_eq!(
+        kv_bytes_per_token(&s, KvFormat::Kivi4),
+        30 * 3 * (block / 32 + v)
+    );
+    for n in [0u64, 1, 31, 32, 33, 63, 64, 512, 2047, 2048] {
+        let k = (n / 32) * block + (n % 32) * 64 * 2;
+        assert_eq!(
+            kv_bytes(&s, KvFormat::Kivi4, n),
+            30 * 3 * (k + n * v),
+            "{n}"
+        );
+    }
+    // At whole blocks the per-token figure is exact, and the tail never makes it cheaper
+    // than int4g32 per token at that length.
+    assert_eq!(
+        kv_bytes(&s, KvFormat::Kivi4, 2048),
+        kv_bytes_per_token(&s, KvFormat::Kivi4) * 2048
+    );
+    assert!(!KvFormat::Kivi4.is_linear());
+    // Odd head dims: 44 channels, 2 groups of nibbles per token, 4 bytes per channel.
+    let l = LayerSpec {
+        num_heads: 4,
+        num_kv_heads: 1,
+        qk_head_dim: 44,
+        v_head_dim: 44,
+        intermediate_size: 8,
+    };
+    assert_eq!(
+        KvFormat::Kivi4.layer_bytes(&l, 40),
+        (32 * 2 * 16 + 44 * 4) + 8 * 44 * 2 + 40 * 2 * 18
+    );
 }
 
 #[test]

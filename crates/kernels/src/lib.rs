@@ -5,7 +5,9 @@
 //! format with fp16 block scales ([`Q8Matrix`], for the embedding/output matrix), f16 weights
 //! ([`F16Matrix`]), the 16-bit activation format those integer kernels read ([`ActQ16`]), and
 //! one matrix type over all of them ([`Matrix`]) so the engine's linear layers do not care which
-//! format they hold. Issue 5 adds the attention kernels over quantized KV formats.
+//! format they hold. [`attn`] has the attention products over the KV-cache formats (f32, f16,
+//! int8, int4 in groups of 32): `q · k` and `out += p · v` for one stored head vector, read from
+//! the stored form.
 //!
 //! Every fast kernel has a scalar twin ([`Kernel::Scalar`]) and every kernel this build can run
 //! is listed at run time ([`Kernel::available`]) so tests and benchmarks can run each one in any
@@ -17,6 +19,7 @@
 
 pub mod act;
 mod arch;
+pub mod attn;
 pub mod error;
 pub mod f32_ops;
 pub mod matrix;

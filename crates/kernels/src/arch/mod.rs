@@ -9,6 +9,9 @@
 //! scalar reference ([`crate::quant`]), so they differ from it only by f32 rounding of the
 //! per-block terms. All of them reorder the int16 activations once per call into the order the
 //! unpacked weights come out in (see each module), which costs O(m·k) against O(m·n·k) work.
+//!
+//! The attention kernels ([`crate::attn`], `attn_*` here) read one KV head vector per call;
+//! their dispatchers resolve the kernel again, so an unavailable one runs [`Kernel::best`].
 
 pub(crate) mod portable;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -22,6 +25,7 @@ mod tests;
 use half::f16;
 
 use crate::act::ActQ16;
+use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
 use crate::quant::{check_product, F16Matrix, Q8Matrix, W4Matrix, ROW_TILE};
 use crate::Kernel;
 
@@ -115,4 +119,139 @@ pub(crate) fn tile_values(
 pub(crate) fn f16_bits_to_f32(h: u16) -> f32 {
     let w = (i32::from(h as i16) << 16) >> 3;
     f32::from_bits(w as u32 & 0x8FFF_E000) * f32::from_bits(0x7780_0000)
+}
+
+/// fp16 bits to f32 for every half, branch-free (so loops over it vectorise): the finite bit
+/// trick of [`f16_bits_to_f32`], which turns exponent 31 (infinity, NaN) into `±2¹⁶ · 1.m`,
+/// with the f32 exponent bits then set for those: `±∞` for a zero mantissa, a NaN otherwise.
+#[inline(always)]
+pub(crate) fn f16_bits_to_f32_exact(h: u16) -> f32 {
+    let v = f16_bits_to_f32(h).to_bits();
+    let inf_nan = if h & 0x7C00 == 0x7C00 { 0x7F80_0000 } else { 0 };
+    f32::from_bits(v | inf_nan)
+}
+
+/// Checks the int4 shape the `attn_*_i4*` kernels rely on (the public functions assert it).
+#[inline(always)]
+fn i4_shape_ok(len: usize, nib: &[u8], scales: Option<&[f16]>) -> bool {
+    let groups = len.div_ceil(I4_GROUP);
+    nib.len() == groups * I4_GROUP_BYTES && scales.is_none_or(|s| s.len() == groups)
+}
+
+/// See [`crate::attn::dot_f16`].
+#[inline]
+pub(crate) fn attn_dot_f16(kernel: Kernel, q: &[f32], k: &[f16]) -> f32 {
+    assert_eq!(q.len(), k.len(), "dot_f16: length mismatch");
+    match kernel.resolve() {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::attn_dot_f16(q, k),
+        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { x86::attn_dot_f16(q, k) },
+        _ => portable::attn_dot_f16(q, k),
+    }
+}
+
+/// See [`crate::attn::dot_i8`].
+#[inline]
+pub(crate) fn attn_dot_i8(kernel: Kernel, q: &[f32], k: &[i8]) -> f32 {
+    assert_eq!(q.len(), k.len(), "dot_i8: length mismatch");
+    match kernel.resolve() {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::attn_dot_i8(q, k),
+        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { x86::attn_dot_i8(q, k) },
+        _ => portable::attn_dot_i8(q, k),
+    }
+}
+
+/// See [`crate::attn::dot_i4g32`].
+#[inline]
+pub(crate) fn attn_dot_i4g32(kernel: Kernel, q: &[f32], nib: &[u8], scales: &[f16]) -> f32 {
+    assert!(
+        i4_shape_ok(q.len(), nib, Some(scales)),
+        "dot_i4g32: bad shape"
+    );
+    match kernel.resolve() {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::attn_dot_i4::<true>(q, nib, scales),
+        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { x86::attn_dot_i4::<true>(q, nib, scales) },
+        _ => portable::attn_dot_i4::<true>(q, nib, scales),
+    }
+}
+
+/// See [`crate::attn::dot_i4`].
+#[inline]
+pub(crate) fn attn_dot_i4(kernel: Kernel, q: &[f32], nib: &[u8]) -> f32 {
+    assert!(i4_shape_ok(q.len(), nib, None), "dot_i4: bad shape");
+    match kernel.resolve() {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::attn_dot_i4::<false>(q, nib, &[]),
+        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { x86::attn_dot_i4::<false>(q, nib, &[]) },
+        _ => portable::attn_dot_i4::<false>(q, nib, &[]),
+    }
+}
+
+/// See [`crate::attn::axpy_f32`].
+#[inline]
+pub(crate) fn attn_axpy_f32(kernel: Kernel, p: f32, x: &[f32], out: &mut [f32]) {
+    assert_eq!(x.len(), out.len(), "axpy_f32: length mismatch");
+    match kernel.resolve() {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::attn_axpy_f32(p, x, out),
+        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { x86::attn_axpy_f32(p, x, out) },
+        _ => portable::attn_axpy_f32(p, x, out),
+    }
+}
+
+/// See [`crate::attn::axpy_f16`].
+#[inline]
+pub(crate) fn attn_axpy_f16(kernel: Kernel, p: f32, x: &[f16], out: &mut [f32]) {
+    assert_eq!(x.len(), out.len(), "axpy_f16: length mismatch");
+    match kernel.resolve() {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::attn_axpy_f16(p, x, out),
+        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { x86::attn_axpy_f16(p, x, out) },
+        _ => portable::attn_axpy_f16(p, x, out),
+    }
+}
+
+/// See [`crate::attn::axpy_i8`].
+#[inline]
+pub(crate) fn attn_axpy_i8(kernel: Kernel, p: f32, x: &[i8], out: &mut [f32]) {
+    assert_eq!(x.len(), out.len(), "axpy_i8: length mismatch");
+    match kernel.resolve() {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::attn_axpy_i8(p, x, out),
+        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { x86::attn_axpy_i8(p, x, out) },
+        _ => portable::attn_axpy_i8(p, x, out),
+    }
+}
+
+/// See [`crate::attn::axpy_i4g32`].
+#[inline]
+pub(crate) fn attn_axpy_i4g32(kernel: Kernel, p: f32, nib: &[u8], scales: &[f16], out: &mut [f32]) {
+    assert!(
+        i4_shape_ok(out.len(), nib, Some(scales)),
+        "axpy_i4g32: bad shape"
+    );
+    match kernel.resolve() {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::attn_axpy_i4g32(p, nib, scales, out),
+        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { x86::attn_axpy_i4g32(p, nib, scales, out) },
+        _ => portable::attn_axpy_i4g32(p, nib, scales, out),
+    }
 }

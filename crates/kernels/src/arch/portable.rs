@@ -6,8 +6,11 @@
 //! scratch (plus one f32 scale, and minimum, per block) and then dotted with every activation
 //! row, so prefill unpacks each weight once however many tokens it multiplies.
 
+use half::f16;
+
 use crate::act::{ActQ16, BLOCK};
-use crate::arch::f16_bits_to_f32;
+use crate::arch::{f16_bits_to_f32, f16_bits_to_f32_exact};
+use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
 use crate::quant::{q8_block_index, scale_index, F16Matrix, Q8Matrix, W4Kind, W4Matrix};
 
 /// f32 dot product with 8 independent accumulators.
@@ -125,6 +128,125 @@ pub(crate) fn f16_matmul(w: &F16Matrix, x: &[f32], m: usize, out: &mut [f32]) {
         }
         for t in 0..m {
             out[t * n + r] = dot(&x[t * k..(t + 1) * k], &row);
+        }
+    }
+}
+
+// ---- Attention kernels (see `crate::attn`): 8 independent f32 accumulators. ----
+
+const LANES: usize = 8;
+
+/// Pairwise sum of 8 accumulators (the order of `f32_ops::dot_unrolled`).
+#[inline(always)]
+fn sum8(acc: &[f32; LANES]) -> f32 {
+    ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
+}
+
+/// `Σ q_i · x_i` with 8 accumulators, `x_i = conv(k_i)`.
+#[inline(always)]
+fn dot_with<T: Copy>(q: &[f32], k: &[T], conv: impl Fn(T) -> f32) -> f32 {
+    let mut acc = [0.0f32; LANES];
+    let (qc, kc) = (q.chunks_exact(LANES), k.chunks_exact(LANES));
+    let (qt, kt) = (qc.remainder(), kc.remainder());
+    for (a, b) in qc.zip(kc) {
+        for i in 0..LANES {
+            acc[i] += a[i] * conv(b[i]);
+        }
+    }
+    let mut tail = 0.0f32;
+    for (a, &b) in qt.iter().zip(kt) {
+        tail += a * conv(b);
+    }
+    sum8(&acc) + tail
+}
+
+/// `out_i += p · conv(x_i)`: independent elements, which the compiler vectorises as they are
+/// (chunking them by hand measured slower, natively and in wasm).
+#[inline(always)]
+fn axpy_with<T: Copy>(p: f32, x: &[T], out: &mut [f32], conv: impl Fn(T) -> f32) {
+    for (o, &a) in out.iter_mut().zip(x) {
+        *o += p * conv(a);
+    }
+}
+
+pub(crate) fn attn_dot_f16(q: &[f32], k: &[f16]) -> f32 {
+    dot_with(q, k, |h| f16_bits_to_f32_exact(h.to_bits()))
+}
+
+pub(crate) fn attn_dot_i8(q: &[f32], k: &[i8]) -> f32 {
+    dot_with(q, k, f32::from)
+}
+
+pub(crate) fn attn_axpy_f32(p: f32, x: &[f32], out: &mut [f32]) {
+    axpy_with(p, x, out, |v| v);
+}
+
+pub(crate) fn attn_axpy_f16(p: f32, x: &[f16], out: &mut [f32]) {
+    axpy_with(p, x, out, |h| f16_bits_to_f32_exact(h.to_bits()));
+}
+
+pub(crate) fn attn_axpy_i8(p: f32, x: &[i8], out: &mut [f32]) {
+    axpy_with(p, x, out, f32::from);
+}
+
+/// The 32 values `n − 8` of one int4 group, in index order.
+#[inline(always)]
+fn i4_unpack(bytes: &[u8]) -> [f32; I4_GROUP] {
+    let mut v = [0.0f32; I4_GROUP];
+    for (j, &b) in bytes.iter().take(I4_GROUP_BYTES).enumerate() {
+        v[j] = f32::from(b & 0x0F) - 8.0;
+        v[j + I4_GROUP_BYTES] = f32::from(b >> 4) - 8.0;
+    }
+    v
+}
+
+/// `q` (at most 32 values) zero-padded to a whole group: the padded values count 0.
+#[inline(always)]
+fn i4_q(q: &[f32]) -> [f32; I4_GROUP] {
+    let mut v = [0.0f32; I4_GROUP];
+    v[..q.len()].copy_from_slice(q);
+    v
+}
+
+/// `Σ_g s_g · Σ q_i (n_i − 8)` (`SCALED`), else `Σ q_i (n_i − 8)`.
+pub(crate) fn attn_dot_i4<const SCALED: bool>(q: &[f32], nib: &[u8], scales: &[f16]) -> f32 {
+    let mut acc = [0.0f32; LANES];
+    for (g, (qs, bytes)) in q
+        .chunks(I4_GROUP)
+        .zip(nib.chunks_exact(I4_GROUP_BYTES))
+        .enumerate()
+    {
+        let x = i4_unpack(bytes);
+        let qv = i4_q(qs);
+        let mut d = [0.0f32; LANES];
+        for c in 0..I4_GROUP / LANES {
+            for i in 0..LANES {
+                d[i] += qv[c * LANES + i] * x[c * LANES + i];
+            }
+        }
+        if SCALED {
+            let s = f16_bits_to_f32_exact(scales[g].to_bits());
+            for i in 0..LANES {
+                acc[i] += d[i] * s;
+            }
+        } else {
+            for i in 0..LANES {
+                acc[i] += d[i];
+            }
+        }
+    }
+    sum8(&acc)
+}
+
+pub(crate) fn attn_axpy_i4g32(p: f32, nib: &[u8], scales: &[f16], out: &mut [f32]) {
+    let groups = out
+        .chunks_mut(I4_GROUP)
+        .zip(nib.chunks_exact(I4_GROUP_BYTES));
+    for ((outs, bytes), s) in groups.zip(scales) {
+        let f = p * f16_bits_to_f32_exact(s.to_bits());
+        let x = i4_unpack(bytes);
+        for (o, v) in outs.iter_mut().zip(x) {
+            *o += f * v;
         }
     }
 }

@@ -39,6 +39,7 @@ use half::f16;
 
 use crate::act::{ActQ16, BLOCK};
 use crate::arch::tile_values;
+use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
 use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix, Q8_TILE, ROW_TILE};
 
 /// The int16 activations of every token reordered to `[A B C D]` per block (see the module
@@ -685,6 +686,260 @@ pub(crate) fn f16_matmul(w: &F16Matrix, x: &[f32], m: usize, out: &mut [f32]) {
                 tail += xr[i] * wr[i].to_f32();
             }
             out[t * n + r] = hsum(f32x4_add(a0, a1)) + tail;
+        }
+    }
+}
+
+// ---- Attention kernels (see `crate::attn`): one KV head vector per call. ----
+//
+// f16 → f32 uses the bit trick of `f16x4_raw` on both halves of an 8-half vector (sign-extend
+// to i32, shift, mask, · 2¹¹²), exact for every finite half including subnormals and ±0. That
+// trick turns exponent 31 (±∞, NaN) into `±2¹⁶ · 1.m`: `dot` tracks the largest `|h|` seen (two
+// operations per 8 halves) and reruns the portable (exact) kernel if any half was non-finite;
+// `axpy`, which cannot undo its stores, fixes those lanes up in place ([`inf_nan_fix`]).
+//
+// int8 and int4 widen to i32 and convert to f32 (`f32x4.convert_i32x4_s`), so the products
+// are f32 like the reference's; int4 splits a 16-byte group into its low nibbles (values 0..15)
+// and high nibbles (values 16..31, a 16-bit shift then the byte mask), subtracts 8 in i8 lanes.
+
+/// Eight halves to two f32x4 (values 0..3, 4..7), exact for finite halves (see the notes above).
+#[inline(always)]
+fn f16x8_finite(h: v128) -> [v128; 2] {
+    let m = i32x4_splat(0x8FFF_E000u32 as i32);
+    let b = f32x4_splat(F16_BIAS);
+    let lo = v128_and(i32x4_shl(i32x4_extend_low_i16x8(h), 13), m);
+    let hi = v128_and(i32x4_shl(i32x4_extend_high_i16x8(h), 13), m);
+    [f32x4_mul(lo, b), f32x4_mul(hi, b)]
+}
+
+/// Repairs the lanes [`f16x8_finite`] produced from exponent-31 halves: those came out as
+/// `±2¹⁶ · 1.m`, above the largest finite half (65504), so every lane with `|v| ≥ 2¹⁶` gets all
+/// f32 exponent bits set, giving `±∞` for a zero mantissa and a NaN otherwise.
+#[inline(always)]
+fn inf_nan_fix(v: v128) -> v128 {
+    let big = f32x4_ge(f32x4_abs(v), f32x4_splat(65536.0));
+    v128_or(v, v128_and(big, i32x4_splat(0x7F80_0000)))
+}
+
+/// Sixteen i8 to four f32x4 in index order.
+#[inline(always)]
+fn i8x16_to_f32(v: v128) -> [v128; 4] {
+    let lo = i16x8_extend_low_i8x16(v);
+    let hi = i16x8_extend_high_i8x16(v);
+    [
+        f32x4_convert_i32x4(i32x4_extend_low_i16x8(lo)),
+        f32x4_convert_i32x4(i32x4_extend_high_i16x8(lo)),
+        f32x4_convert_i32x4(i32x4_extend_low_i16x8(hi)),
+        f32x4_convert_i32x4(i32x4_extend_high_i16x8(hi)),
+    ]
+}
+
+/// The 32 values `n − 8` of one int4 group (16 bytes at `p`) as eight f32x4 in index order.
+///
+/// # Safety
+/// `p` must be valid for 16 bytes.
+#[inline(always)]
+unsafe fn i4_group(p: *const u8) -> [v128; 8] {
+    // SAFETY: the caller guarantees 16 readable bytes.
+    let v = unsafe { v128_load(p as *const v128) };
+    let m = u8x16_splat(0x0F);
+    let eight = i8x16_splat(8);
+    let lo = i8x16_to_f32(i8x16_sub(v128_and(v, m), eight));
+    let hi = i8x16_to_f32(i8x16_sub(v128_and(u16x8_shr(v, 4), m), eight));
+    [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]
+}
+
+/// `Σ q_i · x_i` over one group, as 4 lanes.
+///
+/// # Safety
+/// `q` must be valid for 32 floats.
+#[inline(always)]
+unsafe fn i4_group_dot(q: *const f32, x: &[v128; 8]) -> v128 {
+    // SAFETY: the caller guarantees 32 readable floats.
+    unsafe {
+        let qv = |j: usize| v128_load(q.add(4 * j) as *const v128);
+        let mut a = f32x4_mul(qv(0), x[0]);
+        let mut b = f32x4_mul(qv(1), x[1]);
+        for j in (2..8).step_by(2) {
+            a = f32x4_add(a, f32x4_mul(qv(j), x[j]));
+            b = f32x4_add(b, f32x4_mul(qv(j + 1), x[j + 1]));
+        }
+        f32x4_add(a, b)
+    }
+}
+
+pub(crate) fn attn_dot_f16(q: &[f32], k: &[f16]) -> f32 {
+    let n = q.len().min(k.len());
+    let body = n / 8 * 8;
+    let (mut a0, mut a1) = (f32x4_splat(0.0), f32x4_splat(0.0));
+    let abs = i16x8_splat(0x7FFF);
+    let mut hmax = i16x8_splat(0);
+    for i in (0..body).step_by(8) {
+        // SAFETY: `i + 8 ≤ body ≤ n` for both slices.
+        unsafe {
+            let h = v128_load(k.as_ptr().add(i) as *const v128);
+            hmax = u16x8_max(hmax, v128_and(h, abs));
+            let [lo, hi] = f16x8_finite(h);
+            let q0 = v128_load(q.as_ptr().add(i) as *const v128);
+            let q1 = v128_load(q.as_ptr().add(i + 4) as *const v128);
+            a0 = f32x4_add(a0, f32x4_mul(q0, lo));
+            a1 = f32x4_add(a1, f32x4_mul(q1, hi));
+        }
+    }
+    if v128_any_true(u16x8_ge(hmax, u16x8_splat(0x7C00))) {
+        // An infinity or NaN: rare, so the exact portable kernel redoes the whole vector.
+        return crate::arch::portable::attn_dot_f16(q, k);
+    }
+    let mut tail = 0.0f32;
+    for i in body..n {
+        tail += q[i] * k[i].to_f32();
+    }
+    hsum(f32x4_add(a0, a1)) + tail
+}
+
+pub(crate) fn attn_axpy_f16(p: f32, x: &[f16], out: &mut [f32]) {
+    let n = x.len().min(out.len());
+    let body = n / 8 * 8;
+    let pv = f32x4_splat(p);
+    for i in (0..body).step_by(8) {
+        // SAFETY: `i + 8 ≤ body ≤ n` for both slices.
+        unsafe {
+            let h = v128_load(x.as_ptr().add(i) as *const v128);
+            let [lo, hi] = f16x8_finite(h);
+            let o = out.as_mut_ptr().add(i) as *mut v128;
+            v128_store(o, f32x4_add(v128_load(o), f32x4_mul(pv, inf_nan_fix(lo))));
+            let o = o.add(1);
+            v128_store(o, f32x4_add(v128_load(o), f32x4_mul(pv, inf_nan_fix(hi))));
+        }
+    }
+    for i in body..n {
+        out[i] += p * x[i].to_f32();
+    }
+}
+
+pub(crate) fn attn_dot_i8(q: &[f32], k: &[i8]) -> f32 {
+    let n = q.len().min(k.len());
+    let body = n / 16 * 16;
+    let mut acc = [f32x4_splat(0.0); 4];
+    for i in (0..body).step_by(16) {
+        // SAFETY: `i + 16 ≤ body ≤ n` for both slices.
+        unsafe {
+            let x = i8x16_to_f32(v128_load(k.as_ptr().add(i) as *const v128));
+            for (j, acc) in acc.iter_mut().enumerate() {
+                let qv = v128_load(q.as_ptr().add(i + 4 * j) as *const v128);
+                *acc = f32x4_add(*acc, f32x4_mul(qv, x[j]));
+            }
+        }
+    }
+    let mut tail = 0.0f32;
+    for i in body..n {
+        tail += q[i] * f32::from(k[i]);
+    }
+    hsum(f32x4_add(
+        f32x4_add(acc[0], acc[2]),
+        f32x4_add(acc[1], acc[3]),
+    )) + tail
+}
+
+pub(crate) fn attn_axpy_i8(p: f32, x: &[i8], out: &mut [f32]) {
+    let n = x.len().min(out.len());
+    let body = n / 16 * 16;
+    let pv = f32x4_splat(p);
+    for i in (0..body).step_by(16) {
+        // SAFETY: `i + 16 ≤ body ≤ n` for both slices.
+        unsafe {
+            let v = i8x16_to_f32(v128_load(x.as_ptr().add(i) as *const v128));
+            let o = out.as_mut_ptr().add(i) as *mut v128;
+            for (j, v) in v.iter().enumerate() {
+                let o = o.add(j);
+                v128_store(o, f32x4_add(v128_load(o), f32x4_mul(pv, *v)));
+            }
+        }
+    }
+    for i in body..n {
+        out[i] += p * f32::from(x[i]);
+    }
+}
+
+pub(crate) fn attn_axpy_f32(p: f32, x: &[f32], out: &mut [f32]) {
+    let n = x.len().min(out.len());
+    let body = n / 8 * 8;
+    let pv = f32x4_splat(p);
+    for i in (0..body).step_by(8) {
+        // SAFETY: `i + 8 ≤ body ≤ n` for both slices.
+        unsafe {
+            let xp = x.as_ptr().add(i) as *const v128;
+            let o = out.as_mut_ptr().add(i) as *mut v128;
+            v128_store(o, f32x4_add(v128_load(o), f32x4_mul(pv, v128_load(xp))));
+            let (xp, o) = (xp.add(1), o.add(1));
+            v128_store(o, f32x4_add(v128_load(o), f32x4_mul(pv, v128_load(xp))));
+        }
+    }
+    for i in body..n {
+        out[i] += p * x[i];
+    }
+}
+
+/// `Σ_g s_g · Σ q_i (n_i − 8)` (`SCALED`), else `Σ q_i (n_i − 8)`. The caller checked that
+/// `nib` (and `scales`) hold exactly `⌈q.len()/32⌉` groups.
+pub(crate) fn attn_dot_i4<const SCALED: bool>(q: &[f32], nib: &[u8], scales: &[f16]) -> f32 {
+    let full = (q.len() / I4_GROUP).min(nib.len() / I4_GROUP_BYTES);
+    let mut acc = f32x4_splat(0.0);
+    let step = |acc: v128, d: v128, g: usize| {
+        if SCALED {
+            f32x4_add(acc, f32x4_mul(d, f32x4_splat(scales[g].to_f32())))
+        } else {
+            f32x4_add(acc, d)
+        }
+    };
+    for g in 0..full {
+        // SAFETY: group `g < full` has 16 bytes in `nib` and 32 floats in `q`.
+        let d = unsafe {
+            let x = i4_group(nib.as_ptr().add(g * I4_GROUP_BYTES));
+            i4_group_dot(q.as_ptr().add(g * I4_GROUP), &x)
+        };
+        acc = step(acc, d, g);
+    }
+    let rest = &q[full * I4_GROUP..];
+    if !rest.is_empty() {
+        // A last, partial group: `q` zero-padded to 32 values, so the padding counts 0.
+        let mut qp = [0.0f32; I4_GROUP];
+        qp[..rest.len()].copy_from_slice(rest);
+        let bytes = &nib[full * I4_GROUP_BYTES..(full + 1) * I4_GROUP_BYTES];
+        // SAFETY: `bytes` is 16 bytes, `qp` 32 floats.
+        let d = unsafe { i4_group_dot(qp.as_ptr(), &i4_group(bytes.as_ptr())) };
+        acc = step(acc, d, full);
+    }
+    hsum(acc)
+}
+
+/// `out_i += (p · s_g) · (n_i − 8)`. The caller checked that `nib` and `scales` hold exactly
+/// `⌈out.len()/32⌉` groups.
+pub(crate) fn attn_axpy_i4g32(p: f32, nib: &[u8], scales: &[f16], out: &mut [f32]) {
+    let groups = out
+        .chunks_mut(I4_GROUP)
+        .zip(nib.chunks_exact(I4_GROUP_BYTES));
+    for ((outs, bytes), s) in groups.zip(scales) {
+        let f = f32x4_splat(p * s.to_f32());
+        // SAFETY: `bytes` is 16 bytes.
+        let x = unsafe { i4_group(bytes.as_ptr()) };
+        if outs.len() == I4_GROUP {
+            for (j, x) in x.iter().enumerate() {
+                // SAFETY: `outs` holds 32 floats = eight 16-byte vectors.
+                unsafe {
+                    let o = outs.as_mut_ptr().add(4 * j) as *mut v128;
+                    v128_store(o, f32x4_add(v128_load(o), f32x4_mul(f, *x)));
+                }
+            }
+        } else {
+            let mut t = [0.0f32; I4_GROUP];
+            for (j, x) in x.iter().enumerate() {
+                // SAFETY: `t` holds 32 floats.
+                unsafe { v128_store(t.as_mut_ptr().add(4 * j) as *mut v128, f32x4_mul(f, *x)) };
+            }
+            for (o, t) in outs.iter_mut().zip(t) {
+                *o += t;
+            }
         }
     }
 }

@@ -25,6 +25,7 @@ use half::f16;
 
 use crate::act::{ActQ16, BLOCK};
 use crate::arch::tile_values;
+use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
 use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix, Q8_TILE, ROW_TILE};
 
 /// How the int16 activations are ordered within a pair of blocks `b`, `b+1` (64 values).
@@ -483,6 +484,238 @@ pub(crate) unsafe fn f16_matmul(w: &F16Matrix, x: &[f32], m: usize, out: &mut [f
             }
             let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
             out[t * n + r] = hsum(s) + tail;
+        }
+    }
+}
+
+// ---- Attention kernels (see `crate::attn`): one KV head vector per call. ----
+//
+// f16 widens with F16C `vcvtph2ps` (exact for every half, infinities and NaNs included), int8
+// and int4 with `vpmovsxbd` then `vcvtdq2ps`. The dots use FMA; the axpys use a separate
+// multiply and add, so they round exactly like the reference (`out_i + p · x_i`).
+
+/// Sixteen i8 (a 128-bit vector) to two f32x8 in index order.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn i8x16_to_f32(v: __m128i) -> [__m256; 2] {
+    [
+        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)),
+        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(v))),
+    ]
+}
+
+/// The 32 values `n − 8` of one int4 group (16 bytes at `p`) as four f32x8 in index order.
+///
+/// # Safety
+/// `p` must be valid for 16 bytes; the CPU must have AVX2, FMA and F16C.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn i4_group(p: *const u8) -> [__m256; 4] {
+    // SAFETY: the caller guarantees 16 readable bytes.
+    let v = unsafe { _mm_loadu_si128(p as *const __m128i) };
+    let m = _mm_set1_epi8(0x0F);
+    let eight = _mm_set1_epi8(8);
+    let lo = i8x16_to_f32(_mm_sub_epi8(_mm_and_si128(v, m), eight));
+    let hi = i8x16_to_f32(_mm_sub_epi8(
+        _mm_and_si128(_mm_srli_epi16::<4>(v), m),
+        eight,
+    ));
+    [lo[0], lo[1], hi[0], hi[1]]
+}
+
+/// `Σ q_i · x_i` over one group, as 8 lanes.
+///
+/// # Safety
+/// `q` must be valid for 32 floats; the CPU must have AVX2, FMA and F16C.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn i4_group_dot(q: *const f32, x: &[__m256; 4]) -> __m256 {
+    // SAFETY: the caller guarantees 32 readable floats.
+    unsafe {
+        let a = _mm256_mul_ps(_mm256_loadu_ps(q), x[0]);
+        let b = _mm256_mul_ps(_mm256_loadu_ps(q.add(8)), x[1]);
+        let a = _mm256_fmadd_ps(_mm256_loadu_ps(q.add(16)), x[2], a);
+        let b = _mm256_fmadd_ps(_mm256_loadu_ps(q.add(24)), x[3], b);
+        _mm256_add_ps(a, b)
+    }
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn attn_dot_f16(q: &[f32], k: &[f16]) -> f32 {
+    let n = q.len().min(k.len());
+    let body = n / 16 * 16;
+    let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+    for i in (0..body).step_by(16) {
+        // SAFETY: `i + 16 ≤ body ≤ n` for both slices.
+        unsafe {
+            let kp = k.as_ptr().add(i) as *const __m128i;
+            let k0 = _mm256_cvtph_ps(_mm_loadu_si128(kp));
+            let k1 = _mm256_cvtph_ps(_mm_loadu_si128(kp.add(1)));
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q.as_ptr().add(i)), k0, a0);
+            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q.as_ptr().add(i + 8)), k1, a1);
+        }
+    }
+    let mut tail = 0.0f32;
+    for i in body..n {
+        tail += q[i] * k[i].to_f32();
+    }
+    hsum(_mm256_add_ps(a0, a1)) + tail
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn attn_axpy_f16(p: f32, x: &[f16], out: &mut [f32]) {
+    let n = x.len().min(out.len());
+    let body = n / 8 * 8;
+    let pv = _mm256_set1_ps(p);
+    for i in (0..body).step_by(8) {
+        // SAFETY: `i + 8 ≤ body ≤ n` for both slices.
+        unsafe {
+            let v = _mm256_cvtph_ps(_mm_loadu_si128(x.as_ptr().add(i) as *const __m128i));
+            let o = out.as_mut_ptr().add(i);
+            _mm256_storeu_ps(o, _mm256_add_ps(_mm256_loadu_ps(o), _mm256_mul_ps(pv, v)));
+        }
+    }
+    for i in body..n {
+        out[i] += p * x[i].to_f32();
+    }
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn attn_dot_i8(q: &[f32], k: &[i8]) -> f32 {
+    let n = q.len().min(k.len());
+    let body = n / 16 * 16;
+    let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+    for i in (0..body).step_by(16) {
+        // SAFETY: `i + 16 ≤ body ≤ n` for both slices.
+        unsafe {
+            let [k0, k1] = i8x16_to_f32(_mm_loadu_si128(k.as_ptr().add(i) as *const __m128i));
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q.as_ptr().add(i)), k0, a0);
+            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q.as_ptr().add(i + 8)), k1, a1);
+        }
+    }
+    let mut tail = 0.0f32;
+    for i in body..n {
+        tail += q[i] * f32::from(k[i]);
+    }
+    hsum(_mm256_add_ps(a0, a1)) + tail
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn attn_axpy_i8(p: f32, x: &[i8], out: &mut [f32]) {
+    let n = x.len().min(out.len());
+    let body = n / 16 * 16;
+    let pv = _mm256_set1_ps(p);
+    for i in (0..body).step_by(16) {
+        // SAFETY: `i + 16 ≤ body ≤ n` for both slices.
+        unsafe {
+            let v = i8x16_to_f32(_mm_loadu_si128(x.as_ptr().add(i) as *const __m128i));
+            for (j, v) in v.iter().enumerate() {
+                let o = out.as_mut_ptr().add(i + 8 * j);
+                _mm256_storeu_ps(o, _mm256_add_ps(_mm256_loadu_ps(o), _mm256_mul_ps(pv, *v)));
+            }
+        }
+    }
+    for i in body..n {
+        out[i] += p * f32::from(x[i]);
+    }
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn attn_axpy_f32(p: f32, x: &[f32], out: &mut [f32]) {
+    let n = x.len().min(out.len());
+    let body = n / 8 * 8;
+    let pv = _mm256_set1_ps(p);
+    for i in (0..body).step_by(8) {
+        // SAFETY: `i + 8 ≤ body ≤ n` for both slices.
+        unsafe {
+            let v = _mm256_loadu_ps(x.as_ptr().add(i));
+            let o = out.as_mut_ptr().add(i);
+            _mm256_storeu_ps(o, _mm256_add_ps(_mm256_loadu_ps(o), _mm256_mul_ps(pv, v)));
+        }
+    }
+    for i in body..n {
+        out[i] += p * x[i];
+    }
+}
+
+/// `Σ_g s_g · Σ q_i (n_i − 8)` (`SCALED`), else `Σ q_i (n_i − 8)`.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C. `nib` (and `scales` if `SCALED`) must hold exactly
+/// `⌈q.len()/32⌉` groups (the dispatcher checks it).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn attn_dot_i4<const SCALED: bool>(q: &[f32], nib: &[u8], scales: &[f16]) -> f32 {
+    let full = (q.len() / I4_GROUP).min(nib.len() / I4_GROUP_BYTES);
+    let mut acc = _mm256_setzero_ps();
+    let step = |acc: __m256, d: __m256, g: usize| {
+        if SCALED {
+            _mm256_fmadd_ps(d, _mm256_set1_ps(scales[g].to_f32()), acc)
+        } else {
+            _mm256_add_ps(acc, d)
+        }
+    };
+    for g in 0..full {
+        // SAFETY: group `g < full` has 16 bytes in `nib` and 32 floats in `q`.
+        let d = unsafe {
+            let x = i4_group(nib.as_ptr().add(g * I4_GROUP_BYTES));
+            i4_group_dot(q.as_ptr().add(g * I4_GROUP), &x)
+        };
+        acc = step(acc, d, g);
+    }
+    let rest = &q[full * I4_GROUP..];
+    if !rest.is_empty() {
+        // A last, partial group: `q` zero-padded to 32 values, so the padding counts 0.
+        let mut qp = [0.0f32; I4_GROUP];
+        qp[..rest.len()].copy_from_slice(rest);
+        let bytes = &nib[full * I4_GROUP_BYTES..(full + 1) * I4_GROUP_BYTES];
+        // SAFETY: `bytes` is 16 bytes, `qp` 32 floats.
+        let d = unsafe { i4_group_dot(qp.as_ptr(), &i4_group(bytes.as_ptr())) };
+        acc = step(acc, d, full);
+    }
+    hsum(acc)
+}
+
+/// `out_i += (p · s_g) · (n_i − 8)`.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C. `nib` and `scales` must hold exactly `⌈out.len()/32⌉`
+/// groups (the dispatcher checks it).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn attn_axpy_i4g32(p: f32, nib: &[u8], scales: &[f16], out: &mut [f32]) {
+    let groups = out
+        .chunks_mut(I4_GROUP)
+        .zip(nib.chunks_exact(I4_GROUP_BYTES));
+    for ((outs, bytes), s) in groups.zip(scales) {
+        let f = _mm256_set1_ps(p * s.to_f32());
+        // SAFETY: `bytes` is 16 bytes; the CPU features are this function's own contract.
+        let x = unsafe { i4_group(bytes.as_ptr()) };
+        if outs.len() == I4_GROUP {
+            for (j, x) in x.iter().enumerate() {
+                // SAFETY: `outs` holds 32 floats = four 8-float vectors.
+                unsafe {
+                    let o = outs.as_mut_ptr().add(8 * j);
+                    _mm256_storeu_ps(o, _mm256_add_ps(_mm256_loadu_ps(o), _mm256_mul_ps(f, *x)));
+                }
+            }
+        } else {
+            let mut t = [0.0f32; I4_GROUP];
+            for (j, x) in x.iter().enumerate() {
+                // SAFETY: `t` holds 32 floats.
+                unsafe { _mm256_storeu_ps(t.as_mut_ptr().add(8 * j), _mm256_mul_ps(f, *x)) };
+            }
+            for (o, t) in outs.iter_mut().zip(t) {
+                *o += t;
+            }
         }
     }
 }
