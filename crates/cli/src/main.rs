@@ -47,6 +47,10 @@ struct GenerateArgs {
     /// The prompt text.
     #[arg(long)]
     prompt: String,
+    /// A follow-up turn in the same conversation (repeatable, in order): the KV cache keeps the
+    /// earlier turns and only the new tokens are computed. With --json, one line per turn.
+    #[arg(long, value_name = "PROMPT")]
+    then: Vec<String>,
     /// Wrap the prompt in the model's chat template (instruct models).
     #[arg(long)]
     chat: bool,
@@ -84,7 +88,8 @@ pub(crate) struct FormatArgs {
     /// w4g32) with edgefit's own symmetric quantizer instead of keeping them as they are.
     #[arg(long)]
     pub requantize: bool,
-    /// KV-cache format: f32 (default), f16, k8v16 (K int8 + V f16), int8, int4g32.
+    /// KV-cache format: f32 (default), f16, k8v16 (K int8 + V f16), int8, int4g32, kivi4 (K 4-bit
+    /// per channel in blocks of 32 tokens, V int4g32).
     #[arg(long, default_value = "f32")]
     pub kv: String,
     /// Kernel for the matrix products: scalar, portable, avx2 (native x86_64), simd128 (wasm).
@@ -217,7 +222,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
     args.format.kv_format()?;
     let mut engine = load(&args.model, args.json, load_options)?;
     args.format.apply(&mut engine)?;
-    let options = GenerateOptions {
+    let mut options = GenerateOptions {
         chat: args.chat,
         max_tokens: args.max_tokens,
         sampler: SamplerConfig {
@@ -225,20 +230,43 @@ fn generate(args: GenerateArgs) -> Result<()> {
             top_p: args.top_p,
             seed: args.seed,
         },
+        keep: false,
     };
     let mut stdout = std::io::stdout().lock();
-    let text = engine.generate(&args.prompt, options, &mut |piece| {
-        if !args.json {
-            // A closed pipe ends the output; the generation itself is unaffected.
-            let _ = stdout.write_all(piece.as_bytes());
-            let _ = stdout.flush();
+    let turns = std::iter::once(&args.prompt).chain(&args.then);
+    for (turn, prompt) in turns.enumerate() {
+        options.keep = turn > 0;
+        if turn > 0 && !args.json {
+            writeln!(stdout, "\n--- turn {} ---", turn + 1)?;
         }
-    })?;
+        let text = engine
+            .generate(prompt, options, &mut |piece| {
+                if !args.json {
+                    // A closed pipe ends the output; the generation itself is unaffected.
+                    let _ = stdout.write_all(piece.as_bytes());
+                    let _ = stdout.flush();
+                }
+            })
+            .with_context(|| format!("turn {}", turn + 1))?;
+        report(&engine, &args, turn, text, &mut stdout)?;
+    }
+    Ok(())
+}
+
+/// Prints one turn's metrics: a JSON line with `--json`, else a summary line on stderr.
+fn report(
+    engine: &Engine,
+    args: &GenerateArgs,
+    turn: usize,
+    text: String,
+    stdout: &mut impl Write,
+) -> Result<()> {
     let m = engine.metrics();
     if args.json {
         let mut obj = serde_json::to_value(m)?;
         if let Some(map) = obj.as_object_mut() {
             map.insert("text".to_string(), serde_json::Value::String(text));
+            map.insert("turn".to_string(), serde_json::Value::from(turn + 1));
             map.insert(
                 "model".to_string(),
                 serde_json::Value::String(args.model.display().to_string()),
@@ -248,8 +276,9 @@ fn generate(args: GenerateArgs) -> Result<()> {
     } else {
         writeln!(stdout)?;
         eprintln!(
-            "{} prompt tokens, {} generated ({}) | weights {} (embedding {}), kernel {}, KV {} | load {:.0} ms | TTFT {:.0} ms | prefill {:.1} tok/s | decode {:.1} tok/s | weights {:.1} MB | KV {:.2} MB | peak {:.1} MB",
+            "{} prompt tokens ({} reused from earlier turns), {} generated ({}) | weights {} (embedding {}), kernel {}, KV {} | load {:.0} ms | TTFT {:.0} ms | prefill {:.1} tok/s | decode {:.1} tok/s | weights {:.1} MB | KV {} tokens, {:.2} MB | peak {:.1} MB",
             m.prompt_tokens,
+            m.reused_tokens,
             m.generated_tokens,
             match m.finish_reason {
                 Some(edgefit_engine::FinishReason::Stop) => "stop token",
@@ -265,6 +294,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
             m.prefill_tok_s,
             m.decode_tok_s,
             m.weights_bytes as f64 / 1e6,
+            m.kv_tokens,
             m.kv_bytes as f64 / 1e6,
             m.peak_bytes as f64 / 1e6
         );

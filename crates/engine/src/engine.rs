@@ -33,6 +33,10 @@ pub struct GenerateOptions {
     pub chat: bool,
     pub max_tokens: usize,
     pub sampler: SamplerConfig,
+    /// Continue the conversation: the prompt follows the earlier turns (and the answers,
+    /// including one stopped early), and the KV cache keeps every token they share with what
+    /// it holds, so only the new tokens are computed. `false` starts a new conversation.
+    pub keep: bool,
 }
 
 impl Default for GenerateOptions {
@@ -41,6 +45,7 @@ impl Default for GenerateOptions {
             chat: false,
             max_tokens: 64,
             sampler: SamplerConfig::default(),
+            keep: false,
         }
     }
 }
@@ -59,7 +64,11 @@ pub enum FinishReason {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Metrics {
     pub load_ms: f64,
+    /// Tokens this turn fed through the model before the first generated one (the new part of
+    /// the conversation when earlier turns are kept).
     pub prompt_tokens: usize,
+    /// Tokens of earlier turns the KV cache already held and this turn did not recompute.
+    pub reused_tokens: usize,
     pub generated_tokens: usize,
     /// From `start` to the first generated token (tokenize + prefill + sample).
     pub ttft_ms: f64,
@@ -83,6 +92,9 @@ pub struct Metrics {
     pub kv_bytes: u64,
     /// Bytes of KV cache allocated.
     pub kv_reserved_bytes: u64,
+    /// The most tokens the KV cache may hold (the model's context): a turn that would need more
+    /// fails with "context full" (see [`Engine::start`]).
+    pub kv_limit: usize,
     pub peak_bytes: u64,
     pub finish_reason: Option<FinishReason>,
     /// Milliseconds of each decode step (forward + sample), in order.
@@ -108,7 +120,14 @@ pub struct ModelInfo {
 }
 
 struct Generation {
+    /// The tokens to feed before the first generated one (the part of the conversation the
+    /// cache does not hold).
     prompt: Vec<u32>,
+    /// The user's text of this turn and the text generated so far, for the next turn.
+    user: String,
+    text: String,
+    /// The conversation before this turn as plain text (no chat template).
+    before: String,
     options: GenerateOptions,
     sampler: Sampler,
     stream: TextStream,
@@ -127,6 +146,12 @@ pub struct Engine {
     platform: Box<dyn Platform>,
     generation: Option<Generation>,
     metrics: Metrics,
+    /// The tokens whose keys and values the cache holds, in order (`cache.len()` of them).
+    held: Vec<u32>,
+    /// Earlier turns of the conversation as (role, text), for the chat template.
+    history: Vec<(&'static str, String)>,
+    /// The conversation so far as plain text, for generation without a chat template.
+    transcript: String,
 }
 
 impl Engine {
@@ -150,6 +175,9 @@ impl Engine {
             platform,
             generation: None,
             metrics,
+            held: Vec::new(),
+            history: Vec::new(),
+            transcript: String::new(),
         }
     }
 
@@ -188,11 +216,16 @@ impl Engine {
         Ok(())
     }
 
-    /// Stores the KV cache in `format` from the next generation on (the cache is rebuilt empty).
+    /// Stores the KV cache in `format` from the next generation on (the cache is rebuilt empty;
+    /// a kept conversation continues, recomputed in the new format on its next turn).
     pub fn set_kv_format(&mut self, format: edgefit_estimate::KvFormat) {
         self.model.kv_format = format;
         self.cache = self.model.new_cache(self.model.config.context_length);
-        self.generation = None;
+        self.held.clear();
+        // The turn in progress ends here (it stays in the conversation for a kept next turn).
+        if let Some(g) = &mut self.generation {
+            g.finished = true;
+        }
         self.metrics.kv_format = format.to_string();
         self.refresh_kv();
     }
@@ -229,11 +262,24 @@ impl Engine {
         }
     }
 
-    /// Begins a generation: validates the options, renders and tokenizes the prompt, clears the
-    /// KV cache. The prefill runs on the first [`step`](Self::step).
+    /// Begins a generation: validates the options, renders and tokenizes the prompt. The
+    /// prefill runs on the first [`step`](Self::step).
+    ///
+    /// Multi-turn policy: with `options.keep` the prompt continues the conversation: the engine
+    /// renders all of it (earlier user turns and the answers, a stopped answer as far as it got,
+    /// then the new prompt), keeps the longest run of tokens the cache already holds that
+    /// matches the rendering, drops the rest of the cache and feeds only what follows. Without
+    /// `keep` the conversation and the cache start empty. If the whole conversation plus
+    /// `max_tokens` would exceed the context, `start` fails with
+    /// [`EngineError::ContextFull`] and changes nothing: nothing is silently dropped or slid
+    /// out; the caller starts a new conversation (or asks for fewer tokens).
     pub fn start(&mut self, prompt: &str, options: GenerateOptions) -> Result<()> {
         let started_ms = self.platform.now_ms();
-        self.generation = None;
+        // Whatever happens next, the generation in progress ends here (a refused start leaves
+        // it finished and part of the conversation).
+        if let Some(g) = &mut self.generation {
+            g.finished = true;
+        }
         let sampler = Sampler::new(options.sampler)?;
         if options.max_tokens == 0 {
             return Err(EngineError::Setting {
@@ -242,10 +288,23 @@ impl Engine {
                 expected: "at least 1".to_string(),
             });
         }
-        let text = if options.chat {
-            self.tokenizer.apply_chat_template(prompt)?
+        // The turn in progress (finished or not) becomes history.
+        let (mut history, mut transcript) = if options.keep {
+            (self.history.clone(), self.transcript.clone())
         } else {
-            prompt.to_string()
+            (Vec::new(), String::new())
+        };
+        if let (true, Some(g)) = (options.keep, &self.generation) {
+            history.push(("user", g.user.clone()));
+            history.push(("assistant", g.text.clone()));
+            transcript = format!("{}{}", g.before, g.text);
+        }
+        let text = if options.chat {
+            let mut messages = history.clone();
+            messages.push(("user", prompt.to_string()));
+            self.tokenizer.apply_chat_template_messages(&messages)?
+        } else {
+            format!("{transcript}{prompt}")
         };
         let tokens = self.tokenizer.encode(&text)?;
         if tokens.is_empty() {
@@ -263,14 +322,35 @@ impl Engine {
                 limit: self.cache.max_tokens(),
             });
         }
-        self.cache.reset();
+        // Reuse the cached tokens the new rendering starts with, but feed at least one token:
+        // the logits of the last one are what the first new token is sampled from.
+        let shared = if options.keep {
+            let same = self
+                .held
+                .iter()
+                .zip(&tokens)
+                .take_while(|(a, b)| a == b)
+                .count();
+            same.min(tokens.len() - 1)
+        } else {
+            0
+        };
+        let kept = self.cache.truncate(shared);
+        self.held.truncate(kept);
+        self.history = history;
+        self.transcript = transcript;
+        self.generation = None;
         self.metrics = Metrics {
             load_ms: self.metrics.load_ms,
-            prompt_tokens: tokens.len(),
+            prompt_tokens: tokens.len() - kept,
+            reused_tokens: kept,
             ..Metrics::for_model(&self.model)
         };
         self.generation = Some(Generation {
-            prompt: tokens,
+            prompt: tokens[kept..].to_vec(),
+            user: prompt.to_string(),
+            text: String::new(),
+            before: format!("{}{prompt}", self.transcript),
             options,
             sampler,
             stream: TextStream::default(),
@@ -298,6 +378,7 @@ impl Engine {
                 let l = self
                     .model
                     .forward(&gen.prompt, &mut self.cache, Logits::Last)?;
+                self.held.extend_from_slice(&gen.prompt);
                 let ms = self.platform.now_ms() - t0;
                 self.metrics.prefill_tok_s = rate(gen.prompt.len(), ms);
                 // Memory peaks at load and prefill; reading it (natively: /proc) is kept out of
@@ -305,7 +386,11 @@ impl Engine {
                 self.metrics.peak_bytes = self.platform.peak_bytes();
                 l
             }
-            Some(tok) => self.model.forward(&[tok], &mut self.cache, Logits::Last)?,
+            Some(tok) => {
+                let l = self.model.forward(&[tok], &mut self.cache, Logits::Last)?;
+                self.held.push(tok);
+                l
+            }
         };
         let next = gen.sampler.sample(&logits);
         let now = self.platform.now_ms();
@@ -327,6 +412,7 @@ impl Engine {
             self.metrics.finish_reason = Some(FinishReason::Stop);
             self.metrics.peak_bytes = self.platform.peak_bytes();
             let rest = gen.stream.flush(&self.tokenizer)?;
+            gen.text.push_str(&rest);
             return Ok(if rest.is_empty() { None } else { Some(rest) });
         }
         self.metrics.generated_tokens += 1;
@@ -339,6 +425,7 @@ impl Engine {
         } else {
             gen.pending = Some(next);
         }
+        gen.text.push_str(&piece);
         Ok(Some(piece))
     }
 
@@ -365,6 +452,7 @@ impl Engine {
     }
 
     fn refresh_kv(&mut self) {
+        self.metrics.kv_limit = self.cache.max_tokens();
         self.metrics.kv_tokens = self.cache.len();
         self.metrics.kv_bytes = self.cache.bytes();
         self.metrics.kv_reserved_bytes = self.cache.reserved_bytes();

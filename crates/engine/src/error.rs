@@ -36,7 +36,10 @@ pub enum EngineError {
         expected: String,
     },
     /// The prompt plus requested tokens do not fit the model's context.
-    #[error("context full: {needed} tokens needed but the context holds {limit}")]
+    #[error(
+        "context full: {needed} tokens needed but the context holds {limit}; start a new \
+         conversation or ask for fewer tokens"
+    )]
     ContextFull { needed: usize, limit: usize },
     /// `step` was called with no generation started.
     #[error("no generation in progress: call start first")]

@@ -296,6 +296,12 @@ impl TextTokenizer {
 
     /// Renders the chat template for one user message, ending with the assistant's turn.
     pub fn apply_chat_template(&self, user: &str) -> Result<String> {
+        self.apply_chat_template_messages(&[("user", user.to_string())])
+    }
+
+    /// Renders the chat template for a conversation of (role, text) messages, ending with the
+    /// assistant's turn.
+    pub fn apply_chat_template_messages(&self, messages: &[(&str, String)]) -> Result<String> {
         let Some(template) = &self.chat_template else {
             return Err(EngineError::ChatTemplate(
                 "this model has no chat template; generate without chat".to_string(),
@@ -317,8 +323,12 @@ impl TextTokenizer {
         let tmpl = env
             .template_from_str(template)
             .map_err(|e| EngineError::ChatTemplate(e.to_string()))?;
+        let messages: Vec<_> = messages
+            .iter()
+            .map(|(role, content)| minijinja::context! { role => role, content => content })
+            .collect();
         tmpl.render(minijinja::context! {
-            messages => vec![minijinja::context! { role => "user", content => user }],
+            messages => messages,
             add_generation_prompt => true,
             bos_token => self.bos_text.as_str(),
             eos_token => self.eos_text.as_str(),

@@ -190,6 +190,7 @@ fn capital_of_france_is_paris_through_the_engine() {
         chat: false,
         max_tokens: 8,
         sampler: SamplerConfig::default(),
+        keep: false,
     };
     let mut streamed = String::new();
     let text = engine
@@ -214,6 +215,7 @@ fn chat_generation_stops_at_end_of_turn() {
         chat: true,
         max_tokens: 40,
         sampler: SamplerConfig::default(),
+        keep: false,
     };
     let text = engine.generate("What is 2+2?", opts, &mut |_| {}).unwrap();
     assert!(text.contains('4'), "got {text:?}");
@@ -238,6 +240,7 @@ fn kv_formats_on_the_default_model_hold_the_estimated_bytes() {
         chat: false,
         max_tokens: 12,
         sampler: SamplerConfig::default(),
+        keep: false,
     };
     let mut texts = Vec::new();
     for format in KvFormat::ALL.iter().copied() {
@@ -270,4 +273,50 @@ fn kv_formats_on_the_default_model_hold_the_estimated_bytes() {
     let f32_text = &texts[0].1;
     let k8v16 = texts.iter().find(|(f, _)| *f == KvFormat::K8v16).unwrap();
     assert_eq!(&k8v16.1, f32_text, "hybrid cache keeps the greedy text");
+}
+
+/// Multi-turn chat on the real model: a second turn that reuses the cached first turn gives the
+/// same greedy answer as recomputing the whole conversation, and computes only the new tokens.
+#[test]
+fn a_kept_conversation_matches_recomputing_it() {
+    let mut engine = load_with(LoadOptions::default());
+    let first = GenerateOptions {
+        chat: true,
+        max_tokens: 16,
+        sampler: SamplerConfig::default(),
+        keep: false,
+    };
+    let next = GenerateOptions {
+        keep: true,
+        ..first
+    };
+    let turn = |engine: &mut Engine, prompt: &str, o| {
+        let text = engine.generate(prompt, o, &mut |_| {}).unwrap();
+        (text, engine.metrics().clone())
+    };
+    let (_, m1) = turn(&mut engine, "What is the capital of France?", first);
+    let (reused_text, m2) = turn(&mut engine, "And of Germany?", next);
+    assert_eq!(
+        m2.reused_tokens, m1.kv_tokens,
+        "the whole first turn is reused"
+    );
+    // Every generated token is fed back except the last when max_tokens ends the turn.
+    let unfed = usize::from(m2.finish_reason == Some(edgefit_engine::FinishReason::Length));
+    assert_eq!(
+        m2.kv_tokens,
+        m2.reused_tokens + m2.prompt_tokens + m2.generated_tokens - unfed
+    );
+    // The same conversation again, but with the cache emptied before turn 2 (changing the KV
+    // format rebuilds it), so turn 2 recomputes everything from the kept history.
+    let (_, _) = turn(&mut engine, "What is the capital of France?", first);
+    engine.set_kv_format(edgefit_estimate::KvFormat::F32);
+    let (recomputed_text, m3) = turn(&mut engine, "And of Germany?", next);
+    assert_eq!(m3.reused_tokens, 0);
+    assert_eq!(m3.prompt_tokens, m2.reused_tokens + m2.prompt_tokens);
+    assert_eq!(reused_text, recomputed_text);
+    assert!(reused_text.contains("Berlin"), "{reused_text:?}");
+    // A new conversation forgets the old one.
+    let (_, m4) = turn(&mut engine, "And of Germany?", first);
+    assert_eq!(m4.reused_tokens, 0);
+    assert!(m4.prompt_tokens < m3.prompt_tokens);
 }

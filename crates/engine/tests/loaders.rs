@@ -183,8 +183,63 @@ fn engine_generates_and_rejects_bad_settings() {
         ),
         Err(EngineError::ContextFull { .. })
     ));
-    assert!(matches!(engine.step(), Err(EngineError::NotStarted)));
+    // The refused start ended the previous generation.
+    assert!(matches!(engine.step(), Ok(None)));
     assert!(engine.start("", opts).is_err(), "empty prompt");
+}
+
+/// Kept turns fill the synthetic model's 128-token context; the turn that would overflow fails
+/// with "context full", changes nothing, and a new conversation works again.
+#[test]
+fn kept_turns_reach_the_context_limit_with_a_clear_error() {
+    let bytes = gguf_bytes(SEED, SyntheticDType::Q8_0).unwrap();
+    let mut engine = Engine::load_gguf(
+        &mut std::io::Cursor::new(bytes),
+        Box::new(NativePlatform::default()),
+        LoadOptions::default(),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let first = GenerateOptions {
+        max_tokens: 20,
+        ..GenerateOptions::default()
+    };
+    let keep = GenerateOptions {
+        keep: true,
+        ..first
+    };
+    assert!(matches!(engine.step(), Err(EngineError::NotStarted)));
+    engine.generate("the cat", first, &mut |_| {}).unwrap();
+    let mut held = engine.metrics().kv_tokens;
+    assert_eq!(engine.metrics().kv_limit, 128);
+    let err = loop {
+        match engine.generate(" and the dog", keep, &mut |_| {}) {
+            Ok(_) => {
+                let m = engine.metrics();
+                assert!(m.kv_tokens > held, "the conversation grows");
+                assert!(m.reused_tokens > 0 && m.reused_tokens <= held);
+                held = m.kv_tokens;
+            }
+            Err(e) => break e,
+        }
+    };
+    let msg = err.to_string();
+    assert!(
+        matches!(err, EngineError::ContextFull { limit: 128, .. }),
+        "{msg}"
+    );
+    assert!(
+        msg.starts_with("context full") && msg.contains("new conversation"),
+        "{msg}"
+    );
+    assert_eq!(
+        engine.metrics().kv_tokens,
+        held,
+        "a refused turn changes nothing"
+    );
+    engine.generate("the cat", first, &mut |_| {}).unwrap();
+    assert_eq!(engine.metrics().reused_tokens, 0);
+    assert!(engine.metrics().kv_tokens < held);
 }
 
 #[test]

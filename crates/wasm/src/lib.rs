@@ -8,6 +8,7 @@
 //! exactly as the CLI computes it.
 
 use edgefit_engine::{GenerateOptions, Platform, SamplerConfig};
+use edgefit_estimate::KvFormat;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -100,6 +101,29 @@ pub fn weight_formats() -> Result<String, JsError> {
     serde_json::to_string(&names).map_err(js_err)
 }
 
+/// The KV-cache formats `setKvFormat` takes, JSON array of names.
+#[wasm_bindgen(js_name = kvFormats)]
+pub fn kv_formats() -> Result<String, JsError> {
+    let names: Vec<&str> = KvFormat::ALL.iter().map(|f| f.as_str()).collect();
+    serde_json::to_string(&names).map_err(js_err)
+}
+
+/// Bytes the estimator says `tokens` tokens of KV cache in `format` occupy for the model shape
+/// `spec_json` (a `ModelSpec`, e.g. from `Engine.modelSpec()`): what the engine's cache holds
+/// for that many tokens, exactly.
+#[wasm_bindgen(js_name = kvBytes)]
+pub fn kv_bytes(spec_json: &str, format: &str, tokens: f64) -> Result<f64, JsError> {
+    let spec: edgefit_estimate::ModelSpec = serde_json::from_str(spec_json).map_err(js_err)?;
+    spec.validate().map_err(js_err)?;
+    let format: KvFormat = format.parse().map_err(js_err)?;
+    if !(tokens.is_finite() && tokens.fract() == 0.0 && (0.0..=1e12).contains(&tokens)) {
+        return Err(JsError::new(&format!(
+            "tokens {tokens}: expected a whole number from 0 to 1e12"
+        )));
+    }
+    Ok(edgefit_estimate::kv_bytes(&spec, format, tokens as u64) as f64)
+}
+
 /// The engine's version, for the page footer and bug reports.
 #[wasm_bindgen]
 pub fn version() -> String {
@@ -175,7 +199,11 @@ impl Engine {
         serde_json::to_string(&self.inner.info()).map_err(js_err)
     }
 
-    /// Begins a generation (clears the KV cache); throws on out-of-range settings.
+    /// Begins a generation; throws on out-of-range settings or a full context ("context full:
+    /// ..."). `keep` continues the conversation (the cache keeps the earlier turns' tokens and
+    /// only new ones are computed); without it the conversation and the cache start empty.
+    // One positional argument per setting keeps the JS call free of object marshalling.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         &mut self,
         prompt: &str,
@@ -184,6 +212,7 @@ impl Engine {
         temperature: f32,
         top_p: f32,
         seed: u32,
+        keep: Option<bool>,
     ) -> Result<(), JsError> {
         let options = GenerateOptions {
             chat,
@@ -193,6 +222,7 @@ impl Engine {
                 top_p,
                 seed: seed as u64,
             },
+            keep: keep.unwrap_or(false),
         };
         self.inner.start(prompt, options).map_err(js_err)
     }
