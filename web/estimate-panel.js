@@ -83,6 +83,8 @@ export function createEstimatePanel({ send }) {
     loadedName: null,
     config: null, // {name, text}
     metrics: null, // the last finished generation's metrics
+    kvHeld: null, // the estimator's bytes for the KV tokens that run held (wasm kvBytes)
+    kvFormats: [...V.KV_FORMATS], // the wasm's kvFormats() once the catalog arrives
     stored: null, // the loaded model's info.weights.stored (the formats the engine holds)
     measuring: false,
   };
@@ -161,7 +163,7 @@ export function createEstimatePanel({ send }) {
 
   function recompute() {
     if (!st.catalog) return;
-    const { deployment, error } = V.buildDeployment(knobs());
+    const { deployment, error } = V.buildDeployment(knobs(), { kv: st.kvFormats });
     if (error) {
       st.latest.panel = st.nextId++; // any answer in flight is now stale
       showError(error);
@@ -315,7 +317,7 @@ export function createEstimatePanel({ send }) {
   }
 
   function renderCompare(msg) {
-    const rows = V.comparisonRows(msg.report, st.metrics);
+    const rows = V.comparisonRows(msg.report, st.metrics, st.kvHeld);
     el.compareBody.replaceChildren();
     for (const row of rows) {
       const tr = document.createElement('tr');
@@ -340,7 +342,7 @@ export function createEstimatePanel({ send }) {
       el.compareBody.append(tr);
     }
     const f = V.engineFormats(st.metrics, st.stored);
-    el.compareFormats.textContent = `weights ${f.weights}, embedding ${f.embedding}, KV cache f32`;
+    el.compareFormats.textContent = `weights ${f.weights}, embedding ${f.embedding}, KV cache ${V.engineKvFormat(st.metrics)}`;
     el.compare.hidden = false;
   }
 
@@ -481,6 +483,12 @@ export function createEstimatePanel({ send }) {
   // ---- worker messages --------------------------------------------------------------------
   return {
     onCatalog(msg) {
+      if (Array.isArray(msg.kvFormats) && msg.kvFormats.length) {
+        st.kvFormats = [...msg.kvFormats];
+        const prevKv = el.kv.value;
+        fillSelect(el.kv, st.kvFormats.map((f) => [f, f]));
+        el.kv.value = st.kvFormats.includes(prevKv) ? prevKv : st.kvFormats.includes(V.DEFAULT_KNOBS.kv) ? V.DEFAULT_KNOBS.kv : st.kvFormats[0];
+      }
       const prevDevice = el.device.value;
       const prevModel = el.model.value;
       const devices = msg.devices.filter((d) => d.id !== V.THIS_BROWSER).map((d) => [d.id, d.name]);
@@ -518,9 +526,16 @@ export function createEstimatePanel({ send }) {
         el.compareHint.textContent = `The comparison could not be estimated: ${msg.message}`;
       }
     },
+    /** The user picked `format` for the real run: the KV knob follows so both sides compare it. */
+    followKvFormat(format) {
+      if (!st.kvFormats.includes(format) || el.kv.value === format) return;
+      el.kv.value = format;
+      recompute();
+    },
     modelLoaded(info) {
       st.loadedName = info?.name || 'model';
       st.metrics = null;
+      st.kvHeld = null;
       st.stored = info?.weights?.stored ?? null;
       const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
       if (o) {
@@ -533,6 +548,7 @@ export function createEstimatePanel({ send }) {
     modelUnloaded() {
       st.loadedName = null;
       st.metrics = null;
+      st.kvHeld = null;
       st.stored = null;
       const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
       if (o) {
@@ -544,8 +560,9 @@ export function createEstimatePanel({ send }) {
         recompute();
       } else recompare();
     },
-    generationDone(metrics) {
+    generationDone(metrics, kvHeldBytes = null) {
       st.metrics = metrics;
+      st.kvHeld = Number.isFinite(kvHeldBytes) ? kvHeldBytes : null;
       recompare();
     },
     workerRestarted() {

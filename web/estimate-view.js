@@ -5,7 +5,11 @@
 export const WEIGHT_FORMATS = Object.freeze([
   'f32', 'f16', 'bf16', 'int8', 'w4g32', 'w4g64', 'w4g128', 'q4_0', 'q4_1', 'q8_0', 'q4_k', 'q6_k',
 ]);
-export const KV_FORMATS = Object.freeze(['f32', 'f16', 'k8v16', 'int8', 'int4g32']);
+/**
+ * The estimator's KV formats before the worker's catalog arrives; the panel then uses the
+ * wasm's kvFormats() (tests/web/formats.test.mjs checks this list equals it).
+ */
+export const KV_FORMATS = Object.freeze(['f32', 'f16', 'k8v16', 'int8', 'int4g32', 'kivi4']);
 export const UNITS = Object.freeze(['cpu', 'gpu', 'npu']);
 export const POLICIES = Object.freeze(['flat-out', 'paced', 'capped']);
 
@@ -34,7 +38,8 @@ const isFiniteNumber = (v) => typeof v === 'number' && Number.isFinite(v);
  * are the estimator's to judge, so its message, naming the field and the limit, is what the
  * panel shows. Returns {deployment} or {error}.
  */
-export function buildDeployment(knobs) {
+export function buildDeployment(knobs, lists = {}) {
+  const kvFormats = Array.isArray(lists.kv) && lists.kv.length ? lists.kv : KV_FORMATS;
   const k = { ...DEFAULT_KNOBS, ...knobs };
   const dep = {};
   const pick = (name, list, label) => {
@@ -53,7 +58,7 @@ export function buildDeployment(knobs) {
   };
   const err =
     pick('weights', WEIGHT_FORMATS, 'weights') ||
-    pick('kv', KV_FORMATS, 'KV format') ||
+    pick('kv', kvFormats, 'KV format') ||
     int('context', 'context') ||
     int('prompt_tokens', 'prompt tokens') ||
     int('gen_tokens', 'generated tokens') ||
@@ -89,9 +94,10 @@ export function engineFormats(metrics, stored) {
 
 /**
  * The deployment that predicts the run the engine just measured: the weight formats the engine
- * holds (`engineFormats`), its f32 KV cache, the tab's CPU. The context is the run's prompt +
- * generated tokens (the estimator requires both to fit in it); see `comparisonRows` for the KV
- * bytes.
+ * holds (`engineFormats`), its KV format (`metrics.kv_format`; f32 when an older engine does not
+ * say), the tab's CPU. The context is the run's prompt + generated tokens, or the tokens the
+ * cache holds when a conversation holds more (the estimator requires the run to fit in it); see
+ * `comparisonRows` for the KV bytes.
  */
 export function comparisonDeployment(metrics, stored) {
   if (!isObject(metrics)) return null;
@@ -99,16 +105,22 @@ export function comparisonDeployment(metrics, stored) {
   const g = metrics.generated_tokens;
   if (!Number.isSafeInteger(p) || !Number.isSafeInteger(g) || p < 1 || g < 1) return null;
   const { weights, embedding } = engineFormats(metrics, stored);
+  const held = Number.isSafeInteger(metrics.kv_tokens) ? metrics.kv_tokens : 0;
   return {
     weights,
     embedding_weights: embedding,
-    kv: 'f32',
+    kv: engineKvFormat(metrics),
     unit: 'cpu',
     policy: 'flat-out',
     prompt_tokens: p,
     gen_tokens: g,
-    context: p + g,
+    context: Math.max(p + g, held),
   };
+}
+
+/** The KV format the engine ran with (`metrics.kv_format`), f32 when it does not say. */
+export function engineKvFormat(metrics) {
+  return isObject(metrics) && typeof metrics.kv_format === 'string' && metrics.kv_format !== '' ? metrics.kv_format : 'f32';
 }
 
 /** Signed error of an estimate against a measurement, in percent; null when not comparable. */
@@ -127,15 +139,26 @@ export function formatPercent(p) {
 /**
  * Rows of the estimate-vs-measured table. Each: {key, label, unit, estimate, measured, error}
  * (error in percent, null when the measurement is missing).
+ *
+ * `kvHeldBytes`: the estimator's exact bytes for the tokens the cache holds (`metrics.kv_tokens`
+ * of `metrics.kv_format`, from the wasm's kvBytes, which the worker computes). Bytes per token ×
+ * tokens is not exact for every format (kivi4 stores 32-token groups plus an f16 residual), so
+ * that product is only the fallback when kvHeldBytes is not given.
  */
-export function comparisonRows(report, metrics) {
+export function comparisonRows(report, metrics, kvHeldBytes = null) {
   if (!isObject(report) || !isObject(metrics)) return [];
   const gen = metrics.generated_tokens ?? 0;
   // The cache holds the prompt and every generated token but the last (sampled, never fed
-  // back): the estimator's bytes per token (the shared KV function) times that count.
-  const held = (metrics.prompt_tokens ?? 0) + Math.max(gen - 1, 0);
+  // back); an engine that reports kv_tokens says so itself (a conversation holds more).
+  const held = Number.isSafeInteger(metrics.kv_tokens)
+    ? metrics.kv_tokens
+    : (metrics.prompt_tokens ?? 0) + Math.max(gen - 1, 0);
   const perToken = report.memory?.kv_bytes_per_token;
-  const kvHeld = isFiniteNumber(perToken) && held > 0 ? perToken * held : null;
+  const kvHeld = isFiniteNumber(kvHeldBytes)
+    ? kvHeldBytes
+    : isFiniteNumber(perToken) && held > 0
+      ? perToken * held
+      : null;
   const rows = [
     ['ttft', 'Time to first token', 'ms', report.latency?.ttft_ms, gen >= 1 ? metrics.ttft_ms : null],
     ['prefill', 'Prefill', 'tok/s', report.latency?.prefill_tok_s, gen >= 1 ? metrics.prefill_tok_s : null],

@@ -3,6 +3,7 @@
 
 import * as P from './protocol.js';
 import { createEstimatePanel } from './estimate-panel.js';
+import * as C from './conversation.js';
 
 const DEFAULT_MODEL_URL = 'models/smollm2-135m-instruct-q4_1.gguf';
 
@@ -15,6 +16,11 @@ const el = {
   modelFile: $('model-file'),
   weightsFormat: $('weights-format'),
   kernelPicker: $('kernel-picker'),
+  kvFormat: $('kv-format'),
+  keepContext: $('keep-context'),
+  newConversation: $('new-conversation'),
+  transcript: $('transcript'),
+  transcriptEmpty: $('transcript-empty'),
   progress: $('load-progress'),
   progressText: $('progress-text'),
   form: $('gen-form'),
@@ -34,10 +40,22 @@ const el = {
 };
 
 // ---- state -----------------------------------------------------------------------------------
-// phase: 'idle' (no model) | 'loading' | 'ready' | 'generating' | 'stopping' | 'switching' (kernel)
+// phase: 'idle' (no model) | 'loading' | 'ready' | 'generating' | 'stopping' | 'switching'
+// (kernel or KV format)
 // source: what the last load read ({kind: 'url', url} | {kind: 'file', file}), so a change of
-// weight format can read it again; weights: the format the picker asks for.
-const state = { phase: 'idle', modelLoaded: false, modelInfo: null, source: null, weights: P.DEFAULT_WEIGHTS };
+// weight format can read it again; weights: the format the picker asks for. kvFormats: the
+// wasm's KV formats (from catalog); kvFormat: the one the real run uses (or will, once loaded).
+const state = {
+  phase: 'idle',
+  modelLoaded: false,
+  modelInfo: null,
+  source: null,
+  weights: P.DEFAULT_WEIGHTS,
+  kvFormats: [],
+  kvFormat: null,
+};
+// The transcript of the conversation the engine holds (user turns and the model's answers).
+const conv = C.createConversation();
 let worker = null;
 const bootedWorkers = new WeakSet(); // workers whose wasm initialised
 
@@ -65,6 +83,8 @@ function render() {
   el.modelFile.disabled = busy;
   el.weightsFormat.disabled = busy;
   el.kernelPicker.disabled = busy || !state.modelLoaded;
+  el.kvFormat.disabled = busy || state.kvFormats.length === 0;
+  el.newConversation.disabled = busy;
   el.generate.disabled = busy || !state.modelLoaded;
   el.stop.disabled = state.phase !== 'generating';
   const hasTemplate = Boolean(state.modelInfo?.chat_template);
@@ -106,8 +126,12 @@ function onFatal(w, message) {
   state.phase = 'idle';
   state.modelLoaded = false;
   state.modelInfo = null;
+  state.kvFormats = [];
+  state.kvFormat = null;
   renderInfo(null);
   renderKernels(null);
+  renderKvFormats();
+  newConversation();
   panel.workerRestarted();
   panel.modelUnloaded();
   showError(hadBooted ? `${message}; the engine was restarted, load the model again` : message);
@@ -152,10 +176,13 @@ function onWorkerMessage(w, msg) {
       state.weights = msg.info.weights.weights;
       el.weightsFormat.value = state.weights;
       el.progressText.textContent = `${P.formatProgress(Number(el.progress.value), Number(el.progress.max))} · ${msg.info.name || 'model'} loaded (${state.weights})`;
+      if (typeof msg.metrics.kv_format === 'string') state.kvFormat = msg.metrics.kv_format;
+      renderKvFormats();
       renderInfo(msg.info);
       renderKernels(msg.info);
       resetMetrics();
       renderMetrics(msg.metrics);
+      newConversation(); // a new engine holds no conversation
       setStatus('ready');
       render();
       panel.modelLoaded(msg.info);
@@ -168,16 +195,32 @@ function onWorkerMessage(w, msg) {
       setStatus('ready');
       render();
       break;
+    case P.FromWorker.KV_FORMAT_SET:
+      state.phase = state.modelLoaded ? 'ready' : 'idle';
+      state.kvFormat = msg.format;
+      renderKvFormats();
+      // The engine cleared the cache: the conversation starts over.
+      newConversation();
+      if (msg.metrics) renderMetrics(msg.metrics, msg.kvEstimateBytes);
+      else $('metric-kv-format').textContent = msg.format;
+      setStatus(state.modelLoaded ? 'ready' : 'no model loaded');
+      render();
+      // The estimate's KV knob follows the real run's format, so both sides compare the same.
+      panel.followKvFormat(msg.format);
+      break;
     case P.FromWorker.STARTED:
       break;
     case P.FromWorker.PIECE:
       el.output.textContent += msg.text;
+      appendAnswer(msg.text);
       if (msg.tokenMs.length) chart.push(msg.tokenMs);
-      renderMetrics(msg.metrics);
+      renderMetrics(msg.metrics, msg.kvEstimateBytes);
       break;
     case P.FromWorker.DONE:
       state.phase = 'ready';
-      renderMetrics(msg.metrics);
+      C.finishTurn(conv, msg.reason);
+      renderTranscript();
+      renderMetrics(msg.metrics, msg.kvEstimateBytes);
       chart.flush();
       el.finish.textContent = {
         stop: 'ended at a stop token',
@@ -187,9 +230,13 @@ function onWorkerMessage(w, msg) {
       el.finish.dataset.reason = msg.reason;
       setStatus('done');
       render();
-      panel.generationDone(msg.metrics);
+      panel.generationDone(msg.metrics, msg.kvEstimateBytes);
       break;
     case P.FromWorker.CATALOG:
+      state.kvFormats = [...msg.kvFormats];
+      if (!state.kvFormats.includes(state.kvFormat)) state.kvFormat = state.kvFormats[0];
+      renderKvFormats();
+      render();
       panel.onCatalog(msg);
       break;
     case P.FromWorker.MEASURING:
@@ -206,10 +253,20 @@ function onWorkerMessage(w, msg) {
         onFatal(w, msg.message);
         return;
       }
-      state.phase = state.modelLoaded ? 'ready' : 'idle';
-      renderKernels(state.modelInfo); // a refused kernel switch shows the kernel still in use
-      showError(msg.message);
-      render();
+      {
+        const wasGenerating = state.phase === 'generating' || state.phase === 'stopping';
+        state.phase = state.modelLoaded ? 'ready' : 'idle';
+        renderKernels(state.modelInfo); // a refused kernel switch shows the kernel still in use
+        renderKvFormats(); // a refused KV format switch shows the format still in use
+        let message = msg.message;
+        if (wasGenerating) {
+          C.failTurn(conv, message);
+          renderTranscript();
+          if (P.isContextFull(message)) message += ' — press “New conversation” to start over with an empty cache';
+        }
+        showError(message);
+        render();
+      }
       break;
   }
 }
@@ -218,9 +275,12 @@ function onWorkerMessage(w, msg) {
 function resetMetrics() {
   for (const id of Object.keys(P.metricCells({}))) $(id).textContent = '';
   for (const id of ['metric-weights-mb', 'metric-kv-mb', 'metric-peak-mb', 'metric-weights-format', 'metric-kernel']) $(id).textContent = '';
+  for (const id of Object.keys(P.kvCells({}))) $(id).textContent = '';
+  delete $('metric-kv-match').dataset.match;
 }
 
-function renderMetrics(m) {
+/** `kvEstimateBytes`: the estimator's bytes for the tokens the cache holds (null if unknown). */
+function renderMetrics(m, kvEstimateBytes = null) {
   const cells = P.metricCells(m);
   for (const [id, text] of Object.entries(cells)) {
     // Keep the last good value (e.g. load time) rather than blanking it.
@@ -231,6 +291,68 @@ function renderMetrics(m) {
   $('metric-peak-mb').textContent = m.peak_bytes > 0 ? `(${P.formatMB(m.peak_bytes)})` : '';
   $('metric-weights-format').textContent = P.formatWeightsUsed(m);
   $('metric-kernel').textContent = m.kernel ?? '';
+  // The KV cache, live: format, tokens held of the limit, measured bytes beside the estimator's.
+  const kv = P.kvCells(m, kvEstimateBytes);
+  for (const [id, text] of Object.entries(kv)) $(id).textContent = text;
+  if (kv['metric-kv-tokens'] !== '' && Number(kv['metric-kv-tokens']) === 0) {
+    $('metric-kv-bytes').textContent = '0';
+    $('metric-kv-mb').textContent = '';
+  }
+  const match = $('metric-kv-match');
+  if (kv['metric-kv-match']) match.dataset.match = kv['metric-kv-match'];
+  else delete match.dataset.match;
+}
+
+/** Fills the KV format picker from the wasm's list with the run's format selected. */
+function renderKvFormats() {
+  const opts = state.kvFormats.length ? state.kvFormats.map((f) => [f, P.KV_FORMAT_LABELS[f] ?? f]) : [['', 'starting…']];
+  el.kvFormat.replaceChildren(
+    ...opts.map(([value, text]) => {
+      const o = document.createElement('option');
+      o.value = value;
+      o.textContent = text;
+      return o;
+    }),
+  );
+  el.kvFormat.value = state.kvFormat ?? '';
+}
+
+// ---- conversation ----------------------------------------------------------------------------
+/** Forgets the transcript; the next generation starts with keep = false. */
+function newConversation() {
+  C.reset(conv);
+  renderTranscript();
+}
+
+function turnNode(t) {
+  const li = document.createElement('li');
+  li.className = `turn turn-${t.role}`;
+  li.dataset.role = t.role;
+  li.dataset.state = t.state;
+  li.setAttribute('data-testid', `turn-${t.role}`);
+  const who = document.createElement('span');
+  who.className = 'who';
+  who.textContent = t.role === 'user' ? 'you' : 'model';
+  const body = document.createElement('span');
+  body.className = 'text';
+  body.textContent = t.text; // text, never HTML
+  li.append(who, body);
+  return li;
+}
+
+function renderTranscript() {
+  el.transcript.replaceChildren(...conv.turns.map(turnNode));
+  el.transcriptEmpty.hidden = conv.turns.length > 0;
+  el.transcript.scrollTop = el.transcript.scrollHeight;
+}
+
+/** Adds a streamed piece to the answer being generated (no full re-render per token). */
+function appendAnswer(text) {
+  const t = C.appendAnswer(conv, text);
+  const last = el.transcript.lastElementChild;
+  if (!t || !last || last.dataset.role !== 'model') return;
+  last.querySelector('.text').textContent = t.text;
+  el.transcript.scrollTop = el.transcript.scrollHeight;
 }
 
 /** Fills the kernel picker from info.kernels with info.kernel selected (a placeholder without a model). */
@@ -421,6 +543,34 @@ el.kernelPicker.addEventListener('change', () => {
   send(P.setKernel(name));
 });
 
+el.kvFormat.addEventListener('change', () => {
+  const name = el.kvFormat.value;
+  if (isBusy() || !state.kvFormats.includes(name) || name === state.kvFormat) {
+    // Disabled while busy; a change that slips through is refused, not queued.
+    renderKvFormats();
+    return;
+  }
+  clearError();
+  state.phase = 'switching';
+  setStatus('switching KV format…');
+  render();
+  send(P.setKvFormat(name));
+});
+
+// "Continue conversation" is on by default with the chat template (and off without it).
+el.chat.addEventListener('change', () => {
+  el.keepContext.checked = el.chat.checked;
+});
+
+el.newConversation.addEventListener('click', () => {
+  if (isBusy()) return;
+  newConversation();
+  el.output.textContent = '';
+  el.finish.textContent = '';
+  delete el.finish.dataset.reason;
+  $('metric-reused-tokens').textContent = '';
+});
+
 el.form.addEventListener('submit', (ev) => {
   ev.preventDefault();
   if (el.generate.disabled) return;
@@ -431,19 +581,23 @@ el.form.addEventListener('submit', (ev) => {
     temperature: el.temperature.value,
     topP: el.topP.value,
     seed: el.seed.value,
+    keep: C.keepFor(conv, el.keepContext.checked),
   });
   if (error) {
     showError(error);
     return;
   }
   clearError();
+  C.beginTurn(conv, params.prompt, params.keep);
+  renderTranscript();
   el.output.textContent = '';
   el.finish.textContent = '';
   delete el.finish.dataset.reason;
   chart.reset();
-  for (const id of ['metric-ttft-ms', 'metric-prefill-tps', 'metric-decode-tps', 'metric-prompt-tokens', 'metric-generated-tokens', 'metric-kv-bytes', 'metric-kv-mb', 'metric-weights-format', 'metric-kernel']) {
+  for (const id of ['metric-ttft-ms', 'metric-prefill-tps', 'metric-decode-tps', 'metric-prompt-tokens', 'metric-generated-tokens', 'metric-kv-bytes', 'metric-kv-mb', 'metric-weights-format', 'metric-kernel', 'metric-kv-estimate-bytes', 'metric-kv-match', 'metric-reused-tokens']) {
     $(id).textContent = '';
   }
+  delete $('metric-kv-match').dataset.match;
   state.phase = 'generating';
   setStatus('generating…');
   render();
@@ -458,5 +612,7 @@ el.stop.addEventListener('click', () => {
 });
 
 // Start the worker now so the wasm compiles while the user reads the page.
+el.keepContext.checked = el.chat.checked;
+renderTranscript();
 ensureWorker();
 render();

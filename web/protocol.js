@@ -16,7 +16,15 @@
 //   load-file {file, weights?}               read a user-chosen File (a Blob) the same way
 //   set-kernel {name}                        run the matrix products on kernel `name` (one of the
 //                                            loaded model's info.kernels); refused while busy
-//   generate  {prompt, chat, maxTokens, temperature, topP, seed}
+//   set-kv-format {name}                     store the KV cache as `name` (one of the wasm's
+//                                            kvFormats(), sent in catalog) from now on; clears the
+//                                            cache (and so the conversation). Without a model the
+//                                            choice is kept and applied to the next load. Kept
+//                                            across loads; refused while busy
+//   generate  {prompt, chat, maxTokens, temperature, topP, seed, keep?}
+//                                            keep: true continues the conversation the engine
+//                                            holds (its cached tokens are reused); absent or false
+//                                            starts a fresh one (cache and history cleared)
 //   stop      {}                             ask the running generation to end after this token
 //   estimate  {id, purpose, model, device, deployment}
 //                                            run the estimator (pure, fast; handled even while a
@@ -32,12 +40,21 @@
 //   parsing   {bytes}                        all bytes read, the engine is parsing the model
 //   loaded    {info, metrics}                the model is ready (info() and metrics() parsed)
 //   kernel-set {info}                        set-kernel done; info.kernel names the kernel now used
+//   kv-format-set {format, metrics, kvEstimateBytes}
+//                                            set-kv-format done: `format` is the KV format now used;
+//                                            metrics: the engine's metrics (null without a model)
 //   started   {}                             generation started
-//   piece     {text, tokenMs, metrics}       one token's text, the new per-token decode latencies
+//   piece     {text, tokenMs, metrics, kvEstimateBytes}
+//                                            one token's text, the new per-token decode latencies
 //                                            (ms) since the last piece, and a metrics snapshot
-//                                            without the token_ms array
-//   done      {reason, metrics}              reason: "stop" | "length" | "stopped" (user Stop)
-//   catalog   {presets, devices}             [{id, name}] lists, sent once after booted
+//                                            without the token_ms array. kvEstimateBytes: the
+//                                            estimator's bytes (wasm kvBytes) for metrics.kv_tokens
+//                                            tokens of metrics.kv_format of the loaded model, or
+//                                            null when it cannot be computed
+//   done      {reason, metrics, kvEstimateBytes}
+//                                            reason: "stop" | "length" | "stopped" (user Stop)
+//   catalog   {presets, devices, kvFormats?} [{id, name}] lists and the KV format ids (wasm
+//                                            kvFormats(), in order), sent once after booted
 //   measuring {}                             the this-browser micro-benchmarks are running (~1 s)
 //   estimate-result {id, purpose, report, device, measurements}
 //                                            device: {id, name, units, default_unit};
@@ -53,6 +70,7 @@ export const ToWorker = Object.freeze({
   STOP: 'stop',
   ESTIMATE: 'estimate',
   SET_KERNEL: 'set-kernel',
+  SET_KV_FORMAT: 'set-kv-format',
 });
 
 export const FromWorker = Object.freeze({
@@ -61,6 +79,7 @@ export const FromWorker = Object.freeze({
   PARSING: 'parsing',
   LOADED: 'loaded',
   KERNEL_SET: 'kernel-set',
+  KV_FORMAT_SET: 'kv-format-set',
   STARTED: 'started',
   PIECE: 'piece',
   DONE: 'done',
@@ -93,6 +112,30 @@ export const WEIGHT_FORMAT_LABELS = Object.freeze({
 /** Kernel names are short identifiers (`simd128`, `scalar`, ...); the engine decides which exist. */
 const KERNEL_NAME = /^[a-z][a-z0-9_]{0,31}$/;
 
+/**
+ * KV format ids are short identifiers too (`f32`, `k8v16`, `int4g32`, ...). The list itself is
+ * the wasm's `kvFormats()`, which the worker sends in `catalog`: the page does not keep its own.
+ */
+const KV_FORMAT_NAME = /^[a-z][a-z0-9_]{0,31}$/;
+
+/** What each KV format is, for the picker (a format missing here is shown by its id). */
+export const KV_FORMAT_LABELS = Object.freeze({
+  f32: 'f32',
+  f16: 'f16',
+  k8v16: 'k8v16 · 8-bit K, f16 V',
+  int8: 'int8 · 8-bit K and V',
+  int4g32: 'int4g32 · 4-bit, groups of 32',
+  kivi4: 'kivi4 · 4-bit KIVI + f16 residual',
+});
+
+/** The engine's error when a turn does not fit the model's context starts with this. */
+export const CONTEXT_FULL_PREFIX = 'context full';
+
+/** True when `message` is the engine's "context full" error. */
+export function isContextFull(message) {
+  return typeof message === 'string' && message.startsWith(CONTEXT_FULL_PREFIX);
+}
+
 export const ESTIMATE_PURPOSES = Object.freeze(['panel', 'compare']);
 
 export const FINISH_REASONS = Object.freeze(['stop', 'length', 'stopped']);
@@ -107,6 +150,12 @@ export const LIMITS = Object.freeze({
 
 /** Metric keys from `Engine.metrics()` that are names: the weights, embedding and kernel used. */
 export const METRIC_NAME_KEYS = Object.freeze(['weights', 'embedding', 'kernel']);
+
+/**
+ * Metric keys of the KV cache and the conversation: non-negative integers when present (an
+ * older engine leaves them out, so they are optional).
+ */
+export const KV_METRIC_KEYS = Object.freeze(['kv_tokens', 'kv_reserved_bytes', 'reused_tokens', 'kv_limit']);
 
 /** Metric keys from `Engine.metrics()` that are plain numbers (token_ms and finish_reason aside). */
 export const METRIC_KEYS = Object.freeze([
@@ -179,6 +228,7 @@ export function checkGenerateParams(p) {
     return `top-p must be in (0, 1], got ${fmtValue(topP)}`;
   if (!Number.isSafeInteger(seed) || seed < LIMITS.seed.min || seed > LIMITS.seed.max)
     return `seed must be an integer in 0..${LIMITS.seed.max}, got ${fmtValue(seed)}`;
+  if (p.keep !== undefined && typeof p.keep !== 'boolean') return `keep must be true or false, got ${fmtValue(p.keep)}`;
   return null;
 }
 
@@ -196,7 +246,7 @@ function fmtValue(v) {
  * Parses the form's raw string values into generation parameters.
  * Returns {params} or {error} (a message naming the bad field).
  */
-export function parseGenerateForm({ prompt, chat, maxTokens, temperature, topP, seed }) {
+export function parseGenerateForm({ prompt, chat, maxTokens, temperature, topP, seed, keep }) {
   const num = (s) => (typeof s === 'string' && s.trim() !== '' ? Number(s) : typeof s === 'number' ? s : NaN);
   const params = {
     prompt: String(prompt ?? ''),
@@ -206,6 +256,7 @@ export function parseGenerateForm({ prompt, chat, maxTokens, temperature, topP, 
     topP: num(topP),
     seed: num(seed),
   };
+  if (keep !== undefined) params.keep = Boolean(keep);
   const error = checkGenerateParams(params);
   return error ? { error } : { params };
 }
@@ -228,6 +279,24 @@ export function checkKernelName(name) {
     : `kernel must be a kernel name such as simd128 or scalar, got ${fmtValue(name)}`;
 }
 
+/** Checks a KV format id (syntax only; the worker checks it is one the wasm lists). */
+export function checkKvFormatName(name) {
+  return typeof name === 'string' && KV_FORMAT_NAME.test(name)
+    ? null
+    : `KV format must be a format id such as f32 or int4g32, got ${fmtValue(name)}`;
+}
+
+/** Checks a list of KV format ids (the catalog's kvFormats). Returns an error string or null. */
+export function checkKvFormatList(list) {
+  if (!Array.isArray(list) || list.length === 0) return 'kvFormats must be a non-empty list of format ids';
+  for (const f of list) {
+    const e = checkKvFormatName(f);
+    if (e) return `kvFormats: ${e}`;
+  }
+  if (new Set(list).size !== list.length) return 'kvFormats must not repeat an id';
+  return null;
+}
+
 /** `weights` undefined leaves the field out: the engine then uses its default (w4g32). */
 export function loadUrl(url, weights) {
   if (typeof url !== 'string' || url === '') fail('load-url needs a non-empty url string');
@@ -246,10 +315,18 @@ export function setKernel(name) {
   return { type: ToWorker.SET_KERNEL, name };
 }
 
+export function setKvFormat(name) {
+  must(checkKvFormatName(name));
+  return { type: ToWorker.SET_KV_FORMAT, name };
+}
+
+/** `params.keep` undefined leaves the field out (the worker then starts a fresh conversation). */
 export function generate(params) {
   must(checkGenerateParams(params));
-  const { prompt, chat, maxTokens, temperature, topP, seed } = params;
-  return { type: ToWorker.GENERATE, prompt, chat, maxTokens, temperature, topP, seed };
+  const { prompt, chat, maxTokens, temperature, topP, seed, keep } = params;
+  const m = { type: ToWorker.GENERATE, prompt, chat, maxTokens, temperature, topP, seed };
+  if (keep !== undefined) m.keep = keep;
+  return m;
 }
 
 export function stop() {
@@ -301,6 +378,10 @@ export function validateToWorker(msg) {
       const e = checkKernelName(msg.name);
       return e ? `set-kernel: ${e}` : null;
     }
+    case ToWorker.SET_KV_FORMAT: {
+      const e = checkKvFormatName(msg.name);
+      return e ? `set-kv-format: ${e}` : null;
+    }
     case ToWorker.GENERATE: {
       const e = checkGenerateParams(msg);
       return e ? `generate: ${e}` : null;
@@ -348,18 +429,24 @@ export function kernelSet(info) {
   return m;
 }
 
-export function started() {
-  return { type: FromWorker.STARTED };
-}
-
-export function piece(text, tokenMs, metrics) {
-  const m = { type: FromWorker.PIECE, text, tokenMs: tokenMs ?? [], metrics: stripTokenMs(metrics) };
+export function kvFormatSet(format, metrics = null, kvEstimateBytes = null) {
+  const m = { type: FromWorker.KV_FORMAT_SET, format, metrics: metrics === null ? null : stripTokenMs(metrics), kvEstimateBytes };
   must(validateFromWorker(m));
   return m;
 }
 
-export function done(reason, metrics) {
-  const m = { type: FromWorker.DONE, reason, metrics: stripTokenMs(metrics) };
+export function started() {
+  return { type: FromWorker.STARTED };
+}
+
+export function piece(text, tokenMs, metrics, kvEstimateBytes = null) {
+  const m = { type: FromWorker.PIECE, text, tokenMs: tokenMs ?? [], metrics: stripTokenMs(metrics), kvEstimateBytes };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function done(reason, metrics, kvEstimateBytes = null) {
+  const m = { type: FromWorker.DONE, reason, metrics: stripTokenMs(metrics), kvEstimateBytes };
   must(validateFromWorker(m));
   return m;
 }
@@ -369,8 +456,9 @@ export function error(message, fatal = false) {
   return { type: FromWorker.ERROR, message: text, fatal: Boolean(fatal) };
 }
 
-export function catalog(presets, devices) {
+export function catalog(presets, devices, kvFormats) {
   const m = { type: FromWorker.CATALOG, presets, devices };
+  if (kvFormats !== undefined) m.kvFormats = kvFormats;
   must(validateFromWorker(m));
   return m;
 }
@@ -433,7 +521,19 @@ export function checkMetrics(m) {
     return `metrics.finish_reason must be "stop", "length" or null, got ${fmtValue(m.finish_reason)}`;
   if ('token_ms' in m && !(Array.isArray(m.token_ms) && m.token_ms.every((x) => isFiniteNumber(x) && x >= 0)))
     return 'metrics.token_ms must be an array of non-negative numbers';
+  for (const k of KV_METRIC_KEYS) {
+    if (k in m && !isNonNegInt(m[k])) return `metrics.${k} must be a non-negative integer, got ${fmtValue(m[k])}`;
+  }
+  if ('kv_format' in m) {
+    const e = checkKvFormatName(m.kv_format);
+    if (e) return `metrics.kv_format: ${e}`;
+  }
   return null;
+}
+
+/** Checks an optional kvEstimateBytes field: null, or a non-negative finite number. */
+function checkKvEstimate(v) {
+  return v === null || (isFiniteNumber(v) && v >= 0) ? null : `kvEstimateBytes must be null or a non-negative number, got ${fmtValue(v)}`;
 }
 
 /** Checks a model info object. Returns an error string or null. */
@@ -481,23 +581,37 @@ export function validateFromWorker(msg) {
       const e = checkInfo(msg.info);
       return e ? `kernel-set: ${e}` : null;
     }
+    case FromWorker.KV_FORMAT_SET: {
+      const e =
+        checkKvFormatName(msg.format) ||
+        (msg.metrics === null ? null : checkMetrics(msg.metrics)) ||
+        checkKvEstimate(msg.kvEstimateBytes);
+      if (e) return `kv-format-set: ${e}`;
+      if (msg.metrics !== null && 'kv_format' in msg.metrics && msg.metrics.kv_format !== msg.format)
+        return `kv-format-set: metrics.kv_format ${fmtValue(msg.metrics.kv_format)} is not the format set, ${fmtValue(msg.format)}`;
+      return null;
+    }
     case FromWorker.STARTED:
       return null;
     case FromWorker.PIECE: {
       if (typeof msg.text !== 'string') return 'piece: text must be a string';
       if (!Array.isArray(msg.tokenMs) || !msg.tokenMs.every((x) => isFiniteNumber(x) && x >= 0))
         return 'piece: tokenMs must be an array of non-negative numbers';
-      const e = checkMetrics(msg.metrics);
+      const e = checkMetrics(msg.metrics) || checkKvEstimate(msg.kvEstimateBytes ?? null);
       return e ? `piece: ${e}` : null;
     }
     case FromWorker.DONE: {
       if (!FINISH_REASONS.includes(msg.reason))
         return `done: reason must be one of ${FINISH_REASONS.join(', ')}, got ${fmtValue(msg.reason)}`;
-      const e = checkMetrics(msg.metrics);
+      const e = checkMetrics(msg.metrics) || checkKvEstimate(msg.kvEstimateBytes ?? null);
       return e ? `done: ${e}` : null;
     }
-    case FromWorker.CATALOG:
-      return isIdList(msg.presets) && isIdList(msg.devices) ? null : 'catalog: presets and devices must be [{id, name}] lists';
+    case FromWorker.CATALOG: {
+      if (!isIdList(msg.presets) || !isIdList(msg.devices)) return 'catalog: presets and devices must be [{id, name}] lists';
+      // kvFormats is optional (an older worker did not send it); when sent it must be valid.
+      const e = msg.kvFormats === undefined ? null : checkKvFormatList(msg.kvFormats);
+      return e ? `catalog: ${e}` : null;
+    }
     case FromWorker.MEASURING:
       return null;
     case FromWorker.ESTIMATE_RESULT: {
@@ -595,4 +709,27 @@ export function formatStored(stored) {
     .filter((s) => isObject(s) && typeof s.format === 'string')
     .map((s) => `${s.format} × ${s.matrices} (${formatMB(s.bytes)})`)
     .join(', ');
+}
+
+/**
+ * The KV cache's metric elements, keyed by data-testid: the run's KV format, the tokens it holds,
+ * the estimator's bytes for those tokens (`kvEstimateBytes`, from the wasm's kvBytes) and whether
+ * they equal the engine's measured `kv_bytes` ("equal" / "differs"), the tokens of earlier turns
+ * the cache reused this turn, and the context limit. "" where not known (or no token is held).
+ */
+export function kvCells(m, kvEstimateBytes = null) {
+  const has = (k) => isObject(m) && isFiniteNumber(m[k]);
+  const held = has('kv_tokens') ? m.kv_tokens : 0;
+  const est = isFiniteNumber(kvEstimateBytes) && held > 0 ? kvEstimateBytes : null;
+  const measured = has('kv_bytes') && held > 0 ? m.kv_bytes : null;
+  let match = '';
+  if (est !== null && measured !== null) match = Math.round(est) === Math.round(measured) ? 'equal' : 'differs';
+  return {
+    'metric-kv-format': isObject(m) && typeof m.kv_format === 'string' ? m.kv_format : '',
+    'metric-kv-tokens': has('kv_tokens') ? String(m.kv_tokens) : '',
+    'metric-kv-estimate-bytes': est === null ? '' : formatBytes(est),
+    'metric-kv-match': match,
+    'metric-reused-tokens': has('reused_tokens') ? String(m.reused_tokens) : '',
+    'metric-kv-limit': has('kv_limit') && m.kv_limit > 0 ? String(m.kv_limit) : '',
+  };
 }

@@ -5,6 +5,11 @@
 // a MessageChannel (a task with no timer clamping, unlike setTimeout) so a `stop` message from
 // the page is handled between two tokens. Every message shape lives in protocol.js.
 //
+// After every step it posts the engine's metrics with the estimator's bytes for the tokens the
+// KV cache holds (the wasm's kvBytes for the loaded model's ModelSpec and the run's KV format),
+// so the page shows the measured and the estimated KV bytes side by side as the cache grows.
+// The KV format chosen with set-kv-format, like the kernel, is applied again after every load.
+//
 // A panic inside the wasm (a WebAssembly.RuntimeError) poisons the instance: the worker reports it
 // as a fatal error and the page replaces this worker with a fresh one.
 
@@ -13,6 +18,9 @@ import * as P from './protocol.js';
 let wasm = null; // the wasm-bindgen module, once initialised
 let engine = null; // the loaded Engine, if any
 let chosenKernel = null; // the kernel set-kernel last chose; applied again after every load
+let chosenKvFormat = null; // the KV format set-kv-format last chose; applied again after every load
+let kvFormats = []; // the wasm's kvFormats()
+let specJson = null; // the loaded model's ModelSpec JSON (for kvBytes), read once per load
 let busy = false; // a load or a generation is running
 let stopRequested = false;
 let poisoned = false;
@@ -36,7 +44,8 @@ async function boot() {
   await mod.default();
   wasm = mod;
   post(P.booted(typeof mod.version === 'function' ? mod.version() : 'unknown'));
-  post(P.catalog(JSON.parse(mod.presetIds()), JSON.parse(mod.deviceIds())));
+  kvFormats = JSON.parse(mod.kvFormats());
+  post(P.catalog(JSON.parse(mod.presetIds()), JSON.parse(mod.deviceIds()), kvFormats));
 }
 
 const ready = boot().catch((e) => {
@@ -110,6 +119,7 @@ async function load(getBytes, weights) {
   if (engine) {
     engine.free();
     engine = null;
+    specJson = null;
   }
   let bytes;
   try {
@@ -125,6 +135,8 @@ async function load(getBytes, weights) {
     engine = wasm.Engine.loadGguf(bytes, weights);
     bytes = null;
     keepChosenKernel();
+    if (chosenKvFormat !== null) engine.setKvFormat(chosenKvFormat);
+    specJson = engine.modelSpec();
     const info = JSON.parse(engine.info());
     const metrics = JSON.parse(engine.metrics());
     post(P.loaded(info, metrics));
@@ -157,6 +169,45 @@ async function setKernel(name) {
   }
 }
 
+// ---- KV cache format -------------------------------------------------------------------------
+/**
+ * The estimator's bytes for the tokens the cache holds now (the wasm's kvBytes with the loaded
+ * model's ModelSpec and the run's KV format), or null when they cannot be computed.
+ */
+function kvEstimate(m) {
+  if (!specJson || typeof m?.kv_format !== 'string' || !Number.isSafeInteger(m.kv_tokens)) return null;
+  try {
+    const v = wasm.kvBytes(specJson, m.kv_format, m.kv_tokens);
+    return Number.isFinite(v) && v >= 0 ? v : null;
+  } catch (e) {
+    if (isPanic(e)) throw e;
+    return null;
+  }
+}
+
+async function setKvFormat(name) {
+  await ready;
+  if (!wasm) return;
+  if (!kvFormats.includes(name)) {
+    post(P.error(`unknown KV format ${JSON.stringify(name)}: this build has ${kvFormats.join(', ')}`, false));
+    return;
+  }
+  if (!engine) {
+    // Kept for the next load.
+    chosenKvFormat = name;
+    post(P.kvFormatSet(name, null, null));
+    return;
+  }
+  try {
+    engine.setKvFormat(name);
+    chosenKvFormat = name;
+    const m = JSON.parse(engine.metrics());
+    post(P.kvFormatSet(name, m, kvEstimate(m)));
+  } catch (e) {
+    report(e, 'switching the KV format');
+  }
+}
+
 // ---- generation ------------------------------------------------------------------------------
 async function generate(p) {
   await ready;
@@ -167,28 +218,30 @@ async function generate(p) {
   stopRequested = false;
   let sentMs = 0;
   try {
-    engine.start(p.prompt, p.chat, p.maxTokens, p.temperature, p.topP, p.seed);
+    engine.start(p.prompt, p.chat, p.maxTokens, p.temperature, p.topP, p.seed, p.keep === true);
     post(P.started());
     // Let "generating…" paint before the prefill runs.
     await yieldToEventLoop();
     for (;;) {
       if (stopRequested) {
         const m = JSON.parse(engine.metrics());
-        post(P.done('stopped', m));
+        post(P.done('stopped', m, kvEstimate(m)));
         return;
       }
       const text = engine.step();
       const m = JSON.parse(engine.metrics());
       if (text === undefined || text === null) {
         const newMs = (m.token_ms ?? []).slice(sentMs);
-        if (newMs.length) post(P.piece('', newMs, m));
-        post(P.done(m.finish_reason === 'stop' ? 'stop' : 'length', m));
+        const est = kvEstimate(m);
+        if (newMs.length) post(P.piece('', newMs, m, est));
+        post(P.done(m.finish_reason === 'stop' ? 'stop' : 'length', m, est));
         return;
       }
       const tokenMs = m.token_ms ?? [];
       const newMs = tokenMs.slice(sentMs);
       sentMs = tokenMs.length;
-      post(P.piece(text, newMs, m));
+      // Every step: the cache's tokens and bytes (measured, and the estimator's) grow live.
+      post(P.piece(text, newMs, m, kvEstimate(m)));
       await yieldToEventLoop();
     }
   } catch (e) {
@@ -287,6 +340,9 @@ self.onmessage = (ev) => {
       break;
     case P.ToWorker.SET_KERNEL:
       job = setKernel(msg.name);
+      break;
+    case P.ToWorker.SET_KV_FORMAT:
+      job = setKvFormat(msg.name);
       break;
     case P.ToWorker.GENERATE:
       job = generate(msg);

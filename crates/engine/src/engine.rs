@@ -168,7 +168,7 @@ impl Engine {
             peak_bytes: platform.peak_bytes(),
             ..Metrics::for_model(&model)
         };
-        Engine {
+        let mut engine = Engine {
             model,
             tokenizer,
             cache,
@@ -178,7 +178,9 @@ impl Engine {
             held: Vec::new(),
             history: Vec::new(),
             transcript: String::new(),
-        }
+        };
+        engine.refresh_kv();
+        engine
     }
 
     /// Loads a GGUF model, timing the load with `platform`'s clock.
