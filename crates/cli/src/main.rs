@@ -1,8 +1,8 @@
 //! # edgefit (CLI)
 //!
 //! The terminal face of edgefit: the same engine and estimator as the web page, with the same
-//! numbers, for engineers and CI pipelines. Subcommands today: `generate`, `estimate` and
-//! `perplexity`. Later issues add `prune`, `quantize` and `bench`.
+//! numbers, for engineers and CI pipelines. Subcommands today: `generate`, `estimate`,
+//! `perplexity` and `kv-eval`. Later issues add `prune`, `quantize` and `bench`.
 
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -16,6 +16,7 @@ use edgefit_kernels::Kernel;
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod estimate;
+mod kv_eval;
 mod perplexity;
 
 #[derive(Parser)]
@@ -37,6 +38,9 @@ enum Command {
     Estimate(estimate::EstimateArgs),
     /// Measure a model's perplexity on a text (default: the repository's evaluation text).
     Perplexity(perplexity::PerplexityArgs),
+    /// Compare KV-cache formats with an f32 cache over a long generation (KL, top-1, attention
+    /// cosine, decode speed, bytes).
+    KvEval(kv_eval::KvEvalArgs),
 }
 
 #[derive(clap::Args)]
@@ -147,6 +151,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Generate(args) => generate(args),
         Command::Estimate(args) => estimate::run(args),
         Command::Perplexity(args) => perplexity::run(args),
+        Command::KvEval(args) => kv_eval::run(args),
     }
 }
 

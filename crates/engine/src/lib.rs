@@ -22,6 +22,7 @@ pub mod error;
 pub mod gguf;
 pub mod hf;
 pub mod kv_cache;
+pub mod kv_eval;
 pub mod microbench;
 pub mod model;
 #[cfg(not(target_arch = "wasm32"))]
@@ -36,6 +37,7 @@ pub use config::LlamaConfig;
 pub use engine::{Engine, FinishReason, GenerateOptions, Metrics, ModelInfo, Platform};
 pub use error::{EngineError, Result};
 pub use kv_cache::KvCache;
+pub use kv_eval::{kv_eval, KvEvalOptions, KvEvalReport, KvFormatEval};
 pub use model::{Logits, Model};
 pub use perplexity::{perplexity, perplexity_of_text, PerplexityOptions, PerplexityReport};
 pub use sampler::{Sampler, SamplerConfig};

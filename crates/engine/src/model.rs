@@ -62,8 +62,13 @@ impl Model {
     /// (capped at the context). Its bytes are the estimator's `kv_bytes` for the same shape and
     /// format.
     pub fn new_cache(&self, max_tokens: usize) -> KvCache {
+        self.new_cache_in(self.kv_format, max_tokens)
+    }
+
+    /// [`new_cache`](Self::new_cache) in `format` instead of [`Model::kv_format`].
+    pub fn new_cache_in(&self, format: KvFormat, max_tokens: usize) -> KvCache {
         KvCache::new(
-            self.kv_format,
+            format,
             self.config.to_spec(),
             self.config.n_kv_heads,
             self.config.head_dim,
@@ -74,6 +79,19 @@ impl Model {
     /// Runs `tokens` through the model after the tokens already in `cache`, appends their keys
     /// and values to it, and returns logits (`vocab` per returned position).
     pub fn forward(&self, tokens: &[u32], cache: &mut KvCache, which: Logits) -> Result<Vec<f32>> {
+        self.forward_probed(tokens, cache, which, &mut |_, _| {})
+    }
+
+    /// [`forward`](Self::forward), calling `probe(layer, attention)` with each layer's attention
+    /// output (`tokens × n_heads × head_dim`, before the output projection): what the KV-format
+    /// evaluation compares between formats.
+    pub fn forward_probed(
+        &self,
+        tokens: &[u32],
+        cache: &mut KvCache,
+        which: Logits,
+        probe: &mut dyn FnMut(usize, &[f32]),
+    ) -> Result<Vec<f32>> {
         let c = &self.config;
         let t_len = tokens.len();
         if t_len == 0 {
@@ -157,6 +175,7 @@ impl Model {
                     cache.add_weighted_values(li, kvh, sc, out, k);
                 }
             }
+            probe(li, &att);
             linear(&att, &mut [(&lw.wo, &mut proj)]);
             add_in_place(&mut x, &proj);
 
