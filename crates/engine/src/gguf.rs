@@ -90,6 +90,7 @@ pub fn load_gguf<R: Read + Seek>(
         rope_base: opt_f32(md, &key("rope.freq_base"))?.unwrap_or(10_000.0),
         rms_eps: opt_f32(md, &key("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-5),
         tied_embeddings: !content.tensor_infos.contains_key("output.weight"),
+        layers: None,
     };
     config.validate()?;
     if tokenizer.vocab_size() > config.vocab {

@@ -84,6 +84,7 @@ pub fn load_hf(
         rope_base: hf.rope_theta.unwrap_or(10_000.0),
         rms_eps: hf.rms_norm_eps.unwrap_or(1e-5),
         tied_embeddings: hf.tie_word_embeddings.unwrap_or(false),
+        layers: None,
     };
     config.validate()?;
     let eos = match &hf.eos_token_id {

@@ -410,12 +410,20 @@ fn kinds(format: KvFormat) -> (Kind, Kind) {
     }
 }
 
+/// One layer's KV heads and per-head K and V dims.
+#[derive(Debug, Clone, Copy)]
+struct LayerDims {
+    heads: usize,
+    dk: usize,
+    dv: usize,
+}
+
 /// Per-layer keys and values for the tokens seen so far.
 #[derive(Debug, Clone)]
 pub struct KvCache {
     format: KvFormat,
-    kv_heads: usize,
-    head_dim: usize,
+    /// Per layer: KV heads, K dims per head, V dims per head.
+    dims: Vec<LayerDims>,
     /// The shape the estimator's byte arithmetic is computed for.
     spec: ModelSpec,
     max_tokens: usize,
@@ -427,23 +435,25 @@ pub struct KvCache {
 }
 
 impl KvCache {
-    /// An empty cache in `format` for `spec`'s layers (`kv_heads` heads of `head_dim` values
-    /// each, the same in every layer), holding at most `max_tokens`. Its bytes are
+    /// An empty cache in `format` for `spec`'s layers (each layer's KV heads, K and V head
+    /// dims), holding at most `max_tokens`. Its bytes are
     /// `edgefit_estimate::kv_bytes(spec, format, len)`, the estimator's own function, so the
     /// estimate and the cache agree by construction; see [`crate::Model::new_cache`].
-    pub fn new(
-        format: KvFormat,
-        spec: ModelSpec,
-        kv_heads: usize,
-        head_dim: usize,
-        max_tokens: usize,
-    ) -> Self {
+    pub fn new(format: KvFormat, spec: ModelSpec, max_tokens: usize) -> Self {
         let (k, v) = kinds(format);
         let n_layers = spec.layers.len();
+        let dims = spec
+            .layers
+            .iter()
+            .map(|l| LayerDims {
+                heads: l.num_kv_heads as usize,
+                dk: l.qk_head_dim as usize,
+                dv: l.v_head_dim as usize,
+            })
+            .collect();
         KvCache {
             format,
-            kv_heads,
-            head_dim,
+            dims,
             spec,
             max_tokens,
             len: 0,
@@ -468,12 +478,14 @@ impl KvCache {
     /// full block of keys (then it keeps the whole blocks before it).
     pub fn truncate(&mut self, tokens: usize) -> usize {
         let mut kept = tokens.min(self.len);
-        for s in self.keys.iter_mut().chain(self.values.iter_mut()) {
-            kept = kept.min(s.truncate(kept, self.kv_heads, self.head_dim));
+        for (l, d) in self.dims.iter().enumerate() {
+            kept = kept.min(self.keys[l].truncate(kept, d.heads, d.dk));
+            kept = kept.min(self.values[l].truncate(kept, d.heads, d.dv));
         }
         // A store that kept fewer tokens sets the length for all of them.
-        for s in self.keys.iter_mut().chain(self.values.iter_mut()) {
-            s.truncate(kept, self.kv_heads, self.head_dim);
+        for (l, d) in self.dims.iter().enumerate() {
+            self.keys[l].truncate(kept, d.heads, d.dk);
+            self.values[l].truncate(kept, d.heads, d.dv);
         }
         self.len = kept;
         self.appended.fill(kept);
@@ -532,17 +544,20 @@ impl KvCache {
         Ok(())
     }
 
-    /// Appends `k` and `v` (each `tokens × kv_heads × head_dim`) to `layer`, quantizing them to
-    /// the cache's format. The caller advances the length once all layers are written, with
-    /// [`commit`](Self::commit).
+    /// Appends `k` (`tokens × kv_heads × dk`) and `v` (`tokens × kv_heads × dv`) to `layer`,
+    /// quantizing them to the cache's format. The caller advances the length once all layers
+    /// are written, with [`commit`](Self::commit).
     pub(crate) fn append(&mut self, layer: usize, k: &[f32], v: &[f32]) {
-        let width = self.kv_heads * self.head_dim;
-        let tokens = k.len().checked_div(width).unwrap_or(0);
+        let d = self.dims[layer];
+        let tokens = k.len().checked_div(d.heads * d.dk).unwrap_or(0);
         let total = self.appended[layer] + tokens;
         let target = (total.div_ceil(GROW_TOKENS) * GROW_TOKENS).min(self.max_tokens.max(total));
-        for (store, new) in [(&mut self.keys[layer], k), (&mut self.values[layer], v)] {
-            store.reserve_tokens(target, self.kv_heads, self.head_dim);
-            store.push(new, self.kv_heads, self.head_dim);
+        for (store, new, dim) in [
+            (&mut self.keys[layer], k, d.dk),
+            (&mut self.values[layer], v, d.dv),
+        ] {
+            store.reserve_tokens(target, d.heads, dim);
+            store.push(new, d.heads, dim);
         }
         self.appended[layer] = total;
     }
@@ -563,7 +578,7 @@ impl KvCache {
         out: &mut [f32],
         kernel: Kernel,
     ) {
-        self.keys[layer].scores(kv_head, self.kv_heads, q, scale, out, kernel);
+        self.keys[layer].scores(kv_head, self.dims[layer].heads, q, scale, out, kernel);
     }
 
     /// `out += Σ_j p[j] · v_j` for KV head `kv_head` of `layer` over the first `p.len()` tokens.
@@ -575,7 +590,7 @@ impl KvCache {
         out: &mut [f32],
         kernel: Kernel,
     ) {
-        self.values[layer].weighted_sum(kv_head, self.kv_heads, p, out, kernel);
+        self.values[layer].weighted_sum(kv_head, self.dims[layer].heads, p, out, kernel);
     }
 }
 
@@ -601,7 +616,7 @@ mod tests {
 
     #[test]
     fn bytes_count_tokens_and_reset_clears() {
-        let mut c = KvCache::new(KvFormat::F32, spec(2, 1, 4), 1, 4, 10);
+        let mut c = KvCache::new(KvFormat::F32, spec(2, 1, 4), 10);
         assert!(c.is_empty());
         c.append(0, &[1.0; 8], &[2.0; 8]);
         c.append(1, &[1.0; 8], &[2.0; 8]);
@@ -636,7 +651,7 @@ mod tests {
         let q = edgefit_kernels::pseudo_random(3, hd);
         let p: Vec<f32> = (0..tokens).map(|j| 0.1 + 0.05 * j as f32).collect();
         let run = |format| {
-            let mut c = KvCache::new(format, spec(1, heads as u32, hd as u32), heads, hd, 128);
+            let mut c = KvCache::new(format, spec(1, heads as u32, hd as u32), 128);
             c.append(0, &k, &v);
             c.commit(tokens);
             let mut s = vec![0.0; tokens];
@@ -686,7 +701,7 @@ mod tests {
             (s, o)
         };
         for format in KvFormat::ALL.iter().copied() {
-            let mut whole = KvCache::new(format, spec(1, 1, hd as u32), heads, hd, 128);
+            let mut whole = KvCache::new(format, spec(1, 1, hd as u32), 128);
             whole.append(0, &k, &v);
             whole.commit(tokens);
             for cut in [0usize, 5, 31, 32, 40, 64, 70, 75] {
@@ -713,7 +728,7 @@ mod tests {
     fn stored_bytes_equal_the_estimate_token_by_token() {
         let (heads, hd) = (3usize, 64usize);
         for format in KvFormat::ALL.iter().copied() {
-            let mut c = KvCache::new(format, spec(2, heads as u32, hd as u32), heads, hd, 100);
+            let mut c = KvCache::new(format, spec(2, heads as u32, hd as u32), 100);
             for n in 1..=70 {
                 let x = edgefit_kernels::pseudo_random(n as u64, heads * hd);
                 c.append(0, &x, &x);

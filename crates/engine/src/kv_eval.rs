@@ -12,7 +12,7 @@
 //!   [`KvEvalOptions::bucket`] positions, that is the curve over positions (errors in the cache
 //!   accumulate as it grows);
 //! - **top-1 agreement**: how often the two distributions' most likely tokens are the same;
-//! - **cosine similarity of the attention outputs** (each layer's `n_heads × head_dim` output
+//! - **cosine similarity of the attention outputs** (each layer's `n_heads × v_dim` output
 //!   before the output projection), averaged over layers and positions, and the minimum.
 //!   These are end to end: a layer's input already carries the earlier layers' differences.
 //!
@@ -127,9 +127,22 @@ pub fn kv_eval(
         });
     }
     let mut sampler = Sampler::new(options.sampler)?;
-    let layers = model.config.n_layers;
-    let width = model.config.n_heads * model.config.head_dim;
-    let mut reference_att = vec![0.0f32; layers * width];
+    let widths: Vec<usize> = model
+        .config
+        .layer_shapes()
+        .iter()
+        .map(|l| l.o_width())
+        .collect();
+    let offsets: Vec<usize> = widths
+        .iter()
+        .scan(0, |acc, w| {
+            let at = *acc;
+            *acc += w;
+            Some(at)
+        })
+        .collect();
+    let layers = widths.len();
+    let mut reference_att = vec![0.0f32; widths.iter().sum()];
 
     // The prompt: one batched forward per format; the last position is position 0.
     let mut input: Vec<u32> = prompt.to_vec();
@@ -141,8 +154,9 @@ pub fn kv_eval(
             let t0 = platform.now_ms();
             let logits =
                 model.forward_probed(&input, &mut run.cache, Logits::Last, &mut |layer, att| {
+                    let width = widths[layer];
                     let last = &att[att.len() - width..];
-                    let slot = &mut reference_att[layer * width..(layer + 1) * width];
+                    let slot = &mut reference_att[offsets[layer]..offsets[layer] + width];
                     if r == 0 {
                         slot.copy_from_slice(last);
                     } else {

@@ -13,7 +13,7 @@
 use edgefit_estimate::KvFormat;
 use edgefit_kernels::{ActQ16, Kernel, Matrix};
 
-use crate::config::LlamaConfig;
+use crate::config::{LayerShape, LlamaConfig};
 use crate::error::Result;
 use crate::kv_cache::KvCache;
 pub use crate::weights::{LayerPart, LayerWeights, TensorRole, Weights};
@@ -36,6 +36,8 @@ pub struct Model {
     /// The format of the KV caches [`Model::new_cache`] makes (f32 unless set).
     pub kv_format: KvFormat,
     inv_freq: Vec<f32>,
+    /// Every block's shape (from the config, cached).
+    shapes: Vec<LayerShape>,
 }
 
 impl Model {
@@ -49,12 +51,14 @@ impl Model {
                     .powf(-(2.0 * i as f32) / config.head_dim as f32)
             })
             .collect();
+        let shapes = config.layer_shapes();
         Model {
             config,
             weights,
             kernel: Kernel::best(),
             kv_format: KvFormat::F32,
             inv_freq,
+            shapes,
         }
     }
 
@@ -70,8 +74,6 @@ impl Model {
         KvCache::new(
             format,
             self.config.to_spec(),
-            self.config.n_kv_heads,
-            self.config.head_dim,
             max_tokens.min(self.config.context_length),
         )
     }
@@ -107,7 +109,7 @@ impl Model {
                 });
             }
         }
-        let (h, qd, kvd, hd) = (c.hidden, c.q_dim(), c.kv_dim(), c.head_dim);
+        let (h, hd) = (c.hidden, c.head_dim);
         let start = cache.len();
         let k = self.kernel;
 
@@ -130,15 +132,12 @@ impl Model {
         }
 
         let mut normed = vec![0.0f32; t_len * h];
-        let mut q = vec![0.0f32; t_len * qd];
-        let mut kk = vec![0.0f32; t_len * kvd];
-        let mut vv = vec![0.0f32; t_len * kvd];
-        let mut att = vec![0.0f32; t_len * qd];
+        let (mut q, mut kk, mut vv, mut att) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut gate, mut up) = (Vec::new(), Vec::new());
+        let (mut lcos, mut lsin) = (Vec::new(), Vec::new());
         let mut proj = vec![0.0f32; t_len * h];
-        let mut gate = vec![0.0f32; t_len * c.ffn];
-        let mut up = vec![0.0f32; t_len * c.ffn];
         let mut scores = vec![0.0f32; start + t_len];
-        let group = c.n_heads / c.n_kv_heads;
+        // The unpruned head dim sets the scale, so pruned dims drop out of the sum only.
         let scale = 1.0 / (hd as f32).sqrt();
         let mut xq = ActQ16::default();
         // `y = x · Wᵀ` for every matrix `w` reading the same input `x` (quantized once).
@@ -152,25 +151,52 @@ impl Model {
             }
         };
 
-        for (li, lw) in self.weights.layers.iter().enumerate() {
+        for (li, (lw, shape)) in self.weights.layers.iter().zip(&self.shapes).enumerate() {
+            let (qd, kd, od, dk, dv) = (
+                shape.q_width(),
+                shape.k_width(),
+                shape.o_width(),
+                shape.qk_dim,
+                shape.v_dim,
+            );
+            q.resize(t_len * qd, 0.0);
+            kk.resize(t_len * kd, 0.0);
+            vv.resize(t_len * shape.v_width(), 0.0);
+            att.resize(t_len * od, 0.0);
+            gate.resize(t_len * shape.ffn, 0.0);
+            up.resize(t_len * shape.ffn, 0.0);
             rms_norm(&x, &lw.attn_norm, c.rms_eps, &mut normed);
             linear(
                 &normed,
                 &mut [(&lw.wq, &mut q), (&lw.wk, &mut kk), (&lw.wv, &mut vv)],
             );
-            rope(&mut q, qd, hd, &cos, &sin);
-            rope(&mut kk, kvd, hd, &cos, &sin);
+            let (cs, sn) = if shape.qk_dim == hd {
+                (&cos[..], &sin[..])
+            } else {
+                // A pruned head keeps some of the pairs, each with its own frequency.
+                let pairs = &shape.rope_pairs;
+                lcos.clear();
+                lsin.clear();
+                for t in 0..t_len {
+                    lcos.extend(pairs.iter().map(|&p| cos[t * half + p as usize]));
+                    lsin.extend(pairs.iter().map(|&p| sin[t * half + p as usize]));
+                }
+                (&lcos[..], &lsin[..])
+            };
+            rope(&mut q, qd, dk, cs, sn);
+            rope(&mut kk, kd, dk, cs, sn);
             cache.append(li, &kk, &vv);
 
+            let group = shape.n_heads / shape.n_kv_heads;
             for t in 0..t_len {
                 let visible = start + t + 1; // causal: positions 0..=start+t
-                for head in 0..c.n_heads {
+                for head in 0..shape.n_heads {
                     let kvh = head / group;
-                    let qh = &q[t * qd + head * hd..t * qd + (head + 1) * hd];
+                    let qh = &q[t * qd + head * dk..t * qd + (head + 1) * dk];
                     let sc = &mut scores[..visible];
                     cache.scores(li, kvh, qh, scale, sc, k);
                     softmax(sc);
-                    let out = &mut att[t * qd + head * hd..t * qd + (head + 1) * hd];
+                    let out = &mut att[t * od + head * dv..t * od + (head + 1) * dv];
                     out.fill(0.0);
                     cache.add_weighted_values(li, kvh, sc, out, k);
                 }

@@ -232,13 +232,13 @@ impl RawTensor {
 #[derive(Debug, Clone)]
 pub struct LayerWeights {
     pub attn_norm: Vec<f32>,
-    /// `q_dim × hidden`
+    /// `n_heads·qk_dim × hidden` (see [`crate::config::LayerShape`])
     pub wq: Matrix,
-    /// `kv_dim × hidden`
+    /// `n_kv_heads·qk_dim × hidden`
     pub wk: Matrix,
-    /// `kv_dim × hidden`
+    /// `n_kv_heads·v_dim × hidden`
     pub wv: Matrix,
-    /// `hidden × q_dim`
+    /// `hidden × n_heads·v_dim`
     pub wo: Matrix,
     pub ffn_norm: Vec<f32>,
     /// `ffn × hidden`
@@ -352,13 +352,7 @@ impl Weights {
         options: LoadOptions,
         mut read: impl FnMut(TensorRole, usize, usize) -> Result<(String, RawTensor)>,
     ) -> Result<Weights> {
-        let (h, qd, kvd, ffn, vocab) = (
-            config.hidden,
-            config.q_dim(),
-            config.kv_dim(),
-            config.ffn,
-            config.vocab,
-        );
+        let (h, vocab) = (config.hidden, config.vocab);
         let emb = options.embedding_format();
         let lin = options.weights;
         let mut matrix = |role, rows, cols, format| -> Result<Matrix> {
@@ -367,13 +361,20 @@ impl Weights {
         };
         let embed = matrix(TensorRole::Embed, vocab, h, emb)?;
         let mut layers = Vec::with_capacity(config.n_layers);
-        for i in 0..config.n_layers {
+        for (i, shape) in config.layer_shapes().iter().enumerate() {
+            let (qd, kd, vd, od, ffn) = (
+                shape.q_width(),
+                shape.k_width(),
+                shape.v_width(),
+                shape.o_width(),
+                shape.ffn,
+            );
             let l = |p| TensorRole::Layer(i, p);
             let attn_norm = matrix(l(LayerPart::AttnNorm), 1, h, WeightsFormat::F32)?;
             let wq = matrix(l(LayerPart::Q), qd, h, lin)?;
-            let wk = matrix(l(LayerPart::K), kvd, h, lin)?;
-            let wv = matrix(l(LayerPart::V), kvd, h, lin)?;
-            let wo = matrix(l(LayerPart::O), h, qd, lin)?;
+            let wk = matrix(l(LayerPart::K), kd, h, lin)?;
+            let wv = matrix(l(LayerPart::V), vd, h, lin)?;
+            let wo = matrix(l(LayerPart::O), h, od, lin)?;
             let ffn_norm = matrix(l(LayerPart::FfnNorm), 1, h, WeightsFormat::F32)?;
             let w_gate = matrix(l(LayerPart::Gate), ffn, h, lin)?;
             let w_up = matrix(l(LayerPart::Up), ffn, h, lin)?;
