@@ -7,6 +7,14 @@
 //! Shapes are checked against the metadata, and byte counts against the file's length, before a
 //! tensor's bytes are read, so a hostile header cannot make the loader allocate more than the
 //! model it claims to be.
+//!
+//! A structurally pruned model (written by [`crate::export::gguf_bytes`]) keeps the unpruned
+//! shape in the usual `{arch}.*` keys and adds one u32 array per layer field, each with one
+//! entry per layer: `edgefit.layers.head_count`, `edgefit.layers.head_count_kv`,
+//! `edgefit.layers.key_length` (qk_dim), `edgefit.layers.value_length` (v_dim),
+//! `edgefit.layers.feed_forward_length`, and `edgefit.layers.rope_pairs`: every layer's kept
+//! RoPE pairs (`key_length / 2` of them, see [`crate::config::LayerShape`]) one layer after
+//! the other. Q/K tensors are in the usual GGUF (adjacent-pair) layout over the kept pairs.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -17,7 +25,7 @@ use candle_core::Device;
 
 use edgefit_estimate::{GgufMetadata, GgufTensorInfo, GgufValue};
 
-use crate::config::LlamaConfig;
+use crate::config::{LayerShape, LlamaConfig};
 use crate::error::{EngineError, Result};
 use crate::model::{LayerPart, Model, TensorRole, Weights};
 use crate::tokenizer::{GgufTokenizerFields, TextTokenizer};
@@ -76,7 +84,7 @@ pub fn load_gguf<R: Read + Seek>(
         .get("token_embd.weight")
         .map(|t| t.shape.dims().first().copied().unwrap_or(0))
         .ok_or_else(|| EngineError::tensor("token_embd.weight", "missing"))?;
-    let config = LlamaConfig {
+    let mut config = LlamaConfig {
         name: opt_str(md, "general.name").unwrap_or_default(),
         arch: arch.clone(),
         n_layers: get_usize(md, &key("block_count"))?,
@@ -93,6 +101,13 @@ pub fn load_gguf<R: Read + Seek>(
         layers: None,
     };
     config.validate()?;
+    if let Some(layers) = layer_shapes(md, config.n_layers)? {
+        config.layers = Some(layers);
+        config.validate().map_err(|e| match e {
+            EngineError::Config(m) => EngineError::Config(format!("GGUF `edgefit.layers.*`: {m}")),
+            other => other,
+        })?;
+    }
     if tokenizer.vocab_size() > config.vocab {
         return Err(EngineError::Config(format!(
             "tokenizer has {} tokens but the model's vocabulary is {}",
@@ -305,9 +320,10 @@ fn opt_str(md: &HashMap<String, Value>, key: &str) -> Option<String> {
 }
 
 fn opt_usize(md: &HashMap<String, Value>, key: &str) -> Result<Option<usize>> {
-    let Some(v) = md.get(key) else {
-        return Ok(None);
-    };
+    md.get(key).map(|v| value_usize(key, v)).transpose()
+}
+
+fn value_usize(key: &str, v: &Value) -> Result<usize> {
     let n: Option<u64> = match v {
         Value::U8(x) => Some(*x as u64),
         Value::U16(x) => Some(*x as u64),
@@ -320,12 +336,94 @@ fn opt_usize(md: &HashMap<String, Value>, key: &str) -> Result<Option<usize>> {
         _ => return Err(EngineError::metadata(key, "is not an integer")),
     };
     match n.and_then(|n| usize::try_from(n).ok()) {
-        Some(n) => Ok(Some(n)),
+        Some(n) => Ok(n),
         None => Err(EngineError::metadata(
             key,
             format!("{v:?} is not a valid count"),
         )),
     }
+}
+
+/// Per-layer shapes from the `edgefit.layers.*` keys (see the module docs), if present.
+fn layer_shapes(md: &HashMap<String, Value>, n_layers: usize) -> Result<Option<Vec<LayerShape>>> {
+    const PREFIX: &str = "edgefit.layers.";
+    if !md.keys().any(|k| k.starts_with(PREFIX)) {
+        return Ok(None);
+    }
+    let field = |name: &str| -> Result<Vec<usize>> {
+        let key = format!("{PREFIX}{name}");
+        let v = opt_usize_array(md, &key)?.ok_or_else(|| EngineError::metadata(&key, "missing"))?;
+        if v.len() != n_layers {
+            return Err(EngineError::metadata(
+                &key,
+                format!("has {} entries for {n_layers} layers", v.len()),
+            ));
+        }
+        Ok(v)
+    };
+    let (heads, kv_heads, qk, v, ffn) = (
+        field("head_count")?,
+        field("head_count_kv")?,
+        field("key_length")?,
+        field("value_length")?,
+        field("feed_forward_length")?,
+    );
+    let pairs_key = format!("{PREFIX}rope_pairs");
+    let pairs = opt_usize_array(md, &pairs_key)?
+        .ok_or_else(|| EngineError::metadata(&pairs_key, "missing"))?;
+    let mut rest = pairs.as_slice();
+    let mut layers = Vec::with_capacity(n_layers);
+    for i in 0..n_layers {
+        let n = qk[i] / 2;
+        if rest.len() < n {
+            return Err(EngineError::metadata(
+                &pairs_key,
+                format!("ends before layer {i}'s {n} pairs"),
+            ));
+        }
+        let (mine, tail) = rest.split_at(n);
+        rest = tail;
+        let rope_pairs = mine
+            .iter()
+            .map(|&p| {
+                u16::try_from(p).map_err(|_| {
+                    EngineError::metadata(&pairs_key, format!("pair {p} is too large"))
+                })
+            })
+            .collect::<Result<_>>()?;
+        layers.push(LayerShape {
+            n_heads: heads[i],
+            n_kv_heads: kv_heads[i],
+            qk_dim: qk[i],
+            v_dim: v[i],
+            ffn: ffn[i],
+            rope_pairs,
+        });
+    }
+    if !rest.is_empty() {
+        return Err(EngineError::metadata(
+            &pairs_key,
+            format!(
+                "has {} entries beyond the layers' key_length / 2",
+                rest.len()
+            ),
+        ));
+    }
+    Ok(Some(layers))
+}
+
+fn opt_usize_array(md: &HashMap<String, Value>, key: &str) -> Result<Option<Vec<usize>>> {
+    let Some(v) = md.get(key) else {
+        return Ok(None);
+    };
+    let Value::Array(items) = v else {
+        return Err(EngineError::metadata(key, "is not an array"));
+    };
+    items
+        .iter()
+        .map(|x| value_usize(key, x))
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
 }
 
 fn get_usize(md: &HashMap<String, Value>, key: &str) -> Result<usize> {

@@ -4,13 +4,19 @@
 //! HF checkpoints store q/k projections for the "rotate half" RoPE layout (pairs `i` and
 //! `i + d/2`); this loader permutes their rows into the GGUF layout (pairs `2i`, `2i+1`), the
 //! same permutation llama.cpp's converter applies, so the forward pass has one RoPE.
+//!
+//! A structurally pruned model (written by [`crate::export`]) adds the key `edgefit_layers` to
+//! `config.json`: one object per layer, `{n_heads, n_kv_heads, qk_dim, v_dim, ffn,
+//! rope_pairs}` ([`crate::config::LayerShape`]), checked by [`LlamaConfig::validate`]. Its q/k
+//! heads have `qk_dim` rows, in rotate-half order over the kept pairs (rows `i` and
+//! `i + qk_dim/2` form kept pair `i`), and are permuted per layer with that `qk_dim`.
 
 use std::collections::HashMap;
 
 use safetensors::{Dtype, SafeTensors};
 use serde::Deserialize;
 
-use crate::config::LlamaConfig;
+use crate::config::{LayerShape, LlamaConfig};
 use crate::error::{EngineError, Result};
 use crate::model::{LayerPart, Model, TensorRole, Weights};
 use crate::tokenizer::TextTokenizer;
@@ -35,6 +41,8 @@ struct HfConfig {
     hidden_act: Option<String>,
     rope_scaling: Option<serde_json::Value>,
     eos_token_id: Option<serde_json::Value>,
+    /// Per-layer shapes of a pruned model (see the module docs).
+    edgefit_layers: Option<serde_json::Value>,
 }
 
 /// Builds a model from HF files already in memory. `shards` are the bytes of each
@@ -66,7 +74,7 @@ pub fn load_hf(
             "rope_scaling in config.json".to_string(),
         ));
     }
-    let config = LlamaConfig {
+    let mut config = LlamaConfig {
         name: hf.name.clone().unwrap_or_default(),
         arch,
         n_layers: hf.num_hidden_layers,
@@ -87,6 +95,16 @@ pub fn load_hf(
         layers: None,
     };
     config.validate()?;
+    if let Some(layers) = hf.edgefit_layers.filter(|v| !v.is_null()) {
+        let named = |m: String| EngineError::Config(format!("config.json `edgefit_layers`: {m}"));
+        let layers: Vec<LayerShape> =
+            serde_json::from_value(layers).map_err(|e| named(e.to_string()))?;
+        config.layers = Some(layers);
+        config.validate().map_err(|e| match e {
+            EngineError::Config(m) => named(m),
+            other => other,
+        })?;
+    }
     let eos = match &hf.eos_token_id {
         Some(serde_json::Value::Number(n)) => n.as_u64().map(|v| v as u32),
         Some(serde_json::Value::Array(a)) => a.first().and_then(|v| v.as_u64()).map(|v| v as u32),
@@ -128,7 +146,7 @@ pub fn load_hf(
         }
         to_f32(name, view.dtype(), view.data())
     };
-    let (head_dim, hidden) = (config.head_dim, config.hidden);
+    let (shapes, hidden) = (config.layer_shapes(), config.hidden);
     let weights = Weights::read_all(&config, options, |role, rows, cols| {
         let name = match role {
             TensorRole::Embed => "model.embed_tokens.weight".to_string(),
@@ -151,8 +169,9 @@ pub fn load_hf(
         };
         let w = read(&name, rows, cols)?;
         let w = match role {
-            TensorRole::Layer(_, LayerPart::Q | LayerPart::K) => {
-                rotate_half_to_pairs(&w, head_dim, hidden)
+            TensorRole::Layer(i, LayerPart::Q | LayerPart::K) => {
+                let qk_dim = shapes.get(i).map_or(config.head_dim, |s| s.qk_dim);
+                rotate_half_to_pairs(&w, qk_dim, hidden)
             }
             _ => w,
         };

@@ -19,6 +19,7 @@
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod export;
 pub mod gguf;
 pub mod hf;
 pub mod kv_cache;

@@ -378,4 +378,39 @@ impl TextTokenizer {
     pub fn to_json(&self) -> Result<String> {
         self.inner.to_string(false).map_err(tok_err)
     }
+
+    /// The chat template's source, if the model has one.
+    pub fn chat_template(&self) -> Option<&str> {
+        self.chat_template.as_deref()
+    }
+
+    /// The beginning-of-sequence token's text ("" when unknown).
+    pub fn bos_text(&self) -> &str {
+        &self.bos_text
+    }
+
+    /// The end-of-sequence token's text ("" when unknown).
+    pub fn eos_text(&self) -> &str {
+        &self.eos_text
+    }
+
+    /// The beginning-of-sequence token's id, if known.
+    pub fn bos_id(&self) -> Option<u32> {
+        self.bos
+    }
+
+    /// Whether [`encode`](Self::encode) puts the BOS token first.
+    pub fn add_bos(&self) -> bool {
+        self.add_bos
+    }
+
+    /// Token ids generation stops at (end of sequence first when known).
+    pub fn stop_ids(&self) -> &[u32] {
+        &self.stop_ids
+    }
+
+    /// The id of the token whose text is `text` (special tokens included).
+    pub fn token_id(&self, text: &str) -> Option<u32> {
+        self.inner.token_to_id(text)
+    }
 }

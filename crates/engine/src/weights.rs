@@ -16,6 +16,10 @@
 //! linear layers for `f32`/`f16`/`q8_0`, and is `q8_0` when the linear layers are 4-bit: the
 //! tied embedding is also the output head, the one matrix whose error lands directly on the
 //! logits; `cargo xtask bench e2e` and the perplexity test measure the choice.
+//!
+//! [`Weights::converted`] applies the same conversion to weights already loaded (a pruned f32
+//! model quantized to w4g32, say): each matrix goes through f32 into the requested format,
+//! unless it already is that format.
 
 use std::fmt;
 use std::str::FromStr;
@@ -343,6 +347,89 @@ impl Weights {
         }
     }
 
+    /// The same weights with every matrix in the formats `options` asks for: linear layers in
+    /// `options.weights`, embedding and untied output head in
+    /// [`LoadOptions::embedding_format`]; norms stay f32. A matrix already held in the
+    /// requested format is kept as it is (a 4-bit matrix with the requested group size counts,
+    /// as GGUF Q4_0/Q4_1 blocks do when loading `w4g32`) unless `options.requantize`; any other
+    /// goes through f32 and the loaders' own conversion ([`RawTensor::into_matrix`]), so
+    /// converting f32 weights gives exactly what loading the f32 file in that format gives.
+    /// This is how a pruned f32 model is quantized.
+    pub fn converted(&self, options: LoadOptions) -> Result<Weights> {
+        let (lin, emb) = (options.weights, options.embedding_format());
+        let conv = |name: &str, m: &Matrix, f| convert_matrix(name, m, f, options.requantize);
+        let layers = self
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let name = |part: &str| format!("layer {i} {part}");
+                Ok(LayerWeights {
+                    attn_norm: l.attn_norm.clone(),
+                    wq: conv(&name("q"), &l.wq, lin)?,
+                    wk: conv(&name("k"), &l.wk, lin)?,
+                    wv: conv(&name("v"), &l.wv, lin)?,
+                    wo: conv(&name("o"), &l.wo, lin)?,
+                    ffn_norm: l.ffn_norm.clone(),
+                    w_gate: conv(&name("gate"), &l.w_gate, lin)?,
+                    w_up: conv(&name("up"), &l.w_up, lin)?,
+                    w_down: conv(&name("down"), &l.w_down, lin)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Weights {
+            embed: conv("embedding", &self.embed, emb)?,
+            layers,
+            final_norm: self.final_norm.clone(),
+            output: match &self.output {
+                Some(m) => Some(conv("output head", m, emb)?),
+                None => None,
+            },
+            options,
+        })
+    }
+
+    /// [`converted`](Self::converted), consuming `self` and dropping each source matrix once
+    /// it is converted, so converting needs memory for the result plus what is left of the
+    /// source (not two whole models).
+    pub fn into_converted(self, options: LoadOptions) -> Result<Weights> {
+        let (lin, emb) = (options.weights, options.embedding_format());
+        let conv = |name: &str, m: Matrix, f| -> Result<Matrix> {
+            if keeps(&m, f, options.requantize) {
+                Ok(m)
+            } else {
+                convert_matrix(name, &m, f, options.requantize)
+            }
+        };
+        let embed = conv("embedding", self.embed, emb)?;
+        let mut layers = Vec::with_capacity(self.layers.len());
+        for (i, l) in self.layers.into_iter().enumerate() {
+            let name = |part: &str| format!("layer {i} {part}");
+            layers.push(LayerWeights {
+                attn_norm: l.attn_norm,
+                wq: conv(&name("q"), l.wq, lin)?,
+                wk: conv(&name("k"), l.wk, lin)?,
+                wv: conv(&name("v"), l.wv, lin)?,
+                wo: conv(&name("o"), l.wo, lin)?,
+                ffn_norm: l.ffn_norm,
+                w_gate: conv(&name("gate"), l.w_gate, lin)?,
+                w_up: conv(&name("up"), l.w_up, lin)?,
+                w_down: conv(&name("down"), l.w_down, lin)?,
+            });
+        }
+        let output = match self.output {
+            Some(m) => Some(conv("output head", m, emb)?),
+            None => None,
+        };
+        Ok(Weights {
+            embed,
+            layers,
+            final_norm: self.final_norm,
+            output,
+            options,
+        })
+    }
+
     /// Builds all weights of `config` by asking `read(role, rows, cols)` for each tensor, in
     /// file order (embedding, layers, final norm, output head unless tied), converting each to
     /// the format `options` asks for before reading the next; vectors have `rows == 1`. The
@@ -405,6 +492,30 @@ impl Weights {
             options,
         })
     }
+}
+
+/// Whether `m` already is `format` (see [`Weights::converted`]).
+fn keeps(m: &Matrix, format: WeightsFormat, requantize: bool) -> bool {
+    if requantize {
+        return false;
+    }
+    match m {
+        Matrix::W4(w) => format.w4_group() == Some(w.group()),
+        other => other.format_name() == format.as_str(),
+    }
+}
+
+/// `m` in `format`, through f32 unless it already is `format`.
+fn convert_matrix(
+    name: &str,
+    m: &Matrix,
+    format: WeightsFormat,
+    requantize: bool,
+) -> Result<Matrix> {
+    if keeps(m, format, requantize) {
+        return Ok(m.clone());
+    }
+    RawTensor::F32(m.to_f32()).into_matrix(name, m.rows(), m.cols(), format, false)
 }
 
 /// A weight tensor of the model, named independently of any file format.

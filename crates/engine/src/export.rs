@@ -1,0 +1,693 @@
+//! Writing a loaded (possibly pruned or converted) model back out as files other tools and the
+//! engine itself read.
+//!
+//! [`hf_files`] returns the HF layout in memory, so the page can offer the files for download
+//! and the CLI can write them ([`save_hf`]):
+//!
+//! | file | what |
+//! |---|---|
+//! | `config.json` | `LlamaForCausalLM` keys (`hidden_size`, `num_hidden_layers`, `num_attention_heads`, `num_key_value_heads`, `head_dim`, `intermediate_size`, `vocab_size`, `max_position_embeddings`, `rope_theta`, `rms_norm_eps`, `tie_word_embeddings`, `hidden_act`, `torch_dtype`, `bos_token_id`/`eos_token_id` when known), plus `edgefit_layers` for a pruned model |
+//! | `tokenizer.json` | the tokenizer ([`TextTokenizer::to_json`]) |
+//! | `tokenizer_config.json` | `bos_token`, `eos_token`, `add_bos_token`, `chat_template` when the tokenizer knows them |
+//! | `model.safetensors` | every tensor under its HF name, in the chosen [`ExportDType`] (norms too), with q/k rows in HF's rotate-half order |
+//!
+//! ## `edgefit_layers`
+//!
+//! A structurally pruned model ([`LlamaConfig::layers`]) keeps the unpruned model's global
+//! fields (`num_attention_heads`, `head_dim`, `intermediate_size`, ... still set the RoPE
+//! frequencies and the attention scale) and adds `edgefit_layers`: one object per layer,
+//! `{"n_heads", "n_kv_heads", "qk_dim", "v_dim", "ffn", "rope_pairs"}` (the fields of
+//! [`LayerShape`]). Tensors have the pruned shapes: `q_proj` is `n_heads·qk_dim × hidden`,
+//! `k_proj` `n_kv_heads·qk_dim × hidden`, `v_proj` `n_kv_heads·v_dim × hidden`, `o_proj`
+//! `hidden × n_heads·v_dim`, gate/up `ffn × hidden`, down `hidden × ffn`. Within each q/k head
+//! the rows are in rotate-half order over the kept pairs: rows `i` and `i + qk_dim/2` form kept
+//! pair `i`, which rotates with the unpruned head's frequency of pair `rope_pairs[i]`
+//! (`θ = rope_theta^(−2·rope_pairs[i]/head_dim)`). The engine's HF loader reads it back
+//! ([`crate::hf::load_hf`]); `transformers` cannot load such a model (its layers differ in
+//! shape), while an unpruned export is an ordinary `LlamaForCausalLM` checkpoint.
+//!
+//! Matrices are written from whatever format they are held in through [`Matrix::to_f32`], so a
+//! quantized model exports its dequantized values.
+//!
+//! [`gguf_bytes`] writes one GGUF file (candle-core's writer, GGUF v2) that the engine's GGUF
+//! loader reads: llama metadata with the unpruned shape, the tokenizer as `tokenizer.ggml.*`
+//! fields (byte-level BPE with a pre-tokenizer edgefit names: `gpt2`, `smollm`, `llama3`,
+//! `qwen2`), the chat template, and for a pruned model the `edgefit.layers.*` arrays described
+//! in [`crate::gguf`]. Tensors are F32, F16 or Q8_0 ([`GgufDType`]; norms always F32; a
+//! matrix whose width is not a multiple of 32 falls back from Q8_0 to F16). Q8_0 goes through
+//! ggml's quantizer (candle-core's), which reproduces Q8_0 blocks read from a GGUF exactly.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use candle_core::quantized::gguf_file::{self, Value as GValue};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use edgefit_kernels::Matrix;
+use serde_json::{json, Map, Value};
+
+use crate::config::{LayerShape, LlamaConfig};
+use crate::error::{EngineError, Result};
+use crate::hf::pairs_to_rotate_half;
+use crate::model::Model;
+use crate::tokenizer::{GgufTokenizerFields, TextTokenizer};
+
+/// The number format tensors are written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExportDType {
+    F32,
+    F16,
+    BF16,
+}
+
+impl ExportDType {
+    /// Every format, in the order the page lists them.
+    pub const ALL: [ExportDType; 3] = [ExportDType::F32, ExportDType::F16, ExportDType::BF16];
+
+    /// `f32`, `f16` or `bf16`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExportDType::F32 => "f32",
+            ExportDType::F16 => "f16",
+            ExportDType::BF16 => "bf16",
+        }
+    }
+
+    /// The `torch_dtype` of `config.json`.
+    pub fn torch_name(self) -> &'static str {
+        match self {
+            ExportDType::F32 => "float32",
+            ExportDType::F16 => "float16",
+            ExportDType::BF16 => "bfloat16",
+        }
+    }
+
+    fn safetensors_name(self) -> &'static str {
+        match self {
+            ExportDType::F32 => "F32",
+            ExportDType::F16 => "F16",
+            ExportDType::BF16 => "BF16",
+        }
+    }
+
+    /// Bytes per value.
+    pub fn size(self) -> usize {
+        match self {
+            ExportDType::F32 => 4,
+            ExportDType::F16 | ExportDType::BF16 => 2,
+        }
+    }
+}
+
+impl std::fmt::Display for ExportDType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ExportDType {
+    type Err = EngineError;
+    fn from_str(s: &str) -> Result<Self> {
+        ExportDType::ALL
+            .into_iter()
+            .find(|d| d.as_str() == s)
+            .ok_or_else(|| EngineError::Setting {
+                name: "dtype",
+                value: s.to_string(),
+                expected: "one of f32, f16, bf16".to_string(),
+            })
+    }
+}
+
+/// The model as HF files, `(file name, bytes)`: `config.json`, `tokenizer.json`,
+/// `tokenizer_config.json`, `model.safetensors` (see the module docs). Peak memory is the
+/// safetensors file plus one tensor in f32.
+pub fn hf_files(
+    model: &Model,
+    tokenizer: &TextTokenizer,
+    dtype: ExportDType,
+) -> Result<Vec<(String, Vec<u8>)>> {
+    let config = config_json(&model.config, tokenizer, dtype)?;
+    let tokenizer_config = tokenizer_config_json(tokenizer)?;
+    let tokenizer_json = tokenizer.to_json()?;
+    let safetensors = safetensors_bytes(model, dtype)?;
+    Ok(vec![
+        ("config.json".to_string(), config.into_bytes()),
+        ("tokenizer.json".to_string(), tokenizer_json.into_bytes()),
+        (
+            "tokenizer_config.json".to_string(),
+            tokenizer_config.into_bytes(),
+        ),
+        ("model.safetensors".to_string(), safetensors),
+    ])
+}
+
+/// Writes [`hf_files`] into `dir` (created if missing) and returns the paths written.
+pub fn save_hf(
+    model: &Model,
+    tokenizer: &TextTokenizer,
+    dir: &Path,
+    dtype: ExportDType,
+) -> Result<Vec<PathBuf>> {
+    write_files(dir, &hf_files(model, tokenizer, dtype)?)
+}
+
+/// Writes `(name, bytes)` files into `dir` (created if missing); returns the paths written.
+pub fn write_files(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<Vec<PathBuf>> {
+    let io = |path: &Path, source| EngineError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let mut written = Vec::with_capacity(files.len());
+    for (name, bytes) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|e| io(&path, e))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// An f32 as the JSON number with its shortest decimal (`1e-5`, not `9.99999974e-6`), which
+/// reads back as the same f32.
+fn short_f32(v: f32) -> Value {
+    v.to_string()
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(Value::Null, Value::Number)
+}
+
+/// `config.json` for `config` (see the module docs).
+pub fn config_json(
+    config: &LlamaConfig,
+    tokenizer: &TextTokenizer,
+    dtype: ExportDType,
+) -> Result<String> {
+    config.validate()?;
+    let c = config;
+    let mut v = json!({
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "_name_or_path": c.name,
+        "hidden_size": c.hidden,
+        "num_hidden_layers": c.n_layers,
+        "num_attention_heads": c.n_heads,
+        "num_key_value_heads": c.n_kv_heads,
+        "head_dim": c.head_dim,
+        "intermediate_size": c.ffn,
+        "vocab_size": c.vocab,
+        "max_position_embeddings": c.context_length,
+        "rope_theta": short_f32(c.rope_base),
+        "rms_norm_eps": short_f32(c.rms_eps),
+        "tie_word_embeddings": c.tied_embeddings,
+        "hidden_act": "silu",
+        "attention_bias": false,
+        "mlp_bias": false,
+        "torch_dtype": dtype.torch_name(),
+    });
+    let obj = v
+        .as_object_mut()
+        .ok_or_else(|| EngineError::Config("config.json is not an object".to_string()))?;
+    let id = |text: &str| {
+        (!text.is_empty())
+            .then(|| tokenizer.token_id(text))
+            .flatten()
+    };
+    if let Some(bos) = tokenizer.bos_id() {
+        obj.insert("bos_token_id".to_string(), bos.into());
+    }
+    if let Some(eos) = id(tokenizer.eos_text()).or(tokenizer.stop_ids().first().copied()) {
+        obj.insert("eos_token_id".to_string(), eos.into());
+    }
+    if let Some(layers) = &c.layers {
+        obj.insert("edgefit_layers".to_string(), layers_json(layers)?);
+    }
+    serde_json::to_string_pretty(&v).map_err(|e| EngineError::Config(format!("config.json: {e}")))
+}
+
+fn layers_json(layers: &[LayerShape]) -> Result<Value> {
+    serde_json::to_value(layers)
+        .map_err(|e| EngineError::Config(format!("config.json `edgefit_layers`: {e}")))
+}
+
+/// `tokenizer_config.json`: BOS/EOS texts, whether BOS is prepended, the chat template.
+pub fn tokenizer_config_json(tokenizer: &TextTokenizer) -> Result<String> {
+    let mut m = Map::new();
+    m.insert(
+        "tokenizer_class".to_string(),
+        "PreTrainedTokenizerFast".into(),
+    );
+    if !tokenizer.bos_text().is_empty() {
+        m.insert("bos_token".to_string(), tokenizer.bos_text().into());
+    }
+    if !tokenizer.eos_text().is_empty() {
+        m.insert("eos_token".to_string(), tokenizer.eos_text().into());
+    }
+    m.insert("add_bos_token".to_string(), tokenizer.add_bos().into());
+    if let Some(t) = tokenizer.chat_template() {
+        m.insert("chat_template".to_string(), t.into());
+    }
+    serde_json::to_string_pretty(&Value::Object(m))
+        .map_err(|e| EngineError::Tokenizer(format!("tokenizer_config.json: {e}")))
+}
+
+/// Where a tensor's values come from.
+enum Source<'a> {
+    Vector(&'a [f32]),
+    Matrix(&'a Matrix),
+    /// A q/k projection: rows go back from pair order to rotate-half over heads of `qk_dim`.
+    QkMatrix(&'a Matrix, usize),
+}
+
+impl Source<'_> {
+    fn shape(&self) -> Vec<usize> {
+        match self {
+            Source::Vector(v) => vec![v.len()],
+            Source::Matrix(m) | Source::QkMatrix(m, _) => vec![m.rows(), m.cols()],
+        }
+    }
+
+    fn values(&self) -> Vec<f32> {
+        match self {
+            Source::Vector(v) => v.to_vec(),
+            Source::Matrix(m) => m.to_f32(),
+            Source::QkMatrix(m, qk_dim) => pairs_to_rotate_half(&m.to_f32(), *qk_dim, m.cols()),
+        }
+    }
+}
+
+/// Every tensor of `model` under its HF name, in file order.
+fn hf_tensors(model: &Model) -> Vec<(String, Source<'_>)> {
+    let w = &model.weights;
+    let mut out = vec![(
+        "model.embed_tokens.weight".to_string(),
+        Source::Matrix(&w.embed),
+    )];
+    for (i, (l, shape)) in w.layers.iter().zip(model.config.layer_shapes()).enumerate() {
+        let n = |p: &str| format!("model.layers.{i}.{p}.weight");
+        out.extend([
+            (n("input_layernorm"), Source::Vector(&l.attn_norm)),
+            (n("self_attn.q_proj"), Source::QkMatrix(&l.wq, shape.qk_dim)),
+            (n("self_attn.k_proj"), Source::QkMatrix(&l.wk, shape.qk_dim)),
+            (n("self_attn.v_proj"), Source::Matrix(&l.wv)),
+            (n("self_attn.o_proj"), Source::Matrix(&l.wo)),
+            (n("post_attention_layernorm"), Source::Vector(&l.ffn_norm)),
+            (n("mlp.gate_proj"), Source::Matrix(&l.w_gate)),
+            (n("mlp.up_proj"), Source::Matrix(&l.w_up)),
+            (n("mlp.down_proj"), Source::Matrix(&l.w_down)),
+        ]);
+    }
+    out.push((
+        "model.norm.weight".to_string(),
+        Source::Vector(&w.final_norm),
+    ));
+    if let Some(head) = &w.output {
+        out.push(("lm_head.weight".to_string(), Source::Matrix(head)));
+    }
+    out
+}
+
+/// Appends `values` in `dtype`, refusing values the format cannot hold (f16 overflow).
+fn encode(name: &str, values: &[f32], dtype: ExportDType, out: &mut Vec<u8>) -> Result<()> {
+    for (i, &x) in values.iter().enumerate() {
+        let ok = match dtype {
+            ExportDType::F32 => {
+                out.extend_from_slice(&x.to_le_bytes());
+                x.is_finite()
+            }
+            ExportDType::F16 => {
+                let h = half::f16::from_f32(x);
+                out.extend_from_slice(&h.to_le_bytes());
+                h.is_finite()
+            }
+            ExportDType::BF16 => {
+                let h = half::bf16::from_f32(x);
+                out.extend_from_slice(&h.to_le_bytes());
+                h.is_finite()
+            }
+        };
+        if !ok {
+            return Err(EngineError::tensor(
+                name,
+                format!("value {x} at index {i} does not fit {dtype}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The model's tensors as one safetensors file: an 8-byte header length, the JSON header
+/// (`__metadata__: {"format": "pt"}`, then per tensor its dtype, shape and byte range), padded
+/// with spaces to 8 bytes, then the data in file order. Written directly (not through
+/// `safetensors::serialize`, which wants every tensor's bytes at once) so the file is the only
+/// whole copy.
+pub fn safetensors_bytes(model: &Model, dtype: ExportDType) -> Result<Vec<u8>> {
+    let tensors = hf_tensors(model);
+    let mut header = Map::new();
+    header.insert("__metadata__".to_string(), json!({ "format": "pt" }));
+    let mut offset = 0usize;
+    for (name, src) in &tensors {
+        let shape = src.shape();
+        let len = shape.iter().product::<usize>() * dtype.size();
+        header.insert(
+            name.clone(),
+            json!({
+                "dtype": dtype.safetensors_name(),
+                "shape": shape,
+                "data_offsets": [offset, offset + len],
+            }),
+        );
+        offset += len;
+    }
+    let mut head = serde_json::to_vec(&Value::Object(header))
+        .map_err(|e| EngineError::Format(format!("safetensors header: {e}")))?;
+    head.resize(head.len().next_multiple_of(8), b' ');
+    let mut out = Vec::with_capacity(8 + head.len() + offset);
+    out.extend_from_slice(&(head.len() as u64).to_le_bytes());
+    out.extend_from_slice(&head);
+    for (name, src) in &tensors {
+        encode(name, &src.values(), dtype, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Tensor types of a GGUF export.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GgufDType {
+    F32,
+    F16,
+    /// ggml Q8_0 (int8, one f16 scale per 32 values).
+    Q8_0,
+}
+
+impl GgufDType {
+    /// Every type, in the order the page lists them.
+    pub const ALL: [GgufDType; 3] = [GgufDType::F32, GgufDType::F16, GgufDType::Q8_0];
+
+    /// `f32`, `f16` or `q8_0`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GgufDType::F32 => "f32",
+            GgufDType::F16 => "f16",
+            GgufDType::Q8_0 => "q8_0",
+        }
+    }
+
+    fn ggml(self) -> GgmlDType {
+        match self {
+            GgufDType::F32 => GgmlDType::F32,
+            GgufDType::F16 => GgmlDType::F16,
+            GgufDType::Q8_0 => GgmlDType::Q8_0,
+        }
+    }
+}
+
+impl std::fmt::Display for GgufDType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for GgufDType {
+    type Err = EngineError;
+    fn from_str(s: &str) -> Result<Self> {
+        GgufDType::ALL
+            .into_iter()
+            .find(|d| d.as_str() == s)
+            .ok_or_else(|| EngineError::Setting {
+                name: "dtype",
+                value: s.to_string(),
+                expected: "one of f32, f16, q8_0".to_string(),
+            })
+    }
+}
+
+fn gguf_err(e: candle_core::Error) -> EngineError {
+    let msg = e.to_string();
+    EngineError::Format(format!(
+        "writing GGUF: {}",
+        msg.lines().next().unwrap_or_default()
+    ))
+}
+
+/// The model as one GGUF file (see the module docs). Holds the converted tensors and the file
+/// at once (candle's writer takes every tensor together).
+pub fn gguf_bytes(model: &Model, tokenizer: &TextTokenizer, dtype: GgufDType) -> Result<Vec<u8>> {
+    let c = &model.config;
+    c.validate()?;
+    let tf = gguf_tokenizer_fields(tokenizer)?;
+    let u32v = |v: usize| -> Result<GValue> {
+        u32::try_from(v)
+            .map(GValue::U32)
+            .map_err(|_| EngineError::Config(format!("{v} does not fit a GGUF u32")))
+    };
+    let strings = |v: &[String]| GValue::Array(v.iter().cloned().map(GValue::String).collect());
+    let mut md: Vec<(String, GValue)> = vec![
+        (
+            "general.architecture".into(),
+            GValue::String("llama".into()),
+        ),
+        ("general.name".into(), GValue::String(c.name.clone())),
+        ("general.file_type".into(), u32v(gguf_file_type(dtype))?),
+        ("llama.block_count".into(), u32v(c.n_layers)?),
+        ("llama.context_length".into(), u32v(c.context_length)?),
+        ("llama.embedding_length".into(), u32v(c.hidden)?),
+        ("llama.feed_forward_length".into(), u32v(c.ffn)?),
+        ("llama.attention.head_count".into(), u32v(c.n_heads)?),
+        ("llama.attention.head_count_kv".into(), u32v(c.n_kv_heads)?),
+        ("llama.attention.key_length".into(), u32v(c.head_dim)?),
+        ("llama.attention.value_length".into(), u32v(c.head_dim)?),
+        ("llama.rope.dimension_count".into(), u32v(c.head_dim)?),
+        ("llama.rope.freq_base".into(), GValue::F32(c.rope_base)),
+        (
+            "llama.attention.layer_norm_rms_epsilon".into(),
+            GValue::F32(c.rms_eps),
+        ),
+        ("llama.vocab_size".into(), u32v(c.vocab)?),
+        ("tokenizer.ggml.model".into(), GValue::String(tf.model)),
+        ("tokenizer.ggml.pre".into(), GValue::String(tf.pre)),
+        ("tokenizer.ggml.tokens".into(), strings(&tf.tokens)),
+        (
+            "tokenizer.ggml.token_type".into(),
+            GValue::Array(tf.token_types.into_iter().map(GValue::I32).collect()),
+        ),
+        ("tokenizer.ggml.merges".into(), strings(&tf.merges)),
+        (
+            "tokenizer.ggml.add_bos_token".into(),
+            GValue::Bool(tf.add_bos),
+        ),
+    ];
+    if let Some(bos) = tf.bos {
+        md.push(("tokenizer.ggml.bos_token_id".into(), GValue::U32(bos)));
+    }
+    if let Some(eos) = tf.eos {
+        md.push(("tokenizer.ggml.eos_token_id".into(), GValue::U32(eos)));
+    }
+    if let Some(t) = tf.chat_template {
+        md.push(("tokenizer.chat_template".into(), GValue::String(t)));
+    }
+    if let Some(layers) = &c.layers {
+        let array = |f: &dyn Fn(&LayerShape) -> usize| -> Result<GValue> {
+            Ok(GValue::Array(
+                layers.iter().map(|l| u32v(f(l))).collect::<Result<_>>()?,
+            ))
+        };
+        md.push(("edgefit.layers.head_count".into(), array(&|l| l.n_heads)?));
+        md.push((
+            "edgefit.layers.head_count_kv".into(),
+            array(&|l| l.n_kv_heads)?,
+        ));
+        md.push(("edgefit.layers.key_length".into(), array(&|l| l.qk_dim)?));
+        md.push(("edgefit.layers.value_length".into(), array(&|l| l.v_dim)?));
+        md.push((
+            "edgefit.layers.feed_forward_length".into(),
+            array(&|l| l.ffn)?,
+        ));
+        let pairs = layers
+            .iter()
+            .flat_map(|l| l.rope_pairs.iter().map(|&p| GValue::U32(p.into())))
+            .collect();
+        md.push(("edgefit.layers.rope_pairs".into(), GValue::Array(pairs)));
+    }
+
+    let mut tensors: Vec<(String, QTensor)> = Vec::new();
+    for (name, src) in gguf_tensors(model) {
+        let (shape, ggml) = match &src {
+            Source::Vector(v) => (vec![v.len()], GgmlDType::F32),
+            Source::Matrix(m) | Source::QkMatrix(m, _) => {
+                let dt = if dtype == GgufDType::Q8_0 && !m.cols().is_multiple_of(32) {
+                    GgmlDType::F16
+                } else {
+                    dtype.ggml()
+                };
+                (vec![m.rows(), m.cols()], dt)
+            }
+        };
+        // GGUF keeps q/k in the engine's own pair layout: no permutation.
+        let values = match &src {
+            Source::Vector(v) => v.to_vec(),
+            Source::Matrix(m) | Source::QkMatrix(m, _) => m.to_f32(),
+        };
+        if let Some(bad) = values.iter().position(|v| !v.is_finite()) {
+            return Err(EngineError::tensor(
+                &name,
+                format!("value {} at index {bad} is not finite", values[bad]),
+            ));
+        }
+        if ggml == GgmlDType::F16 && values.iter().any(|v| v.abs() > f32::from(half::f16::MAX)) {
+            return Err(EngineError::tensor(&name, "values beyond the f16 range"));
+        }
+        let t = Tensor::from_vec(values, shape, &Device::Cpu).map_err(gguf_err)?;
+        tensors.push((name, QTensor::quantize(&t, ggml).map_err(gguf_err)?));
+    }
+    let md_refs: Vec<(&str, &GValue)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let t_refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let mut out = std::io::Cursor::new(Vec::new());
+    gguf_file::write(&mut out, &md_refs, &t_refs).map_err(gguf_err)?;
+    Ok(out.into_inner())
+}
+
+/// `general.file_type` (llama.cpp's `LLAMA_FTYPE_*`): the type most tensors have.
+fn gguf_file_type(dtype: GgufDType) -> usize {
+    match dtype {
+        GgufDType::F32 => 0,
+        GgufDType::F16 => 1,
+        GgufDType::Q8_0 => 7,
+    }
+}
+
+/// Every tensor of `model` under its GGUF name, in file order.
+fn gguf_tensors(model: &Model) -> Vec<(String, Source<'_>)> {
+    let w = &model.weights;
+    let mut out = vec![("token_embd.weight".to_string(), Source::Matrix(&w.embed))];
+    for (i, l) in w.layers.iter().enumerate() {
+        let n = |p: &str| format!("blk.{i}.{p}.weight");
+        out.extend([
+            (n("attn_norm"), Source::Vector(&l.attn_norm)),
+            (n("attn_q"), Source::Matrix(&l.wq)),
+            (n("attn_k"), Source::Matrix(&l.wk)),
+            (n("attn_v"), Source::Matrix(&l.wv)),
+            (n("attn_output"), Source::Matrix(&l.wo)),
+            (n("ffn_norm"), Source::Vector(&l.ffn_norm)),
+            (n("ffn_gate"), Source::Matrix(&l.w_gate)),
+            (n("ffn_up"), Source::Matrix(&l.w_up)),
+            (n("ffn_down"), Source::Matrix(&l.w_down)),
+        ]);
+    }
+    out.push((
+        "output_norm.weight".to_string(),
+        Source::Vector(&w.final_norm),
+    ));
+    if let Some(head) = &w.output {
+        out.push(("output.weight".to_string(), Source::Matrix(head)));
+    }
+    out
+}
+
+/// The pre-tokenizer names [`TextTokenizer::from_gguf`] knows, one per distinct behaviour.
+const GGUF_PRE_NAMES: [&str; 4] = ["gpt2", "smollm", "llama3", "qwen2"];
+
+/// The tokenizer as GGUF `tokenizer.ggml.*` fields: vocabulary (added tokens included, special
+/// ones typed control, others user-defined), merges, BOS/EOS, chat template, and the
+/// pre-tokenizer's name, found by building each known one and comparing it with this
+/// tokenizer's. A tokenizer that is not byte-level BPE with one of those pre-tokenizers is
+/// [`EngineError::Unsupported`] (export HF files instead).
+pub fn gguf_tokenizer_fields(tokenizer: &TextTokenizer) -> Result<GgufTokenizerFields> {
+    let unsupported = |what: String| {
+        EngineError::Unsupported(format!(
+            "GGUF export of this tokenizer: {what} (HF export keeps it as it is)"
+        ))
+    };
+    let j: Value = serde_json::from_str(&tokenizer.to_json()?)
+        .map_err(|e| EngineError::Tokenizer(format!("tokenizer.json: {e}")))?;
+    let model = &j["model"];
+    if model["type"] != "BPE" {
+        return Err(unsupported(format!("model type {}", model["type"])));
+    }
+    let mut tokens: Vec<Option<(String, i32)>> = Vec::new();
+    let mut put = |id: Option<u64>, text: &str, kind: i32| -> Result<()> {
+        let id = id
+            .and_then(|i| usize::try_from(i).ok())
+            .filter(|&i| i < (1 << 22))
+            .ok_or_else(|| unsupported(format!("token `{text}` has no valid id")))?;
+        if tokens.len() <= id {
+            tokens.resize(id + 1, None);
+        }
+        tokens[id] = Some((text.to_string(), kind));
+        Ok(())
+    };
+    let vocab = model["vocab"]
+        .as_object()
+        .ok_or_else(|| unsupported("no BPE vocabulary".to_string()))?;
+    for (text, id) in vocab {
+        put(id.as_u64(), text, 1)?;
+    }
+    for t in j["added_tokens"].as_array().into_iter().flatten() {
+        let text = t["content"].as_str().unwrap_or_default();
+        let kind = if t["special"].as_bool().unwrap_or(false) {
+            3
+        } else {
+            4
+        };
+        put(t["id"].as_u64(), text, kind)?;
+    }
+    let mut texts = Vec::with_capacity(tokens.len());
+    let mut token_types = Vec::with_capacity(tokens.len());
+    for (i, t) in tokens.into_iter().enumerate() {
+        let (text, kind) = t.ok_or_else(|| unsupported(format!("token id {i} has no text")))?;
+        texts.push(text);
+        token_types.push(kind);
+    }
+    let merges = model["merges"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| match m {
+            Value::String(s) => Ok(s.clone()),
+            Value::Array(pair) => match (pair.first(), pair.get(1), pair.len()) {
+                (Some(Value::String(a)), Some(Value::String(b)), 2) => Ok(format!("{a} {b}")),
+                _ => Err(unsupported(format!("merge {m}"))),
+            },
+            other => Err(unsupported(format!("merge {other}"))),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut pre = None;
+    for name in GGUF_PRE_NAMES {
+        let probe = TextTokenizer::from_gguf(GgufTokenizerFields {
+            model: "gpt2".to_string(),
+            pre: name.to_string(),
+            tokens: vec!["a".to_string()],
+            ..GgufTokenizerFields::default()
+        })?;
+        let probe: Value = serde_json::from_str(&probe.to_json()?)
+            .map_err(|e| EngineError::Tokenizer(format!("tokenizer.json: {e}")))?;
+        if probe["pre_tokenizer"] == j["pre_tokenizer"] {
+            pre = Some(name);
+            break;
+        }
+    }
+    let pre = pre.ok_or_else(|| {
+        unsupported(format!(
+            "pre-tokenizer {} (known: {})",
+            j["pre_tokenizer"],
+            GGUF_PRE_NAMES.join(", ")
+        ))
+    })?;
+    let eos_text = tokenizer.eos_text();
+    let eos = (!eos_text.is_empty())
+        .then(|| tokenizer.token_id(eos_text))
+        .flatten()
+        .or(tokenizer.stop_ids().first().copied());
+    Ok(GgufTokenizerFields {
+        model: "gpt2".to_string(),
+        pre: pre.to_string(),
+        tokens: texts,
+        token_types,
+        merges,
+        bos: tokenizer.bos_id(),
+        eos,
+        add_bos: tokenizer.add_bos(),
+        chat_template: tokenizer.chat_template().map(str::to_string),
+    })
+}
