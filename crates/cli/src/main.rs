@@ -2,7 +2,7 @@
 //!
 //! The terminal face of edgefit: the same engine and estimator as the web page, with the same
 //! numbers, for engineers and CI pipelines. Subcommands today: `generate`, `estimate`,
-//! `perplexity` and `kv-eval`. Later issues add `prune`, `quantize` and `bench`.
+//! `perplexity`, `kv-eval` and `prune`. Later issues add `quantize`, `fit` and `bench`.
 
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -18,6 +18,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 mod estimate;
 mod kv_eval;
 mod perplexity;
+mod prune;
 
 #[derive(Parser)]
 #[command(
@@ -41,6 +42,8 @@ enum Command {
     /// Compare KV-cache formats with an f32 cache over a long generation (KL, top-1, attention
     /// cosine, decode speed, bytes).
     KvEval(kv_eval::KvEvalArgs),
+    /// Structurally prune a model (heads, per-head dims, MLP channels, layers) and save it.
+    Prune(prune::PruneArgs),
 }
 
 #[derive(clap::Args)]
@@ -152,6 +155,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Estimate(args) => estimate::run(args),
         Command::Perplexity(args) => perplexity::run(args),
         Command::KvEval(args) => kv_eval::run(args),
+        Command::Prune(args) => prune::run(args),
     }
 }
 

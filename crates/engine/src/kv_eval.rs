@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use crate::engine::Platform;
 use crate::error::{EngineError, Result};
-use crate::model::{Logits, Model};
+use crate::model::{Logits, Model, ProbePoint};
 use crate::sampler::{Sampler, SamplerConfig};
 
 /// Settings of a KV-format evaluation.
@@ -152,8 +152,14 @@ pub fn kv_eval(
         for (r, run) in runs.iter_mut().enumerate() {
             let mut att_cos = Vec::with_capacity(layers);
             let t0 = platform.now_ms();
-            let logits =
-                model.forward_probed(&input, &mut run.cache, Logits::Last, &mut |layer, att| {
+            let logits = model.forward_probed(
+                &input,
+                &mut run.cache,
+                Logits::Last,
+                &mut |layer, point, att| {
+                    if point != ProbePoint::AttnOut {
+                        return;
+                    }
                     let width = widths[layer];
                     let last = &att[att.len() - width..];
                     let slot = &mut reference_att[offsets[layer]..offsets[layer] + width];
@@ -162,7 +168,8 @@ pub fn kv_eval(
                     } else {
                         att_cos.push(cosine(slot, last));
                     }
-                })?;
+                },
+            )?;
             if pos > 0 {
                 run.decode_ms += platform.now_ms() - t0;
             }

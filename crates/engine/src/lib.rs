@@ -29,6 +29,7 @@ pub mod model;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
 pub mod perplexity;
+pub mod prune;
 pub mod sampler;
 pub mod synthetic;
 pub mod tokenizer;
@@ -39,8 +40,12 @@ pub use engine::{Engine, FinishReason, GenerateOptions, Metrics, ModelInfo, Plat
 pub use error::{EngineError, Result};
 pub use kv_cache::KvCache;
 pub use kv_eval::{kv_eval, KvEvalOptions, KvEvalReport, KvFormatEval};
-pub use model::{Logits, Model};
+pub use model::{Logits, Model, ProbePoint};
 pub use perplexity::{perplexity, perplexity_of_text, PerplexityOptions, PerplexityReport};
+pub use prune::{
+    collect_stats, prune, ActivationStats, Allocation, Importance, LayerRatios, PrunePlan,
+    PruneReport,
+};
 pub use sampler::{Sampler, SamplerConfig};
 pub use tokenizer::TextTokenizer;
 pub use weights::{LoadOptions, WeightsFormat, WeightsSummary};

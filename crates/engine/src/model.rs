@@ -27,6 +27,25 @@ pub enum Logits {
     All,
 }
 
+/// A point of the forward pass that [`Model::forward_probed`] reports, with the layer's
+/// `tokens × width` values there (row-major, one row per input token).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProbePoint {
+    /// The residual stream entering the block (`hidden` wide).
+    BlockIn,
+    /// The RMS-normed attention input, what q/k/v read (`hidden`).
+    AttnIn,
+    /// The attention output before the output projection, what `wo` reads
+    /// (`n_heads × v_dim`, head-major).
+    AttnOut,
+    /// The RMS-normed MLP input, what gate/up read (`hidden`).
+    MlpIn,
+    /// The MLP intermediate `silu(gate) · up`, what `w_down` reads (`ffn`).
+    MlpMid,
+    /// The residual stream leaving the block (`hidden`).
+    BlockOut,
+}
+
 /// A loaded model: its shape, its weights and the kernel its matrix products use.
 #[derive(Debug, Clone)]
 pub struct Model {
@@ -81,18 +100,20 @@ impl Model {
     /// Runs `tokens` through the model after the tokens already in `cache`, appends their keys
     /// and values to it, and returns logits (`vocab` per returned position).
     pub fn forward(&self, tokens: &[u32], cache: &mut KvCache, which: Logits) -> Result<Vec<f32>> {
-        self.forward_probed(tokens, cache, which, &mut |_, _| {})
+        self.forward_probed(tokens, cache, which, &mut |_, _, _| {})
     }
 
-    /// [`forward`](Self::forward), calling `probe(layer, attention)` with each layer's attention
-    /// output (`tokens × n_heads × head_dim`, before the output projection): what the KV-format
-    /// evaluation compares between formats.
+    /// [`forward`](Self::forward), calling `probe(layer, point, values)` at every
+    /// [`ProbePoint`] of every layer, in the order the points are listed, with the
+    /// `tokens × width` values there. The slices are the forward pass's own buffers (nothing is
+    /// copied for the probe). The KV-format evaluation compares [`ProbePoint::AttnOut`] between
+    /// formats; pruning's calibration ([`crate::prune::collect_stats`]) reads them all.
     pub fn forward_probed(
         &self,
         tokens: &[u32],
         cache: &mut KvCache,
         which: Logits,
-        probe: &mut dyn FnMut(usize, &[f32]),
+        probe: &mut dyn FnMut(usize, ProbePoint, &[f32]),
     ) -> Result<Vec<f32>> {
         let c = &self.config;
         let t_len = tokens.len();
@@ -165,7 +186,9 @@ impl Model {
             att.resize(t_len * od, 0.0);
             gate.resize(t_len * shape.ffn, 0.0);
             up.resize(t_len * shape.ffn, 0.0);
+            probe(li, ProbePoint::BlockIn, &x);
             rms_norm(&x, &lw.attn_norm, c.rms_eps, &mut normed);
+            probe(li, ProbePoint::AttnIn, &normed);
             linear(
                 &normed,
                 &mut [(&lw.wq, &mut q), (&lw.wk, &mut kk), (&lw.wv, &mut vv)],
@@ -201,17 +224,20 @@ impl Model {
                     cache.add_weighted_values(li, kvh, sc, out, k);
                 }
             }
-            probe(li, &att);
+            probe(li, ProbePoint::AttnOut, &att);
             linear(&att, &mut [(&lw.wo, &mut proj)]);
             add_in_place(&mut x, &proj);
 
             rms_norm(&x, &lw.ffn_norm, c.rms_eps, &mut normed);
+            probe(li, ProbePoint::MlpIn, &normed);
             linear(&normed, &mut [(&lw.w_gate, &mut gate), (&lw.w_up, &mut up)]);
             for (g, u) in gate.iter_mut().zip(&up) {
                 *g = silu(*g) * u;
             }
+            probe(li, ProbePoint::MlpMid, &gate);
             linear(&gate, &mut [(&lw.w_down, &mut proj)]);
             add_in_place(&mut x, &proj);
+            probe(li, ProbePoint::BlockOut, &x);
         }
         cache.commit(t_len);
 
