@@ -1,4 +1,4 @@
-//! `cargo xtask bench [kernels|e2e|all]`: benchmarks, release builds only, one thread. Not part
+//! `cargo xtask bench [kernels|e2e|kv|all]`: benchmarks, release builds only, one thread. Not part
 //! of `cargo xtask test`.
 //!
 //! - **kernels**: `edgefit-bench` (crates/bench) natively, then the same code built for wasm32
@@ -13,10 +13,12 @@
 //!   one thread, CPU). The llama.cpp peers are installed into `tests/bench/node_modules` on first
 //!   use (they are benchmark-only and large, so `cargo xtask setup` does not install them).
 //!
+//! - **kv**: every KV-cache format of the default model, accuracy and speed: see [`crate::bench_kv`].
+//!
 //! The tables are also written to `build/bench/`.
 
 use crate::util::{self, run, which};
-use crate::{build, serve, setup};
+use crate::{bench_kv, build, serve, setup};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use std::fs;
@@ -29,11 +31,11 @@ const E2E_TOKENS: usize = 128;
 
 /// Options after `bench [which]`.
 #[derive(Debug, Clone, PartialEq)]
-struct Options {
-    /// Kernels: decode only, shorter budgets.
-    quick: bool,
-    /// E2e: runs per row (the table shows medians).
-    runs: usize,
+pub(crate) struct Options {
+    /// Kernels: decode only, shorter budgets; kv: fewer tokens.
+    pub(crate) quick: bool,
+    /// E2e, kv: runs per row (the table shows medians).
+    pub(crate) runs: usize,
 }
 
 pub fn bench(args: &[String]) -> Result<()> {
@@ -51,12 +53,30 @@ pub fn bench(args: &[String]) -> Result<()> {
             setup::setup()?;
             e2e(&opts)
         }
+        "kv" => {
+            setup::setup()?;
+            bench_kv::kv(&kv_options(&opts, rest))
+        }
         "all" => {
             setup::setup()?;
             kernels(&opts)?;
-            e2e(&opts)
+            e2e(&opts)?;
+            bench_kv::kv(&kv_options(&opts, rest))
         }
-        other => bail!("unknown benchmark `{other}`: expected `kernels`, `e2e` or `all`"),
+        other => bail!("unknown benchmark `{other}`: expected `kernels`, `e2e`, `kv` or `all`"),
+    }
+}
+
+/// The kv bench runs each format once unless `--runs N` says otherwise.
+fn kv_options(opts: &Options, rest: &[String]) -> Options {
+    let runs = if rest.iter().any(|a| a == "--runs") {
+        opts.runs
+    } else {
+        1
+    };
+    Options {
+        runs,
+        ..opts.clone()
     }
 }
 
@@ -101,7 +121,7 @@ fn results_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-fn save(name: &str, text: &str) -> Result<()> {
+pub(crate) fn save(name: &str, text: &str) -> Result<()> {
     let path = results_dir()?.join(name);
     fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     println!("  (saved to {})", path.display());
@@ -121,7 +141,7 @@ fn copy_bench_files(files: &[&str]) -> Result<PathBuf> {
 }
 
 /// Runs a command with stderr shown live and returns its stdout.
-fn stdout_of(cmd: &mut Command) -> Result<String> {
+pub(crate) fn stdout_of(cmd: &mut Command) -> Result<String> {
     let shown = util::display(cmd);
     println!("  $ {shown}");
     let out = cmd
@@ -135,7 +155,7 @@ fn stdout_of(cmd: &mut Command) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn node(script: &str) -> Result<Command> {
+pub(crate) fn node(script: &str) -> Result<Command> {
     let chromium =
         which("chromium").context("`chromium` is not on PATH: run `cargo xtask setup`")?;
     let mut cmd = Command::new("node");
@@ -268,7 +288,7 @@ impl E2eRow {
     }
 }
 
-fn native_runtime() -> String {
+pub(crate) fn native_runtime() -> String {
     format!("native {}", std::env::consts::ARCH)
 }
 
@@ -579,7 +599,7 @@ fn wasm_sizes(dir: &Path) -> Result<Vec<(String, u64, Option<u64>)>> {
     Ok(out)
 }
 
-fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+pub(crate) fn fmt_opt(v: Option<f64>, digits: usize) -> String {
     match v {
         Some(x) => format!("{x:.digits$}"),
         None => "-".into(),
@@ -704,6 +724,8 @@ mod tests {
         assert!(parse_options(&s(&["--fast"])).is_err());
         assert!(bench(&s(&["nope"])).is_err());
         assert_eq!(percent_encode(r#"{"a":1}"#), "%7B%22a%22%3A1%7D");
+        assert_eq!(kv_options(&o, &s(&["--quick"])).runs, 1);
+        assert_eq!(kv_options(&o, &s(&["--runs", "5"])).runs, 5);
     }
 
     #[test]

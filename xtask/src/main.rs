@@ -6,6 +6,7 @@
 //! nothing but Rust, Node.js/npm and Python with pip.
 
 mod bench;
+mod bench_kv;
 mod build;
 mod serve;
 mod setup;
@@ -26,11 +27,14 @@ commands:
   test [--from N]                setup, then run every check and test (native, wasm in Node,
                                  wasm in headless Chromium, the page end to end); --from N
                                  starts at step N (setup always runs)
-  bench [kernels|e2e|all]        release benchmarks, one thread (not part of test; default all):
+  bench [kernels|e2e|kv|all]     release benchmarks, one thread (not part of test; default all):
         [--quick] [--runs N]     kernels: every edgefit kernel and weight format vs candle-core
                                  and a streaming-read probe, natively and in headless Chromium
                                  (--quick: decode only); e2e: the default model with the CLI, the
-                                 page, wllama and native llama.cpp (--runs N, default 3)
+                                 page, wllama and native llama.cpp (--runs N, default 3); kv:
+                                 every KV-cache format's bytes, perplexity, KL vs f32 and decode
+                                 speed natively and in the page (--quick: fewer tokens; --runs N,
+                                 default 1)
 ";
 
 fn main() {
