@@ -20,7 +20,7 @@ export const CONFIG_MODEL = '@config';
 
 export const DEFAULT_KNOBS = Object.freeze({
   weights: 'w4g32',
-  kv: 'f16',
+  kv: 'int8',
   context: '2048',
   prompt_tokens: '128',
   gen_tokens: '128',

@@ -4,6 +4,7 @@
 import * as P from './protocol.js';
 import { createEstimatePanel } from './estimate-panel.js';
 import * as C from './conversation.js';
+import * as V from './estimate-view.js';
 
 const DEFAULT_MODEL_URL = 'models/smollm2-135m-instruct-q4_1.gguf';
 
@@ -234,7 +235,11 @@ function onWorkerMessage(w, msg) {
       break;
     case P.FromWorker.CATALOG:
       state.kvFormats = [...msg.kvFormats];
-      if (!state.kvFormats.includes(state.kvFormat)) state.kvFormat = state.kvFormats[0];
+      // Until a load reports the engine's format, show its default (the wasm's
+      // defaultKvFormat(), mirrored by estimate-view's DEFAULT_KNOBS.kv; a unit test keeps them equal).
+      if (!state.kvFormats.includes(state.kvFormat)) {
+        state.kvFormat = state.kvFormats.includes(V.DEFAULT_KNOBS.kv) ? V.DEFAULT_KNOBS.kv : state.kvFormats[0];
+      }
       renderKvFormats();
       render();
       panel.onCatalog(msg);

@@ -28,7 +28,7 @@ test('buildDeployment turns knob strings into a deployment', () => {
   const { deployment, error } = V.buildDeployment({ ...V.DEFAULT_KNOBS, context: ' 4096 ', unit: 'npu' });
   assert.equal(error, undefined);
   assert.deepEqual(deployment, {
-    weights: 'w4g32', kv: 'f16', context: 4096, prompt_tokens: 128, gen_tokens: 128, unit: 'npu', policy: 'flat-out', minutes: 15,
+    weights: 'w4g32', kv: 'int8', context: 4096, prompt_tokens: 128, gen_tokens: 128, unit: 'npu', policy: 'flat-out', minutes: 15,
   });
   // The device's default unit is "not set".
   assert.equal('unit' in V.buildDeployment(V.DEFAULT_KNOBS).deployment, false);

@@ -38,6 +38,7 @@ test('estimate-view.js KV_FORMATS equals the wasm kvFormats(), in order; each ha
   assert.deepEqual([...V.KV_FORMATS], fromWasm, 'web/estimate-view.js KV_FORMATS must list the wasm kvFormats() in order');
   for (const f of fromWasm) assert.ok(P.KV_FORMAT_LABELS[f], `protocol.js KV_FORMAT_LABELS has ${f}`);
   assert.ok(V.KV_FORMATS.includes(V.DEFAULT_KNOBS.kv), 'the knob default is a listed format');
+  assert.equal(V.DEFAULT_KNOBS.kv, m.defaultKvFormat(), 'the page defaults to the engine\'s KV format (edgefit_estimate::DEFAULT_KV_FORMAT)');
 });
 
 test('wasm kvBytes(spec, format, tokens): 0 for no token, grows with tokens, k8v16 < f16 < f32, throws on a bad name', { skip }, async () => {

@@ -95,9 +95,10 @@ pub(crate) struct FormatArgs {
     /// w4g32) with edgefit's own symmetric quantizer instead of keeping them as they are.
     #[arg(long)]
     pub requantize: bool,
-    /// KV-cache format: f32 (default), f16, k8v16 (K int8 + V f16), int8, int4g32, kivi4 (K 4-bit
-    /// per channel in blocks of 32 tokens, V int4g32).
-    #[arg(long, default_value = "f32")]
+    /// KV-cache format: int8 (default: K and V int8, chosen by `cargo xtask bench kv`), f32,
+    /// f16, k8v16 (K int8 + V f16), int4g32, kivi4 (K 4-bit per channel in blocks of 32 tokens,
+    /// V int4g32).
+    #[arg(long, default_value = "int8")]
     pub kv: String,
     /// Kernel for the matrix products: scalar, portable, avx2 (native x86_64), simd128 (wasm).
     /// Default: the fastest this build runs here.

@@ -162,6 +162,10 @@ impl Engine {
         platform: Box<dyn Platform>,
         load_ms: f64,
     ) -> Self {
+        let mut model = model;
+        // Generation runs with the default KV format ([`edgefit_estimate::DEFAULT_KV_FORMAT`])
+        // until `set_kv_format` says otherwise; `Model` alone keeps f32 (the reference).
+        model.kv_format = edgefit_estimate::DEFAULT_KV_FORMAT;
         let cache = model.new_cache(model.config.context_length);
         let metrics = Metrics {
             load_ms,

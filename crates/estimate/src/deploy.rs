@@ -134,7 +134,7 @@ impl Default for Deployment {
             weights: WeightFormat::W4g32,
             embedding_weights: None,
             compute: None,
-            kv: KvFormat::F16,
+            kv: crate::format::DEFAULT_KV_FORMAT,
             context: 2048,
             prompt_tokens: 128,
             gen_tokens: 128,

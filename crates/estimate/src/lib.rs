@@ -58,7 +58,8 @@ pub use device::{device, device_ids, BrowserMeasurements, DeviceProfile, Loader,
 pub use error::{EstimateError, Result};
 pub use explain::Explanation;
 pub use format::{
-    kv_bytes, kv_bytes_per_token, ComputeDtype, ComputeUnit, KvFormat, WeightFormat, KIVI_BLOCK,
+    kv_bytes, kv_bytes_per_token, ComputeDtype, ComputeUnit, KvFormat, WeightFormat,
+    DEFAULT_KV_FORMAT, KIVI_BLOCK,
 };
 pub use gguf::{GgufMetadata, GgufTensorInfo, GgufValue};
 pub use hf::{preset, preset_ids, preset_info, PresetInfo};

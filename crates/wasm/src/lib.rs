@@ -108,6 +108,12 @@ pub fn kv_formats() -> Result<String, JsError> {
     serde_json::to_string(&names).map_err(js_err)
 }
 
+/// The KV format the engine runs with until `setKvFormat` (and the estimator's default).
+#[wasm_bindgen(js_name = defaultKvFormat)]
+pub fn default_kv_format() -> String {
+    edgefit_estimate::DEFAULT_KV_FORMAT.to_string()
+}
+
 /// Bytes the estimator says `tokens` tokens of KV cache in `format` occupy for the model shape
 /// `spec_json` (a `ModelSpec`, e.g. from `Engine.modelSpec()`): what the engine's cache holds
 /// for that many tokens, exactly.
