@@ -203,7 +203,9 @@ export function summaryCells(report) {
   const l = report?.latency ?? {};
   const t = report?.thermal ?? {};
   const bytes = (v) => (isFiniteNumber(v) ? String(Math.round(v)) : '');
+  const params = report?.model?.params ?? {};
   return [
+    { id: 'est-params', label: 'Parameters', value: isFiniteNumber(params.total) ? String(params.total) : '', unit: '', human: formatCount(params.total), explain: 'model.params' },
     { id: 'est-weights-bytes', label: 'Weights', value: bytes(m.weights_bytes), unit: 'bytes', human: formatBinary(m.weights_bytes), explain: 'memory.weights_bytes' },
     { id: 'est-kv-per-token', label: 'KV per token', value: bytes(m.kv_bytes_per_token), unit: 'bytes', human: formatBinary(m.kv_bytes_per_token), explain: 'memory.kv_bytes_per_token' },
     { id: 'est-kv-bytes', label: 'KV cache (full context)', value: bytes(m.kv_bytes), unit: 'bytes', human: formatBinary(m.kv_bytes), explain: 'memory.kv_bytes' },
@@ -224,6 +226,7 @@ export const VERDICTS = Object.freeze(['memory', 'ttft', 'sustained', 'temperatu
 
 /** The explanation of `key` as {formula, values, result, note} strings, or null. */
 export function explanation(report, key) {
+  if (key === 'model.params') return paramsExplanation(report);
   const e = report?.explain?.[key];
   if (!isObject(e)) return null;
   const s = (v) => (typeof v === 'string' ? v : v == null ? '' : String(v));
@@ -332,4 +335,26 @@ export function describeMeasurements(m) {
     ? Object.entries(m.weight_rate_gws).map(([k, v]) => `${k} ${f(v, 2)}`).join(', ')
     : '';
   return `streaming read ${f(m.read_bandwidth_gbs)} GB/s · f32 GEMM ${f(m.f32_gflops)} GFLOP/s · GEMV G weights/s: ${rates || '?'}`;
+}
+
+/** "135 M" / "1.24 B" for a parameter count ("" if absent). */
+export function formatCount(n) {
+  if (!isFiniteNumber(n)) return '';
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)} B`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)} M`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(1)} K`;
+  return String(n);
+}
+
+/** The parameter count's breakdown (the report's model.params) as an explanation, or null. */
+export function paramsExplanation(report) {
+  const p = report?.model?.params;
+  if (!isObject(p) || !isFiniteNumber(p.total)) return null;
+  const parts = ['embedding', 'attention', 'mlp', 'norms', 'lm_head'].filter((k) => isFiniteNumber(p[k]));
+  return {
+    formula: 'embedding + attention + MLP + norms + output head (0 when tied)',
+    values: parts.map((k) => `${k} ${p[k]}`).join(' + '),
+    result: String(p.total),
+    note: 'Per layer from its own shape, so a pruned model counts exactly what it holds.',
+  };
 }

@@ -38,11 +38,27 @@ const el = {
   chart: $('chart'),
   modelInfo: $('model-info'),
   version: $('engine-version'),
+  prunePanel: $('prune-panel'),
+  pruneMlp: $('prune-mlp'),
+  pruneHeads: $('prune-heads'),
+  pruneQk: $('prune-qk'),
+  pruneV: $('prune-v'),
+  pruneLayers: $('prune-layers'),
+  pruneMethod: $('prune-method'),
+  pruneApply: $('prune-apply'),
+  pruneReset: $('prune-reset'),
+  pruneDownload: $('prune-download'),
+  perplexityRun: $('perplexity-run'),
+  pruneProgress: $('prune-progress'),
+  pruneProgressText: $('prune-progress-text'),
+  pruneSummary: $('prune-summary'),
+  pruneNote: $('prune-note'),
+  pruneChart: $('prune-chart'),
 };
 
 // ---- state -----------------------------------------------------------------------------------
 // phase: 'idle' (no model) | 'loading' | 'ready' | 'generating' | 'stopping' | 'switching'
-// (kernel or KV format)
+// (kernel or KV format) | 'pruning' (prune, reset, perplexity or export in the worker)
 // source: what the last load read ({kind: 'url', url} | {kind: 'file', file}), so a change of
 // weight format can read it again; weights: the format the picker asks for. kvFormats: the
 // wasm's KV formats (from catalog); kvFormat: the one the real run uses (or will, once loaded).
@@ -54,6 +70,12 @@ const state = {
   weights: P.DEFAULT_WEIGHTS,
   kvFormats: [],
   kvFormat: null,
+  // Pruning: whether the site serves the calibration / evaluation texts (null = not asked yet),
+  // whether a pruned model runs, and the perplexity of the model as loaded (for Reset).
+  texts: { calibration: null, eval: null },
+  pruned: false,
+  basePerplexity: null,
+  pruneStage: null, // {stage, startedMs} of the running pruning job, for the time left
 };
 // The transcript of the conversation the engine holds (user turns and the model's answers).
 const conv = C.createConversation();
@@ -76,7 +98,7 @@ function clearError() {
   el.errorText.textContent = '';
 }
 
-const isBusy = () => ['loading', 'generating', 'stopping', 'switching'].includes(state.phase);
+const isBusy = () => ['loading', 'generating', 'stopping', 'switching', 'pruning'].includes(state.phase);
 
 function render() {
   const busy = isBusy();
@@ -88,6 +110,10 @@ function render() {
   el.newConversation.disabled = busy;
   el.generate.disabled = busy || !state.modelLoaded;
   el.stop.disabled = state.phase !== 'generating';
+  el.pruneApply.disabled = busy || !state.modelLoaded;
+  el.pruneReset.disabled = busy || !state.modelLoaded || !state.pruned;
+  el.pruneDownload.disabled = busy || !state.modelLoaded;
+  el.perplexityRun.disabled = busy || !state.modelLoaded || state.texts.eval !== true;
   const hasTemplate = Boolean(state.modelInfo?.chat_template);
   el.chat.disabled = busy || (state.modelInfo !== null && !hasTemplate);
   if (state.modelInfo !== null && !hasTemplate) el.chat.checked = false;
@@ -133,6 +159,7 @@ function onFatal(w, message) {
   renderKernels(null);
   renderKvFormats();
   newConversation();
+  resetPruneState();
   panel.workerRestarted();
   panel.modelUnloaded();
   showError(hadBooted ? `${message}; the engine was restarted, load the model again` : message);
@@ -184,10 +211,53 @@ function onWorkerMessage(w, msg) {
       resetMetrics();
       renderMetrics(msg.metrics);
       newConversation(); // a new engine holds no conversation
+      resetPruneState();
+      renderPruneModel(msg.info);
       setStatus('ready');
       render();
       panel.modelLoaded(msg.info);
+      measureBaseline();
       break;
+    case P.FromWorker.PRUNE_PROGRESS:
+      showPruneProgress(msg);
+      break;
+    case P.FromWorker.PRUNED:
+      modelSwapped(msg.info, msg.metrics, true);
+      el.pruneSummary.textContent = pruneSummary(msg.report);
+      el.pruneNote.textContent = `${P.formatParams(msg.report.params_before)} → ${P.formatParams(msg.report.params_after)} parameters; KV cache ${msg.report.kv_f32_bytes_per_token_before} → ${msg.report.kv_f32_bytes_per_token_after} bytes per token in f32.`;
+      if (state.texts.eval === true) {
+        send(P.perplexity(new URL(P.EVAL_URL, document.baseURI).href, P.EVAL_TOKENS));
+      } else {
+        pruneDone(state.texts.eval === false ? 'evaluation text not served: perplexity not measured' : '');
+      }
+      break;
+    case P.FromWorker.RESTORED:
+      modelSwapped(msg.info, msg.metrics, false);
+      el.pruneSummary.textContent = '';
+      el.pruneNote.textContent = '';
+      if (state.basePerplexity !== null) $('metric-perplexity').textContent = state.basePerplexity.toFixed(2);
+      pruneDone('');
+      break;
+    case P.FromWorker.PERPLEXITY_RESULT: {
+      const ppl = msg.report.perplexity;
+      $('metric-perplexity').textContent = ppl.toFixed(2);
+      if (!state.pruned) state.basePerplexity = ppl;
+      qualityChart.add(msg.params, ppl, state.pruned);
+      pruneDone(`perplexity ${ppl.toFixed(2)} on ${msg.report.tokens} tokens (${P.formatNumber(msg.report.ms ?? 0, 0)} ms)`);
+      break;
+    }
+    case P.FromWorker.EXPORTED: {
+      const url = URL.createObjectURL(new Blob([msg.bytes], { type: 'application/octet-stream' }));
+      const a = document.createElement('a');
+      a.href = url;
+      a.download = msg.name;
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      pruneDone(`${msg.name}: ${P.formatMB(msg.bytes.length)}`);
+      break;
+    }
     case P.FromWorker.KERNEL_SET:
       state.phase = 'ready';
       state.modelInfo = msg.info;
@@ -260,6 +330,7 @@ function onWorkerMessage(w, msg) {
       }
       {
         const wasGenerating = state.phase === 'generating' || state.phase === 'stopping';
+        if (state.phase === 'pruning') endPruneProgress('');
         state.phase = state.modelLoaded ? 'ready' : 'idle';
         renderKernels(state.modelInfo); // a refused kernel switch shows the kernel still in use
         renderKvFormats(); // a refused KV format switch shows the format still in use
@@ -321,6 +392,251 @@ function renderKvFormats() {
   );
   el.kvFormat.value = state.kvFormat ?? '';
 }
+
+// ---- pruning -----------------------------------------------------------------------------------
+const pruneSliders = [
+  [el.pruneMlp, 'prune-mlp-out'],
+  [el.pruneHeads, 'prune-heads-out'],
+  [el.pruneQk, 'prune-qk-out'],
+  [el.pruneV, 'prune-v-out'],
+];
+for (const [input, out] of pruneSliders) {
+  const show = () => {
+    $(out).textContent = `${Math.round(Number(input.value) * 100)}%`;
+  };
+  input.addEventListener('input', show);
+  input.addEventListener('change', show);
+  show();
+}
+
+function resetPruneState() {
+  state.pruned = false;
+  state.basePerplexity = null;
+  el.pruneSummary.textContent = '';
+  el.pruneNote.textContent = '';
+  $('metric-perplexity').textContent = '';
+  endPruneProgress('');
+  qualityChart.reset();
+}
+
+/** The running model's parameters, and the layer knob's range. */
+function renderPruneModel(info) {
+  $('metric-params').textContent = info ? String(info.params) : '';
+  $('metric-params-human').textContent = info ? `(${P.formatParams(info.params)})` : '';
+  if (info && !state.pruned) {
+    el.pruneLayers.max = String(Math.max(0, info.n_layers - 1));
+  }
+}
+
+/** A pruned model (or the one as loaded again) runs: the page shows it like a fresh load. */
+function modelSwapped(info, metrics, pruned) {
+  state.pruned = pruned;
+  state.modelInfo = info;
+  renderInfo(info);
+  renderKernels(info);
+  resetMetrics();
+  renderMetrics(metrics);
+  newConversation();
+  el.output.textContent = '';
+  el.finish.textContent = '';
+  delete el.finish.dataset.reason;
+  renderPruneModel(info);
+  const base = info.name || 'model';
+  panel.modelLoaded({ ...info, name: pruned ? `${base}, pruned to ${P.formatParams(info.params)}` : base });
+}
+
+function pruneSummary(r) {
+  const x = r.removed ?? {};
+  const parts = [];
+  if (x.layers) parts.push(`${x.layers} layers`);
+  if (x.kv_heads) parts.push(`${x.kv_heads} KV heads`);
+  if (x.query_heads) parts.push(`${x.query_heads} query heads`);
+  if (x.qk_dims) parts.push(`${x.qk_dims} Q/K dims`);
+  if (x.v_dims) parts.push(`${x.v_dims} V dims`);
+  if (x.mlp_channels) parts.push(`${x.mlp_channels} MLP channels`);
+  return parts.length ? parts.join(', ') : 'nothing';
+}
+
+function showPruneProgress(msg) {
+  const now = performance.now();
+  if (!state.pruneStage || state.pruneStage.stage !== msg.stage) state.pruneStage = { stage: msg.stage, startedMs: now };
+  const known = Number.isFinite(msg.total) && msg.total > 0;
+  if (known) {
+    el.pruneProgress.max = msg.total;
+    el.pruneProgress.value = Math.min(msg.done ?? 0, msg.total);
+  } else {
+    el.pruneProgress.removeAttribute('value'); // indeterminate
+  }
+  el.pruneProgressText.textContent = P.formatPruneProgress(msg.stage, msg.done, msg.total, now - state.pruneStage.startedMs);
+  setStatus(`${msg.stage}…`);
+}
+
+function endPruneProgress(text) {
+  state.pruneStage = null;
+  el.pruneProgress.max = 1;
+  el.pruneProgress.value = text ? 1 : 0;
+  el.pruneProgressText.textContent = text;
+}
+
+function pruneDone(text) {
+  endPruneProgress(text);
+  state.phase = 'ready';
+  setStatus('ready');
+  render();
+}
+
+/** Starts a pruning-panel job in the worker. */
+function startPruneJob(msg, label) {
+  clearError();
+  state.phase = 'pruning';
+  state.pruneStage = null;
+  el.pruneProgress.removeAttribute('value');
+  el.pruneProgressText.textContent = `${label}…`;
+  setStatus(`${label}…`);
+  render();
+  send(msg);
+}
+
+/**
+ * Asks the site once whether it serves the calibration and evaluation texts (small GETs: the
+ * browser cache then serves the worker's fetch),
+ * when the panel is first opened: activation importance is the default only with the calibration
+ * text, and perplexity needs the evaluation text.
+ */
+async function probeTexts() {
+  if (state.texts.calibration !== null) return;
+  state.texts.calibration = 'asking';
+  const ask = async (u) => {
+    try {
+      const r = await fetch(new URL(u, document.baseURI));
+      if (!r.ok) return false;
+      return (await r.text()).length > 0;
+    } catch {
+      return false;
+    }
+  };
+  const [cal, ev] = await Promise.all([ask(P.CALIBRATION_URL), ask(P.EVAL_URL)]);
+  state.texts = { calibration: cal, eval: ev };
+  const act = el.pruneMethod.querySelector('option[value="activation"]');
+  act.disabled = !cal;
+  act.textContent = cal ? 'activation (calibration text)' : 'activation (no calibration text served)';
+  el.pruneMethod.value = cal ? 'activation' : 'magnitude';
+  el.prunePanel.dataset.texts = `${cal ? 'calibration' : 'no-calibration'} ${ev ? 'eval' : 'no-eval'}`;
+  if (!ev) el.perplexityRun.title = `The site does not serve ${P.EVAL_URL}: perplexity is not available`;
+  render();
+  measureBaseline();
+}
+
+/** The perplexity of the model as loaded, once per load, when the panel is open. */
+function measureBaseline() {
+  if (!el.prunePanel.open || state.texts.eval !== true || !state.modelLoaded || state.pruned) return;
+  if (state.basePerplexity !== null || isBusy()) return;
+  startPruneJob(P.perplexity(new URL(P.EVAL_URL, document.baseURI).href, P.EVAL_TOKENS), 'measuring perplexity');
+}
+
+el.prunePanel.addEventListener('toggle', () => {
+  if (!el.prunePanel.open) return;
+  if (state.texts.calibration === null) probeTexts();
+  else measureBaseline();
+});
+
+el.pruneApply.addEventListener('click', () => {
+  if (el.pruneApply.disabled) return;
+  const { plan, error } = P.parsePruneForm(
+    {
+      mlp: el.pruneMlp.value,
+      heads: el.pruneHeads.value,
+      qk: el.pruneQk.value,
+      v: el.pruneV.value,
+      layers: el.pruneLayers.value,
+      method: el.pruneMethod.value,
+    },
+    state.modelInfo?.n_layers ?? null,
+  );
+  if (error) {
+    showError(error);
+    return;
+  }
+  const calibration = plan.importance === 'activation'
+    ? { url: new URL(P.CALIBRATION_URL, document.baseURI).href, ...P.CALIBRATION }
+    : undefined;
+  startPruneJob(P.prune(plan, calibration), plan.importance === 'activation' ? 'calibrating' : 'pruning');
+});
+
+el.pruneReset.addEventListener('click', () => {
+  if (el.pruneReset.disabled) return;
+  startPruneJob(P.restore(), 'restoring the loaded model');
+});
+
+el.perplexityRun.addEventListener('click', () => {
+  if (el.perplexityRun.disabled) return;
+  startPruneJob(P.perplexity(new URL(P.EVAL_URL, document.baseURI).href, P.EVAL_TOKENS), 'measuring perplexity');
+});
+
+el.pruneDownload.addEventListener('click', () => {
+  if (el.pruneDownload.disabled) return;
+  startPruneJob(P.exportGguf('q8_0'), 'writing the GGUF file');
+});
+
+// ---- quality vs size chart (uPlot scatter: perplexity over parameters) -------------------------
+const qualityChart = (() => {
+  let plot = null;
+  let points = []; // {params, ppl, pruned}
+
+  function width() {
+    return Math.max(240, Math.floor(el.pruneChart.clientWidth));
+  }
+
+  function data() {
+    const sorted = [...points].sort((a, b) => a.params - b.params);
+    const xs = sorted.map((p) => p.params / 1e6);
+    return [xs, sorted.map((p) => (p.pruned ? p.ppl : null)), sorted.map((p) => (p.pruned ? null : p.ppl))];
+  }
+
+  function draw() {
+    if (typeof window.uPlot !== 'function') {
+      const empty = el.pruneChart.querySelector('.chart-empty');
+      if (empty) empty.textContent = `chart library not loaded; ${points.length} models measured`;
+      return;
+    }
+    if (!plot) {
+      el.pruneChart.replaceChildren();
+      const dots = (color) => ({ stroke: color, fill: color, paths: () => null, points: { show: true, size: 9, stroke: color, fill: color } });
+      plot = new window.uPlot(
+        {
+          width: width(),
+          height: 200,
+          legend: { show: true },
+          cursor: { drag: { x: false, y: false } },
+          scales: { x: { time: false } },
+          axes: [
+            { label: 'parameters (M)', stroke: '#555', grid: { stroke: '#eee' } },
+            { label: 'perplexity', stroke: '#555', grid: { stroke: '#eee' }, size: 56 },
+          ],
+          series: [
+            { label: 'params (M)', value: (_u, v) => (v == null ? '–' : v.toFixed(1)) },
+            { label: 'pruned', ...dots('#c0504d'), value: (_u, v) => (v == null ? '–' : v.toFixed(2)) },
+            { label: 'as loaded', ...dots('#2f6fb5'), value: (_u, v) => (v == null ? '–' : v.toFixed(2)) },
+          ],
+        },
+        data(),
+        el.pruneChart,
+      );
+      new ResizeObserver(() => plot && plot.setSize({ width: width(), height: 200 })).observe(el.pruneChart);
+    } else plot.setData(data());
+  }
+
+  return {
+    reset() {
+      points = [];
+      if (plot) plot.setData(data());
+    },
+    add(params, ppl, pruned) {
+      points.push({ params, ppl, pruned });
+      draw();
+    },
+  };
+})();
 
 // ---- conversation ----------------------------------------------------------------------------
 /** Forgets the transcript; the next generation starts with keep = false. */

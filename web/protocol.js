@@ -26,6 +26,18 @@
 //                                            holds (its cached tokens are reused); absent or false
 //                                            starts a fresh one (cache and history cleared)
 //   stop      {}                             ask the running generation to end after this token
+//   prune     {plan, calibration?}           prune the model as loaded (every prune starts from it)
+//                                            with `plan` (PrunePlan: {ratios: {heads, kv_heads,
+//                                            qk_dims, v_dims, mlp} in 0..PRUNE_MAX_RATIO, layers,
+//                                            importance, allocation}) and run the result in the
+//                                            loaded formats. With importance "activation",
+//                                            calibration {url, maxTokens, window} names the text;
+//                                            the worker calibrates once per (url, maxTokens,
+//                                            window) and reuses the statistics for later prunes
+//   restore   {}                             run the model as loaded again
+//   perplexity {url, maxTokens}              perplexity of the running model on the first
+//                                            maxTokens tokens of the text at url
+//   export-gguf {dtype}                      the running model as a GGUF file (q8_0, f16, f32)
 //   estimate  {id, purpose, model, device, deployment}
 //                                            run the estimator (pure, fast; handled even while a
 //                                            generation runs, between two tokens). model:
@@ -60,6 +72,14 @@
 //                                            device: {id, name, units, default_unit};
 //                                            measurements: BrowserMeasurements or null
 //   estimate-error  {id, purpose, message}   the estimator refused the request (message says why)
+//   prune-progress {stage, done, total}      stage: "fetching" (the calibration text), "calibrating"
+//                                            (done/total tokens), "pruning", "exporting",
+//                                            "evaluating"; done/total null when unknown
+//   pruned    {report, info, metrics}        the pruned model runs (PruneReport, info(), metrics())
+//   restored  {info, metrics}                the model as loaded runs again
+//   perplexity-result {report, params}       PerplexityReport of the running model (params: its
+//                                            parameter count)
+//   exported  {name, bytes}                  a file to download (bytes: Uint8Array)
 //   error     {message, fatal}               fatal: the wasm instance is poisoned (a panic) or the
 //                                            worker cannot go on; the page must respawn the worker
 
@@ -71,6 +91,10 @@ export const ToWorker = Object.freeze({
   ESTIMATE: 'estimate',
   SET_KERNEL: 'set-kernel',
   SET_KV_FORMAT: 'set-kv-format',
+  PRUNE: 'prune',
+  RESTORE: 'restore',
+  PERPLEXITY: 'perplexity',
+  EXPORT_GGUF: 'export-gguf',
 });
 
 export const FromWorker = Object.freeze({
@@ -88,7 +112,28 @@ export const FromWorker = Object.freeze({
   MEASURING: 'measuring',
   ESTIMATE_RESULT: 'estimate-result',
   ESTIMATE_ERROR: 'estimate-error',
+  PRUNE_PROGRESS: 'prune-progress',
+  PRUNED: 'pruned',
+  RESTORED: 'restored',
+  PERPLEXITY_RESULT: 'perplexity-result',
+  EXPORTED: 'exported',
 });
+
+/** The largest fraction the page lets a pruning ratio remove. */
+export const PRUNE_MAX_RATIO = 0.9;
+/** The ratio knobs of a PrunePlan, in the order the page shows them. */
+export const PRUNE_RATIO_KEYS = Object.freeze(['heads', 'kv_heads', 'qk_dims', 'v_dims', 'mlp']);
+export const PRUNE_IMPORTANCE = Object.freeze(['activation', 'magnitude']);
+export const PRUNE_ALLOCATION = Object.freeze(['uniform', 'global']);
+export const PRUNE_STAGES = Object.freeze(['fetching', 'calibrating', 'pruning', 'exporting', 'evaluating']);
+export const GGUF_DTYPES = Object.freeze(['q8_0', 'f16', 'f32']);
+/** Where the site serves the texts (see README: `cargo xtask build` places them). */
+export const CALIBRATION_URL = 'models/calibration.txt';
+export const EVAL_URL = 'data/constitution.txt';
+/** Calibration defaults: tokens of the text and tokens per window (a fresh cache each). */
+export const CALIBRATION = Object.freeze({ maxTokens: 1024, window: 256 });
+/** Perplexity on the first this many tokens of the evaluation text. */
+export const EVAL_TOKENS = 256;
 
 /**
  * The weight formats `Engine.loadGguf` takes, default first: the same list, in the same order, as
@@ -333,6 +378,90 @@ export function stop() {
   return { type: ToWorker.STOP };
 }
 
+/** Checks a PrunePlan as the page sends it. Returns an error string or null. */
+export function checkPrunePlan(plan, nLayers = null) {
+  if (!isObject(plan)) return 'plan must be an object';
+  const allowed = ['ratios', 'layers', 'importance', 'allocation'];
+  const extra = Object.keys(plan).find((k) => !allowed.includes(k));
+  if (extra) return `plan.${extra} is not a pruning setting (${allowed.join(', ')})`;
+  if (!isObject(plan.ratios)) return 'plan.ratios must be an object';
+  for (const k of Object.keys(plan.ratios)) {
+    if (!PRUNE_RATIO_KEYS.includes(k)) return `plan.ratios.${k} is not a ratio (${PRUNE_RATIO_KEYS.join(', ')})`;
+    const v = plan.ratios[k];
+    if (!isFiniteNumber(v) || v < 0 || v > PRUNE_MAX_RATIO) return `${k} ratio must be in 0..${PRUNE_MAX_RATIO}, got ${fmtValue(v)}`;
+  }
+  if (!isNonNegInt(plan.layers)) return `layers must be a non-negative integer, got ${fmtValue(plan.layers)}`;
+  if (nLayers !== null && plan.layers >= nLayers) return `layers must be below the model's ${nLayers} layers, got ${plan.layers}`;
+  if (!PRUNE_IMPORTANCE.includes(plan.importance)) return `importance must be one of ${PRUNE_IMPORTANCE.join(', ')}, got ${fmtValue(plan.importance)}`;
+  if (!PRUNE_ALLOCATION.includes(plan.allocation)) return `allocation must be one of ${PRUNE_ALLOCATION.join(', ')}, got ${fmtValue(plan.allocation)}`;
+  return null;
+}
+
+function checkTextSource(c, what) {
+  if (!isObject(c)) return `${what} must be an object`;
+  if (typeof c.url !== 'string' || c.url === '') return `${what}.url must be a non-empty string`;
+  if (!Number.isSafeInteger(c.maxTokens) || c.maxTokens < 2) return `${what}.maxTokens must be an integer of at least 2, got ${fmtValue(c.maxTokens)}`;
+  return null;
+}
+
+/** Checks a prune request. Returns an error string or null. */
+export function checkPruneRequest(m) {
+  if (!isObject(m)) return 'prune request must be an object';
+  const e = checkPrunePlan(m.plan);
+  if (e) return e;
+  if (m.calibration !== undefined) {
+    const c = checkTextSource(m.calibration, 'calibration');
+    if (c) return c;
+    if (!Number.isSafeInteger(m.calibration.window) || m.calibration.window < 1)
+      return `calibration.window must be a positive integer, got ${fmtValue(m.calibration.window)}`;
+  }
+  if (m.plan.importance === 'activation' && m.calibration === undefined) return 'activation importance needs a calibration text';
+  return null;
+}
+
+/**
+ * The PrunePlan for the panel's raw values (strings or numbers). Returns {plan} or {error}.
+ * `nLayers`: the loaded model's layers (dropping must leave one).
+ */
+export function parsePruneForm({ mlp, heads, qk, v, layers, method }, nLayers = null) {
+  const num = (x) => (typeof x === 'string' && x.trim() !== '' ? Number(x) : typeof x === 'number' ? x : NaN);
+  const plan = {
+    ratios: { heads: num(heads), qk_dims: num(qk), v_dims: num(v), mlp: num(mlp) },
+    layers: num(layers),
+    importance: method,
+    allocation: 'uniform',
+  };
+  const error = checkPrunePlan(plan, nLayers);
+  return error ? { error } : { plan };
+}
+
+/** True when the plan removes nothing. */
+export function planIsEmpty(plan) {
+  return plan.layers === 0 && PRUNE_RATIO_KEYS.every((k) => !(plan.ratios[k] > 0));
+}
+
+export function prune(plan, calibration) {
+  const m = { type: ToWorker.PRUNE, plan };
+  if (calibration !== undefined) m.calibration = calibration;
+  must(checkPruneRequest(m));
+  return m;
+}
+
+export function restore() {
+  return { type: ToWorker.RESTORE };
+}
+
+export function perplexity(url, maxTokens) {
+  const m = { type: ToWorker.PERPLEXITY, url, maxTokens };
+  must(checkTextSource(m, 'perplexity'));
+  return m;
+}
+
+export function exportGguf(dtype) {
+  if (!GGUF_DTYPES.includes(dtype)) fail(`dtype must be one of ${GGUF_DTYPES.join(', ')}, got ${fmtValue(dtype)}`);
+  return { type: ToWorker.EXPORT_GGUF, dtype };
+}
+
 /** Checks an estimate request's fields. Returns an error string or null. */
 export function checkEstimateRequest(m) {
   if (!isObject(m)) return 'estimate request must be an object';
@@ -387,7 +516,18 @@ export function validateToWorker(msg) {
       return e ? `generate: ${e}` : null;
     }
     case ToWorker.STOP:
+    case ToWorker.RESTORE:
       return null;
+    case ToWorker.PRUNE: {
+      const e = checkPruneRequest(msg);
+      return e ? `prune: ${e}` : null;
+    }
+    case ToWorker.PERPLEXITY: {
+      const e = checkTextSource(msg, 'perplexity');
+      return e ? `perplexity: ${e}` : null;
+    }
+    case ToWorker.EXPORT_GGUF:
+      return GGUF_DTYPES.includes(msg.dtype) ? null : `export-gguf: dtype must be one of ${GGUF_DTYPES.join(', ')}, got ${fmtValue(msg.dtype)}`;
     case ToWorker.ESTIMATE: {
       const e = checkEstimateRequest(msg);
       return e ? `estimate: ${e}` : null;
@@ -478,6 +618,47 @@ export function estimateError(id, purpose, message) {
   const m = { type: FromWorker.ESTIMATE_ERROR, id, purpose, message: text };
   must(validateFromWorker(m));
   return m;
+}
+
+export function pruneProgress(stage, done = null, total = null) {
+  const m = { type: FromWorker.PRUNE_PROGRESS, stage, done, total };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function pruned(report, info, metrics) {
+  const m = { type: FromWorker.PRUNED, report, info, metrics: stripTokenMs(metrics) };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function restored(info, metrics) {
+  const m = { type: FromWorker.RESTORED, info, metrics: stripTokenMs(metrics) };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function perplexityResult(report, params) {
+  const m = { type: FromWorker.PERPLEXITY_RESULT, report, params };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function exported(name, bytes) {
+  const m = { type: FromWorker.EXPORTED, name, bytes };
+  must(validateFromWorker(m));
+  return m;
+}
+
+/** Checks a PruneReport has the parts the page reads. Returns an error string or null. */
+export function checkPruneReport(r) {
+  if (!isObject(r)) return 'report must be an object';
+  for (const k of ['params_before', 'params_after', 'kv_f32_bytes_per_token_before', 'kv_f32_bytes_per_token_after']) {
+    if (!isNonNegInt(r[k])) return `report.${k} must be a non-negative integer, got ${fmtValue(r[k])}`;
+  }
+  if (!isObject(r.removed)) return 'report.removed must be an object';
+  if (!Array.isArray(r.dropped_layers)) return 'report.dropped_layers must be an array';
+  return null;
 }
 
 const isIdList = (v) => Array.isArray(v) && v.every((x) => isObject(x) && typeof x.id === 'string' && typeof x.name === 'string');
@@ -628,6 +809,32 @@ export function validateFromWorker(msg) {
       if (!isNonNegInt(msg.id)) return `estimate-error: id must be a non-negative integer, got ${fmtValue(msg.id)}`;
       if (!ESTIMATE_PURPOSES.includes(msg.purpose)) return `estimate-error: bad purpose ${fmtValue(msg.purpose)}`;
       return typeof msg.message === 'string' && msg.message !== '' ? null : 'estimate-error: message must be a non-empty string';
+    case FromWorker.PRUNE_PROGRESS: {
+      if (!PRUNE_STAGES.includes(msg.stage)) return `prune-progress: stage must be one of ${PRUNE_STAGES.join(', ')}, got ${fmtValue(msg.stage)}`;
+      for (const k of ['done', 'total']) {
+        if (msg[k] !== null && !isNonNegInt(msg[k])) return `prune-progress: ${k} must be a non-negative integer or null, got ${fmtValue(msg[k])}`;
+      }
+      return null;
+    }
+    case FromWorker.PRUNED: {
+      const e = checkPruneReport(msg.report) || checkInfo(msg.info) || checkMetrics(msg.metrics);
+      if (e) return `pruned: ${e}`;
+      if (msg.info.params !== msg.report.params_after) return `pruned: info.params ${msg.info.params} is not the report's params_after ${msg.report.params_after}`;
+      return null;
+    }
+    case FromWorker.RESTORED: {
+      const e = checkInfo(msg.info) || checkMetrics(msg.metrics);
+      return e ? `restored: ${e}` : null;
+    }
+    case FromWorker.PERPLEXITY_RESULT: {
+      const r = msg.report;
+      if (!isObject(r) || !isFiniteNumber(r.perplexity) || r.perplexity <= 0 || !isNonNegInt(r.tokens))
+        return 'perplexity-result: report must be {perplexity > 0, tokens, ...}';
+      return isNonNegInt(msg.params) ? null : `perplexity-result: params must be a non-negative integer, got ${fmtValue(msg.params)}`;
+    }
+    case FromWorker.EXPORTED:
+      if (typeof msg.name !== 'string' || msg.name === '') return 'exported: name must be a non-empty string';
+      return msg.bytes instanceof Uint8Array ? null : 'exported: bytes must be a Uint8Array';
     case FromWorker.ERROR:
       if (typeof msg.message !== 'string' || msg.message === '') return 'error: message must be a non-empty string';
       if (typeof msg.fatal !== 'boolean') return 'error: fatal must be a boolean';
@@ -732,4 +939,33 @@ export function kvCells(m, kvEstimateBytes = null) {
     'metric-reused-tokens': has('reused_tokens') ? String(m.reused_tokens) : '',
     'metric-kv-limit': has('kv_limit') && m.kv_limit > 0 ? String(m.kv_limit) : '',
   };
+}
+
+/**
+ * The pruning progress line: "calibrating · 512 / 1024 tokens · about 3 s left". `elapsedMs`:
+ * time since the stage began; the time left is extrapolated from done/total (none before any
+ * progress).
+ */
+export function formatPruneProgress(stage, done, total, elapsedMs) {
+  const label = {
+    fetching: 'fetching the calibration text',
+    calibrating: 'calibrating',
+    pruning: 'pruning and re-quantizing',
+    exporting: 'writing the GGUF file',
+    evaluating: 'measuring perplexity',
+  }[stage] ?? stage;
+  if (!isFiniteNumber(done) || !isFiniteNumber(total) || total <= 0) return `${label}…`;
+  let text = `${label} · ${done} / ${total} tokens`;
+  if (done > 0 && done < total && isFiniteNumber(elapsedMs) && elapsedMs > 0) {
+    const left = (elapsedMs * (total - done)) / done / 1000;
+    text += ` · about ${left < 10 ? left.toFixed(1) : Math.round(left)} s left`;
+  }
+  return text;
+}
+
+/** File name for a download of the running model, e.g. "smollm2-135m-pruned-120M-q8_0.gguf". */
+export function exportFileName(name, params, pruned, dtype) {
+  const base = String(name || 'model').toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '') || 'model';
+  const size = formatParams(params).replace(/\s+/g, '');
+  return `${base}${pruned ? `-pruned-${size}` : ''}-${dtype}.gguf`;
 }

@@ -121,6 +121,7 @@ async function load(getBytes, weights) {
     engine = null;
     specJson = null;
   }
+  calibratedFor = null;
   let bytes;
   try {
     bytes = await getBytes();
@@ -249,6 +250,114 @@ async function generate(p) {
   }
 }
 
+// ---- pruning ---------------------------------------------------------------------------------
+// Every prune starts from the model as loaded (the engine keeps it while a pruned one runs), so
+// calibration statistics, collected once per (text, tokens, window), serve every later prune.
+// Calibration runs one window per call, yielding between calls, so progress reaches the page
+// and the worker stays responsive.
+let calibratedFor = null; // JSON key of the calibration the engine holds, or null
+const texts = new Map(); // url -> text (small: tens of kB)
+
+async function fetchText(url) {
+  if (texts.has(url)) return texts.get(url);
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`could not fetch ${url}: HTTP ${res.status} ${res.statusText}`.trim());
+  const t = await res.text();
+  texts.set(url, t);
+  return t;
+}
+
+async function calibrate(c) {
+  const key = JSON.stringify([c.url, c.maxTokens, c.window]);
+  if (calibratedFor === key && engine.calibrationTokens() > 0) return;
+  calibratedFor = null;
+  post(P.pruneProgress('fetching'));
+  const text = await fetchText(c.url);
+  const total = engine.calibrateBegin(text, c.maxTokens, c.window);
+  let done = 0;
+  post(P.pruneProgress('calibrating', 0, total));
+  await yieldToEventLoop();
+  while (done < total) {
+    done = engine.calibrateStep(1);
+    post(P.pruneProgress('calibrating', done, total));
+    await yieldToEventLoop();
+  }
+  calibratedFor = key;
+}
+
+function modelChanged() {
+  specJson = engine.modelSpec();
+  return [JSON.parse(engine.info()), JSON.parse(engine.metrics())];
+}
+
+async function runPrune(msg) {
+  await ready;
+  if (!engine) {
+    post(P.error('no model is loaded: load one before pruning', false));
+    return;
+  }
+  try {
+    if (msg.plan.importance === 'activation') await calibrate(msg.calibration);
+    post(P.pruneProgress('pruning'));
+    await yieldToEventLoop();
+    const rep = JSON.parse(engine.prune(JSON.stringify(msg.plan)));
+    const [info, metrics] = modelChanged();
+    post(P.pruned(rep, info, metrics));
+  } catch (e) {
+    report(e, 'pruning');
+  }
+}
+
+async function runRestore() {
+  await ready;
+  if (!engine) {
+    post(P.error('no model is loaded', false));
+    return;
+  }
+  try {
+    engine.restore();
+    const [info, metrics] = modelChanged();
+    post(P.restored(info, metrics));
+  } catch (e) {
+    report(e, 'restoring the model');
+  }
+}
+
+async function runPerplexity(msg) {
+  await ready;
+  if (!engine) {
+    post(P.error('no model is loaded', false));
+    return;
+  }
+  try {
+    const text = await fetchText(msg.url);
+    post(P.pruneProgress('evaluating'));
+    await yieldToEventLoop();
+    const rep = JSON.parse(engine.perplexity(text, msg.maxTokens));
+    post(P.perplexityResult(rep, JSON.parse(engine.info()).params));
+  } catch (e) {
+    report(e, 'measuring perplexity');
+  }
+}
+
+async function runExport(msg) {
+  await ready;
+  if (!engine) {
+    post(P.error('no model is loaded', false));
+    return;
+  }
+  try {
+    post(P.pruneProgress('exporting'));
+    await yieldToEventLoop();
+    const bytes = engine.exportGguf(msg.dtype);
+    const info = JSON.parse(engine.info());
+    const name = P.exportFileName(info.name, info.params, engine.isPruned(), msg.dtype);
+    self.postMessage(P.exported(name, bytes), [bytes.buffer]);
+  } catch (e) {
+    report(e, 'exporting the model');
+  }
+}
+
 // ---- estimator -------------------------------------------------------------------------------
 // Pure and fast (milliseconds), so it runs right here, also between two tokens of a generation.
 const presetSpecs = new Map(); // preset id -> ModelSpec JSON
@@ -346,6 +455,18 @@ self.onmessage = (ev) => {
       break;
     case P.ToWorker.GENERATE:
       job = generate(msg);
+      break;
+    case P.ToWorker.PRUNE:
+      job = runPrune(msg);
+      break;
+    case P.ToWorker.RESTORE:
+      job = runRestore();
+      break;
+    case P.ToWorker.PERPLEXITY:
+      job = runPerplexity(msg);
+      break;
+    case P.ToWorker.EXPORT_GGUF:
+      job = runExport(msg);
       break;
   }
   job

@@ -157,7 +157,7 @@ test('estimate vs measured: this browser + the loaded model after a generation',
   assert.ok(Math.abs(rows.weights) < 5, `weights bytes agree (${rows.weights} %)`);
   const note = await text(page, 'est-device-note');
   assert.match(note, /Measured in this tab/);
-  assert.match(await cmp.textContent(), /f32/);
+  assert.match(await cmp.textContent(), /KV cache int8/);
   await page.getByTestId('est-decode-tps').click();
   await page.screenshot({ path: path.join(SHOT_DIR, 'estimator.png'), fullPage: true });
   t.diagnostic(`errors %: ${JSON.stringify(rows)}; ${note}`);

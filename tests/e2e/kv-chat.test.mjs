@@ -118,10 +118,10 @@ test('KV format picker: each format runs, its measured KV bytes equal the estima
   await page.waitForFunction(() => document.querySelector('[data-testid="kv-format"]').options.length > 1, null, { timeout: 30_000 });
   const offered = await picker.evaluate((s) => [...s.options].map((o) => o.value));
   for (const f of ['f32', 'f16', 'k8v16', 'int4g32']) assert.ok(offered.includes(f), `${f} is offered: ${offered}`);
-  assert.equal(await picker.inputValue(), 'f32', 'the engine default (f32) is selected');
+  assert.equal(await picker.inputValue(), 'int8', 'the engine default (int8, edgefit_estimate::DEFAULT_KV_FORMAT) is selected');
 
   await loadDefault(page);
-  assert.equal(await text(page, 'metric-kv-format'), 'f32', 'after loading, the metrics name the KV format');
+  assert.equal(await text(page, 'metric-kv-format'), 'int8', 'after loading, the metrics name the KV format');
 
   // Compare with the estimator for this exact run (this tab, the loaded model).
   await page.getByTestId('device-picker').selectOption('this-browser');

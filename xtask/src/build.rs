@@ -57,6 +57,17 @@ pub fn build_site() -> Result<()> {
     println!("  vendor/uplot/: uPlot.iife.min.js, uPlot.min.css");
     let how = util::link_or_copy(&root.join(MODEL_PATH), &site.join(MODEL_PATH))?;
     println!("  {MODEL_PATH}: {how}");
+    // The page's pruning panel reads the calibration text (from setup) and scores perplexity
+    // on the evaluation text.
+    for (from, to) in [
+        (setup::CALIBRATION_PATH, setup::CALIBRATION_PATH),
+        ("tests/data/constitution.txt", "data/constitution.txt"),
+    ] {
+        let dst = site.join(to);
+        fs::create_dir_all(dst.parent().context("site path has a parent")?)?;
+        fs::copy(root.join(from), &dst).with_context(|| format!("copying {from} to the site"))?;
+        println!("  {to}: copied from {from}");
+    }
 
     println!("== build: edgefit-cli (release)");
     run(util::cargo()

@@ -13,6 +13,7 @@ use crate::config::LlamaConfig;
 use crate::error::{EngineError, Result};
 use crate::kv_cache::KvCache;
 use crate::model::{Logits, Model};
+use crate::prune::{ActivationStats, PrunePlan, PruneReport};
 use crate::sampler::{Sampler, SamplerConfig};
 use crate::tokenizer::{TextStream, TextTokenizer, TokenizerInfo};
 use crate::weights::{LoadOptions, WeightsSummary};
@@ -152,6 +153,9 @@ pub struct Engine {
     history: Vec<(&'static str, String)>,
     /// The conversation so far as plain text, for generation without a chat template.
     transcript: String,
+    /// The model as loaded, kept while a pruned one runs ([`Engine::prune`]); `None` while the
+    /// loaded model itself runs.
+    unpruned: Option<Model>,
 }
 
 impl Engine {
@@ -182,6 +186,7 @@ impl Engine {
             held: Vec::new(),
             history: Vec::new(),
             transcript: String::new(),
+            unpruned: None,
         };
         engine.refresh_kv();
         engine
@@ -452,6 +457,121 @@ impl Engine {
         Ok(text)
     }
 
+    /// The model as loaded: the one [`prune`](Self::prune) starts from and calibration
+    /// statistics must be collected on (the running model itself until a prune).
+    pub fn unpruned_model(&self) -> &Model {
+        self.unpruned.as_ref().unwrap_or(&self.model)
+    }
+
+    /// Whether a pruned model runs (the loaded one is kept for [`restore`](Self::restore)).
+    pub fn is_pruned(&self) -> bool {
+        self.unpruned.is_some()
+    }
+
+    /// The calibration tokens of `text` for [`calibrate_tokens`](Self::calibrate_tokens): the
+    /// first `max_tokens` of its tokenization (BOS first when the tokenizer adds one).
+    pub fn calibration_tokens(&self, text: &str, max_tokens: usize) -> Result<Vec<u32>> {
+        let mut tokens = self.tokenizer.encode(text)?;
+        tokens.truncate(max_tokens);
+        if tokens.is_empty() {
+            return Err(EngineError::Setting {
+                name: "calibration",
+                value: format!("{} characters, max_tokens {max_tokens}", text.len()),
+                expected: "a text of at least one token and max_tokens of at least 1".into(),
+            });
+        }
+        Ok(tokens)
+    }
+
+    /// Calibration statistics of the loaded (unpruned) model over the first `max_tokens`
+    /// tokens of `text`, run in windows of `window` ([`crate::prune::collect_stats`]).
+    pub fn calibrate(
+        &self,
+        text: &str,
+        max_tokens: usize,
+        window: usize,
+    ) -> Result<ActivationStats> {
+        let tokens = self.calibration_tokens(text, max_tokens)?;
+        crate::prune::collect_stats(self.unpruned_model(), &tokens, window)
+    }
+
+    /// [`collect_stats`](crate::prune::collect_stats) of the loaded (unpruned) model over
+    /// `tokens`, to run a long calibration piece by piece: statistics of consecutive pieces,
+    /// each a whole number of windows (the last may be shorter), merged with
+    /// [`merge_stats`] equal those of one run over all of them.
+    pub fn calibrate_tokens(&self, tokens: &[u32], window: usize) -> Result<ActivationStats> {
+        crate::prune::collect_stats(self.unpruned_model(), tokens, window)
+    }
+
+    /// Prunes the loaded model as `plan` says (`stats` from [`calibrate`](Self::calibrate) for
+    /// activation importance) and runs the result from now on, in the formats, kernel and KV
+    /// format the engine used: the pruned f32 linear layers are converted back to the loaded
+    /// weight format (`into_converted`, one matrix at a time). Each call starts from the model
+    /// as loaded, not from an earlier pruning (which is kept meanwhile, so
+    /// [`restore`](Self::restore) brings it back and calibration statistics stay valid). The KV
+    /// cache is rebuilt empty and the conversation cleared. On error nothing changes.
+    pub fn prune(
+        &mut self,
+        plan: &PrunePlan,
+        stats: Option<&ActivationStats>,
+    ) -> Result<PruneReport> {
+        let t0 = self.platform.now_ms();
+        let base = self.unpruned_model();
+        let options = LoadOptions {
+            weights: base.weights.options.weights,
+            embedding: Some(base.weights.options.embedding_format()),
+            requantize: false,
+        };
+        let (kernel, kv_format) = (self.model.kernel, self.model.kv_format);
+        let (pruned, report) = crate::prune::prune(base, plan, stats)?;
+        let Model {
+            config, weights, ..
+        } = pruned;
+        let weights = weights.into_converted(options)?;
+        let mut model = Model::new(config, weights);
+        model.kernel = kernel;
+        model.kv_format = kv_format;
+        let old = std::mem::replace(&mut self.model, model);
+        if self.unpruned.is_none() {
+            self.unpruned = Some(old);
+        }
+        self.model_changed(t0);
+        Ok(report)
+    }
+
+    /// Runs the model as loaded again after [`prune`](Self::prune); `false` (and nothing
+    /// changes) when it already runs. The KV cache is rebuilt empty and the conversation
+    /// cleared.
+    pub fn restore(&mut self) -> bool {
+        let t0 = self.platform.now_ms();
+        match self.unpruned.take() {
+            Some(mut model) => {
+                model.kernel = self.model.kernel;
+                model.kv_format = self.model.kv_format;
+                self.model = model;
+                self.model_changed(t0);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// After the running model changed at `t0`: a fresh cache, no conversation, metrics for the
+    /// new model (`load_ms` = the time the change took).
+    fn model_changed(&mut self, t0: f64) {
+        self.cache = self.model.new_cache(self.model.config.context_length);
+        self.generation = None;
+        self.held.clear();
+        self.history.clear();
+        self.transcript.clear();
+        self.metrics = Metrics {
+            load_ms: self.platform.now_ms() - t0,
+            peak_bytes: self.platform.peak_bytes(),
+            ..Metrics::for_model(&self.model)
+        };
+        self.refresh_kv();
+    }
+
     /// Measurements so far.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
@@ -485,4 +605,50 @@ fn rate(tokens: usize, ms: f64) -> f64 {
     } else {
         0.0
     }
+}
+
+/// Statistics of two consecutive calibration pieces as one ([`Engine::calibrate_tokens`]):
+/// sums add, block influence is averaged over all tokens. Errors when their shapes differ.
+pub fn merge_stats(a: ActivationStats, b: &ActivationStats) -> Result<ActivationStats> {
+    let fits = a.layers.len() == b.layers.len()
+        && a.layers.iter().zip(&b.layers).all(|(x, y)| {
+            x.attn_in.len() == y.attn_in.len()
+                && x.attn_out.len() == y.attn_out.len()
+                && x.mlp_in.len() == y.mlp_in.len()
+                && x.mlp_mid.len() == y.mlp_mid.len()
+        });
+    if !fits {
+        return Err(EngineError::Setting {
+            name: "calibration",
+            value: "statistics of differently shaped models".into(),
+            expected: "pieces collected on the same model".into(),
+        });
+    }
+    let tokens = a.tokens + b.tokens;
+    let (wa, wb) = if tokens == 0 {
+        (0.0, 0.0)
+    } else {
+        (
+            a.tokens as f64 / tokens as f64,
+            b.tokens as f64 / tokens as f64,
+        )
+    };
+    let add = |x: &mut Vec<f64>, y: &[f64]| {
+        for (p, q) in x.iter_mut().zip(y) {
+            *p += q;
+        }
+    };
+    let mut layers = a.layers;
+    for (x, y) in layers.iter_mut().zip(&b.layers) {
+        add(&mut x.attn_in, &y.attn_in);
+        add(&mut x.attn_out, &y.attn_out);
+        add(&mut x.mlp_in, &y.mlp_in);
+        add(&mut x.mlp_mid, &y.mlp_mid);
+        x.block_influence = x.block_influence * wa + y.block_influence * wb;
+    }
+    Ok(ActivationStats {
+        tokens,
+        windows: a.windows + b.windows,
+        layers,
+    })
 }

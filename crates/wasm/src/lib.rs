@@ -141,10 +141,38 @@ fn start() {
     console_error_panic_hook::set_once();
 }
 
-/// A loaded model with its tokenizer, KV cache and generation state.
+/// A loaded model with its tokenizer, KV cache and generation state, and for pruning: the
+/// calibration statistics collected so far (of the model as loaded, so every prune reuses them).
 #[wasm_bindgen]
 pub struct Engine {
     inner: edgefit_engine::Engine,
+    calibration: Option<Calibration>,
+}
+
+/// A calibration run in progress or done (`next == tokens.len()`).
+struct Calibration {
+    tokens: Vec<u32>,
+    window: usize,
+    /// Tokens run so far.
+    next: usize,
+    stats: Option<edgefit_engine::ActivationStats>,
+}
+
+impl Calibration {
+    fn done(&self) -> bool {
+        self.next >= self.tokens.len()
+    }
+}
+
+/// A whole number from JS in `1..=max`, or an error naming `name`.
+fn count(name: &str, v: f64, max: usize) -> Result<usize, JsError> {
+    if v.is_finite() && v.fract() == 0.0 && v >= 1.0 && v <= max as f64 {
+        Ok(v as usize)
+    } else {
+        Err(JsError::new(&format!(
+            "{name} {v}: expected a whole number from 1 to {max}"
+        )))
+    }
 }
 
 #[wasm_bindgen]
@@ -179,7 +207,10 @@ impl Engine {
             &mut |_, _| {},
         )
         .map_err(js_err)?;
-        Ok(Engine { inner })
+        Ok(Engine {
+            inner,
+            calibration: None,
+        })
     }
 
     /// Runs the matrix products on the kernel named `name` (`simd128` or `scalar` in this
@@ -242,6 +273,150 @@ impl Engine {
     #[wasm_bindgen(js_name = modelSpec)]
     pub fn model_spec(&self) -> Result<String, JsError> {
         serde_json::to_string(&self.inner.model_spec()).map_err(js_err)
+    }
+
+    /// Starts a calibration of the model as loaded on the first `maxTokens` tokens of `text`,
+    /// in windows of `window` tokens (each with a fresh cache), dropping any earlier one; run
+    /// it with [`calibrate_step`](Self::calibrate_step). Returns the tokens it will run.
+    #[wasm_bindgen(js_name = calibrateBegin)]
+    pub fn calibrate_begin(
+        &mut self,
+        text: &str,
+        max_tokens: f64,
+        window: f64,
+    ) -> Result<u32, JsError> {
+        self.calibration = None;
+        let max_tokens = count("maxTokens", max_tokens, 1 << 24)?;
+        let context = self.inner.unpruned_model().config.context_length;
+        let window = count("window", window, context)?;
+        let tokens = self
+            .inner
+            .calibration_tokens(text, max_tokens)
+            .map_err(js_err)?;
+        let n = tokens.len() as u32;
+        self.calibration = Some(Calibration {
+            tokens,
+            window,
+            next: 0,
+            stats: None,
+        });
+        Ok(n)
+    }
+
+    /// Runs the next `windows` windows of the calibration begun with
+    /// [`calibrate_begin`](Self::calibrate_begin) and returns the tokens run so far (all of
+    /// them once it is done). The statistics equal one `collect_stats` over all the tokens.
+    #[wasm_bindgen(js_name = calibrateStep)]
+    pub fn calibrate_step(&mut self, windows: f64) -> Result<u32, JsError> {
+        let windows = count("windows", windows, 1 << 20)?;
+        let cal = self
+            .calibration
+            .as_mut()
+            .ok_or_else(|| JsError::new("no calibration begun: call calibrateBegin first"))?;
+        if !cal.done() {
+            let end = (cal.next + windows * cal.window).min(cal.tokens.len());
+            let piece = self
+                .inner
+                .calibrate_tokens(&cal.tokens[cal.next..end], cal.window)
+                .map_err(js_err)?;
+            cal.stats = Some(match cal.stats.take() {
+                None => piece,
+                Some(acc) => edgefit_engine::engine::merge_stats(acc, &piece).map_err(js_err)?,
+            });
+            cal.next = end;
+        }
+        Ok(cal.next as u32)
+    }
+
+    /// Tokens of the finished calibration the next activation-aware prune uses (0 when none
+    /// is finished).
+    #[wasm_bindgen(js_name = calibrationTokens)]
+    pub fn calibration_tokens(&self) -> u32 {
+        match &self.calibration {
+            Some(c) if c.done() => c.tokens.len() as u32,
+            _ => 0,
+        }
+    }
+
+    /// Prunes the model as loaded with the plan `plan_json` (a `PrunePlan`: `{ratios: {heads,
+    /// kv_heads, qk_dims, v_dims, mlp}, layers, importance: "magnitude"|"activation",
+    /// allocation: "uniform"|"global"}`, missing fields default) and runs the result from now
+    /// on in the loaded formats; returns the `PruneReport` JSON. Activation importance needs a
+    /// finished calibration. The cache and the conversation start empty. Every prune starts
+    /// from the model as loaded; [`restore`](Self::restore) runs that again.
+    pub fn prune(&mut self, plan_json: &str) -> Result<String, JsError> {
+        let plan: edgefit_engine::PrunePlan =
+            serde_json::from_str(plan_json).map_err(|e| JsError::new(&format!("plan: {e}")))?;
+        let stats = match &self.calibration {
+            Some(c) if c.done() => c.stats.as_ref(),
+            _ => None,
+        };
+        let report = self.inner.prune(&plan, stats).map_err(js_err)?;
+        serde_json::to_string(&report).map_err(js_err)
+    }
+
+    /// Runs the model as loaded again after a prune; `false` when it already runs.
+    pub fn restore(&mut self) -> bool {
+        self.inner.restore()
+    }
+
+    /// Whether a pruned model runs.
+    #[wasm_bindgen(js_name = isPruned)]
+    pub fn is_pruned(&self) -> bool {
+        self.inner.is_pruned()
+    }
+
+    /// Perplexity of the running model on the first `maxTokens` + 1 tokens of `text` (one
+    /// window), as the `PerplexityReport` JSON (with `ms`).
+    pub fn perplexity(&self, text: &str, max_tokens: f64) -> Result<String, JsError> {
+        let context = self.inner.model().config.context_length;
+        let max_tokens = count("maxTokens", max_tokens, context - 1)?;
+        let options = edgefit_engine::PerplexityOptions {
+            max_tokens: Some(max_tokens),
+            window: Some((max_tokens + 1).min(context)),
+            batch: None,
+        };
+        let report = edgefit_engine::perplexity_of_text(
+            self.inner.model(),
+            self.inner.tokenizer(),
+            text,
+            options,
+            Some(&BrowserPlatform),
+            &mut |_, _| {},
+        )
+        .map_err(js_err)?;
+        serde_json::to_string(&report).map_err(js_err)
+    }
+
+    /// The running model as one GGUF file in `dtype` (`q8_0`, `f16`, `f32`; the engine's GGUF
+    /// loader reads it back, pruned shapes included).
+    #[wasm_bindgen(js_name = exportGguf)]
+    pub fn export_gguf(&self, dtype: &str) -> Result<Vec<u8>, JsError> {
+        let dtype: edgefit_engine::export::GgufDType = dtype.parse().map_err(js_err)?;
+        edgefit_engine::export::gguf_bytes(self.inner.model(), self.inner.tokenizer(), dtype)
+            .map_err(js_err)
+    }
+
+    /// The running model as HF files in `dtype` (`f32`, `f16`, `bf16`): an array of
+    /// `{name, bytes}` (`config.json`, `tokenizer.json`, `tokenizer_config.json`,
+    /// `model.safetensors`).
+    #[wasm_bindgen(js_name = exportHf)]
+    pub fn export_hf(&self, dtype: &str) -> Result<js_sys::Array, JsError> {
+        let dtype: edgefit_engine::export::ExportDType = dtype.parse().map_err(js_err)?;
+        let files =
+            edgefit_engine::export::hf_files(self.inner.model(), self.inner.tokenizer(), dtype)
+                .map_err(js_err)?;
+        let out = js_sys::Array::new();
+        for (name, bytes) in files {
+            let o = js_sys::Object::new();
+            js_sys::Reflect::set(&o, &"name".into(), &name.into())
+                .map_err(|_| JsError::new("building the file list"))?;
+            let b = js_sys::Uint8Array::from(bytes.as_slice());
+            js_sys::Reflect::set(&o, &"bytes".into(), &b.into())
+                .map_err(|_| JsError::new("building the file list"))?;
+            out.push(&o);
+        }
+        Ok(out)
     }
 
     /// Measurements of the load and the latest generation as JSON.

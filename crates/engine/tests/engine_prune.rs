@@ -1,0 +1,114 @@
+// The engine swaps in a pruned model: calibration in pieces equals one run, the pruned model
+// keeps the loaded formats, kernel and KV format, generates, and `restore` brings the loaded
+// one back. Native only (the native clock).
+#![cfg(not(target_arch = "wasm32"))]
+
+use edgefit_engine::engine::merge_stats;
+use edgefit_engine::native::NativePlatform;
+use edgefit_engine::synthetic::{gguf_bytes, SyntheticDType};
+use edgefit_engine::{Engine, GenerateOptions, Importance, LayerRatios, LoadOptions, PrunePlan};
+
+const TEXT: &str =
+    "the theme of the thesis: then the thing went there, the other one then the end. ";
+
+fn engine() -> Engine {
+    let bytes = gguf_bytes(7, SyntheticDType::F32).unwrap();
+    Engine::load_gguf(
+        &mut std::io::Cursor::new(bytes),
+        Box::new(NativePlatform::default()),
+        LoadOptions::default(),
+        &mut |_, _| {},
+    )
+    .unwrap()
+}
+
+#[test]
+fn calibration_in_pieces_equals_one_run() {
+    let e = engine();
+    let text = TEXT.repeat(4);
+    let tokens = e.calibration_tokens(&text, 100).unwrap();
+    assert!(tokens.len() > 40, "{} tokens", tokens.len());
+    let whole = e.calibrate_tokens(&tokens, 16).unwrap();
+    let mut merged = e.calibrate_tokens(&tokens[..32], 16).unwrap();
+    for piece in tokens[32..].chunks(48) {
+        merged = merge_stats(merged, &e.calibrate_tokens(piece, 16).unwrap()).unwrap();
+    }
+    assert_eq!(merged.tokens, whole.tokens);
+    assert_eq!(merged.windows, whole.windows);
+    for (a, b) in merged.layers.iter().zip(&whole.layers) {
+        let close = |x: &[f64], y: &[f64]| {
+            x.iter()
+                .zip(y)
+                .all(|(p, q)| (p - q).abs() <= 1e-9 * q.abs().max(1.0))
+        };
+        assert!(close(&a.attn_in, &b.attn_in) && close(&a.attn_out, &b.attn_out));
+        assert!(close(&a.mlp_in, &b.mlp_in) && close(&a.mlp_mid, &b.mlp_mid));
+        assert!((a.block_influence - b.block_influence).abs() < 1e-12);
+    }
+    let all = e.calibrate(&text, 100, 16).unwrap();
+    assert_eq!(all, whole);
+    assert!(e.calibration_tokens("", 10).is_err());
+}
+
+#[test]
+fn prune_swaps_in_a_smaller_model_in_the_loaded_formats_and_restore_brings_it_back() {
+    let mut e = engine();
+    e.set_kv_format(edgefit_estimate::KvFormat::F16);
+    let opts = GenerateOptions {
+        max_tokens: 4,
+        ..GenerateOptions::default()
+    };
+    e.generate("the", opts, &mut |_| {}).unwrap();
+    let before = e.info();
+    let stats = e.calibrate(&TEXT.repeat(3), 64, 32).unwrap();
+    let plan = PrunePlan {
+        ratios: LayerRatios {
+            mlp: 0.25,
+            ..LayerRatios::default()
+        },
+        importance: Importance::Activation,
+        ..PrunePlan::default()
+    };
+    let report = e.prune(&plan, Some(&stats)).unwrap();
+    assert!(e.is_pruned());
+    assert_eq!(report.params_before, before.params);
+    assert!(report.params_after < report.params_before);
+    let after = e.info();
+    assert_eq!(after.params, report.params_after);
+    assert_eq!(
+        after.weights.weights, before.weights.weights,
+        "the loaded format again"
+    );
+    assert_eq!(e.metrics().kv_format, "f16");
+    assert_eq!(e.metrics().kv_tokens, 0, "a fresh cache");
+    assert!(e.metrics().weights_bytes < before.weights_bytes);
+    assert_eq!(e.model_spec().params().total, report.params_after);
+    e.generate("the", opts, &mut |_| {}).unwrap();
+    assert!(e.metrics().generated_tokens > 0);
+
+    // A second prune starts from the loaded model, so the same statistics still fit.
+    let report2 = e
+        .prune(
+            &PrunePlan {
+                ratios: LayerRatios {
+                    mlp: 0.5,
+                    ..LayerRatios::default()
+                },
+                ..plan.clone()
+            },
+            Some(&stats),
+        )
+        .unwrap();
+    assert_eq!(report2.params_before, before.params);
+    assert!(report2.params_after < report.params_after);
+    // Activation importance without statistics is refused and changes nothing.
+    assert!(e.prune(&plan, None).is_err());
+    assert_eq!(e.info().params, report2.params_after);
+
+    assert!(e.restore());
+    assert!(!e.is_pruned());
+    assert_eq!(e.info().params, before.params);
+    assert_eq!(e.metrics().kv_format, "f16");
+    assert!(!e.restore(), "nothing to restore twice");
+    e.generate("the", opts, &mut |_| {}).unwrap();
+}

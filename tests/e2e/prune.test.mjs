@@ -1,0 +1,200 @@
+// End-to-end test of the pruning panel in headless Chromium (playwright-core + the system
+// chromium): prune the loaded default model in the worker, run the smaller model, see its shape
+// in the estimate, download it, and go back to the model as loaded. Same environment as
+// page.test.mjs: EDGEFIT_URL (required), EDGEFIT_BUILD_DIR, CHROMIUM. Screenshot:
+// $EDGEFIT_BUILD_DIR/e2e/prune.png.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const URL_ = process.env.EDGEFIT_URL;
+const BUILD_DIR = process.env.EDGEFIT_BUILD_DIR || 'build';
+const SHOT_DIR = path.join(BUILD_DIR, 'e2e');
+const LOAD_TIMEOUT = 120_000;
+const JOB_TIMEOUT = 120_000;
+
+// SmolLM2-135M: 30 layers, hidden 576, MLP width 1536. Removing 20% of the MLP channels keeps
+// round(0.8 · 1536) = 1229 per layer, so 307 channels × (gate + up + down: 3 × 576) × 30 layers go.
+const MLP_REMOVED_PARAMS = 307 * 3 * 576 * 30;
+
+let browser;
+
+before(async () => {
+  if (!URL_) throw new Error('EDGEFIT_URL is not set: run `cargo xtask test` (see page.test.mjs)');
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  await mkdir(SHOT_DIR, { recursive: true });
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+async function openPage(t) {
+  const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, acceptDownloads: true });
+  const page = await context.newPage();
+  const consoleErrors = [];
+  const pageErrors = [];
+  const onConsole = (where) => (msg) => {
+    if (msg.type() === 'error') consoleErrors.push(`${where}: ${msg.text()}`);
+  };
+  page.on('console', onConsole('page'));
+  page.on('worker', (w) => w.on('console', onConsole('worker')));
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  page.on('requestfailed', (r) => consoleErrors.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
+  t.after(() => context.close());
+  await page.goto(URL_, { waitUntil: 'load' });
+  return { page, consoleErrors, pageErrors };
+}
+
+const text = async (page, id) => (await page.getByTestId(id).textContent()).trim();
+
+async function int(page, id) {
+  const s = await text(page, id);
+  assert.match(s, /^\d+$/, `${id} should be a plain integer, got ${JSON.stringify(s)}`);
+  return Number(s);
+}
+
+async function waitStatus(page, want, timeout) {
+  await page.waitForFunction(
+    (w) => {
+      const s = document.querySelector('[data-testid="status"]').textContent;
+      return s === w || s.startsWith('error:');
+    },
+    want,
+    { timeout, polling: 50 },
+  );
+  return text(page, 'status');
+}
+
+/** Waits for the estimate panel's parameter count to be `want`; returns what it shows. */
+async function estParams(page, want) {
+  await page
+    .waitForFunction(
+      (w) => document.querySelector('[data-testid="est-params"]')?.textContent.trim() === String(w),
+      want,
+      { timeout: 30_000, polling: 50 },
+    )
+    .catch(() => {});
+  return int(page, 'est-params');
+}
+
+test('pruning panel: prune MLP 20% in the worker, run it, estimate it, download it, reset', async (t) => {
+  const { page, consoleErrors, pageErrors } = await openPage(t);
+  await page.getByTestId('load-default').click();
+  assert.equal(await waitStatus(page, 'ready', LOAD_TIMEOUT), 'ready', 'the default model loads');
+  const paramsLoaded = await int(page, 'metric-params');
+  assert.ok(paramsLoaded > 130e6 && paramsLoaded < 140e6, `SmolLM2-135M's parameters: ${paramsLoaded}`);
+  assert.equal(await page.getByTestId('prune-apply').isEnabled(), true, 'Prune is enabled once a model runs');
+  assert.equal(await page.getByTestId('prune-reset').isDisabled(), true, 'nothing to reset before a prune');
+
+  // Opening the panel asks the site for the texts; with the evaluation text the loaded model's
+  // perplexity is measured at once (the chart's first point).
+  await page.locator('[data-testid="prune-panel"] > summary').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="prune-panel"]').dataset.texts, null, { timeout: 30_000 });
+  const texts = await page.getByTestId('prune-panel').getAttribute('data-texts');
+  const evalServed = texts.includes(' eval');
+  t.diagnostic(`texts served: ${texts}`);
+  assert.equal(await page.getByTestId('prune-method').inputValue(), texts.startsWith('calibration') ? 'activation' : 'magnitude',
+    'activation importance is the default exactly when the calibration text is served');
+  assert.equal(await waitStatus(page, 'ready', JOB_TIMEOUT), 'ready');
+  let pplLoaded = null;
+  if (evalServed) {
+    pplLoaded = Number(await text(page, 'metric-perplexity'));
+    assert.ok(pplLoaded > 1 && pplLoaded < 100, `the loaded model's perplexity: ${pplLoaded}`);
+  }
+
+  // Prune 20% of the MLP channels with the default importance (activation-aware when the
+  // calibration text is served: the worker calibrates first, with progress).
+  await page.getByTestId('prune-mlp').fill('0.2');
+  assert.equal(await page.locator('#prune-mlp-out').textContent(), '20%');
+  const method = await page.getByTestId('prune-method').inputValue();
+  let t0 = Date.now();
+  await page.getByTestId('prune-apply').click();
+  assert.equal(await page.getByTestId('generate').isDisabled(), true, 'generation waits while pruning');
+  if (method === 'activation') {
+    await page.waitForFunction(
+      () => /^calibrating · \d+ \/ 1024 tokens/.test(document.querySelector('[data-testid="prune-progress-text"]').textContent),
+      null,
+      { timeout: JOB_TIMEOUT, polling: 20 },
+    );
+  }
+  assert.equal(await waitStatus(page, 'ready', JOB_TIMEOUT), 'ready', 'the prune (and its perplexity) ends ready');
+  const pruneMs = Date.now() - t0;
+  const paramsPruned = await int(page, 'metric-params');
+  assert.equal(paramsPruned, paramsLoaded - MLP_REMOVED_PARAMS, `20% of the MLP channels go: ${paramsLoaded} -> ${paramsPruned}`);
+  assert.match(await text(page, 'prune-summary'), /^9210 MLP channels$/, 'the report names what went (307 × 30)');
+  assert.equal(await page.getByTestId('prune-reset').isEnabled(), true);
+  const weightsPruned = await int(page, 'metric-weights-bytes');
+  const peakBytes = await int(page, 'metric-peak-bytes');
+  let pplPruned = null;
+  if (evalServed) {
+    pplPruned = Number(await text(page, 'metric-perplexity'));
+    assert.ok(Number.isFinite(pplPruned) && pplPruned > pplLoaded, `pruning costs quality: ${pplLoaded} -> ${pplPruned}`);
+    assert.equal(await page.locator('[data-testid="prune-chart"] canvas').count() > 0, true, 'the quality/size chart is drawn');
+  }
+  // The model info shows the pruned model too.
+  assert.match(await text(page, 'model-info'), new RegExp(paramsPruned.toLocaleString('en-US')));
+
+  // The pruned model generates.
+  await page.getByTestId('prompt').fill('The capital of France is');
+  await page.getByTestId('max-tokens').fill('6');
+  await page.getByTestId('temperature').fill('0');
+  await page.getByTestId('chat').setChecked(false);
+  await page.getByTestId('generate').click();
+  assert.equal(await waitStatus(page, 'done', JOB_TIMEOUT), 'done');
+  assert.ok((await int(page, 'metric-generated-tokens')) > 0, 'the pruned model generated tokens');
+  const out = await text(page, 'output');
+
+  // The estimate describes the pruned shape.
+  await page.getByTestId('preset-picker').selectOption('@loaded');
+  assert.equal(await estParams(page, paramsPruned), paramsPruned, "the estimate's parameters for the loaded model are the pruned model's");
+  assert.match(await page.locator('[data-testid="preset-picker"] option[value="@loaded"]').textContent(), /pruned/);
+
+  // Download the running (pruned) model as GGUF q8_0.
+  const [download] = await Promise.all([page.waitForEvent('download', { timeout: JOB_TIMEOUT }), page.getByTestId('prune-download').click()]);
+  assert.match(download.suggestedFilename(), /-pruned-.*-q8_0\.gguf$/, download.suggestedFilename());
+  const file = await download.path();
+  const size = (await stat(file)).size;
+  assert.ok(size > 50e6, `the GGUF file has the model's bytes: ${size}`);
+  assert.equal(await waitStatus(page, 'ready', JOB_TIMEOUT), 'ready');
+  await page.screenshot({ path: path.join(SHOT_DIR, 'prune.png'), fullPage: true });
+
+  // The same ratio by magnitude: the same shape (the ratio fixes it), and, with calibration,
+  // worse quality (module docs of prune.rs: magnitude is a fallback only). Each prune starts
+  // from the model as loaded.
+  let pplMagnitude = null;
+  let magnitudeMs = null;
+  if (method === 'activation') {
+    await page.getByTestId('prune-method').selectOption('magnitude');
+    t0 = Date.now();
+    await page.getByTestId('prune-apply').click();
+    assert.equal(await waitStatus(page, 'ready', JOB_TIMEOUT), 'ready');
+    magnitudeMs = Date.now() - t0;
+    assert.equal(await int(page, 'metric-params'), paramsPruned, 'the same ratio gives the same parameter count');
+    if (evalServed) {
+      pplMagnitude = Number(await text(page, 'metric-perplexity'));
+      assert.ok(pplMagnitude > pplPruned, `magnitude ${pplMagnitude} is worse than activation ${pplPruned}`);
+    }
+  }
+
+  // Reset: the model as loaded runs again, here and in the estimate.
+  await page.getByTestId('prune-reset').click();
+  assert.equal(await waitStatus(page, 'ready', JOB_TIMEOUT), 'ready');
+  assert.equal(await int(page, 'metric-params'), paramsLoaded, 'reset runs the model as loaded');
+  assert.equal(await estParams(page, paramsLoaded), paramsLoaded, 'the estimate follows the reset');
+  if (evalServed) assert.equal(Number(await text(page, 'metric-perplexity')), pplLoaded, "the loaded model's perplexity is shown again");
+
+  t.diagnostic(`${method} prune ${pruneMs} ms (magnitude ${magnitudeMs} ms, perplexity ${pplMagnitude}); params ${paramsLoaded} -> ${paramsPruned}; weights ${weightsPruned} B; ` +
+    `wasm memory after prune ${peakBytes} B; perplexity ${pplLoaded} -> ${pplPruned}; GGUF ${size} B; output ${JSON.stringify(out)}`);
+  assert.equal(await page.getByTestId('error-box').isVisible(), false, 'no error in normal use');
+  assert.deepEqual(pageErrors, [], 'no page errors');
+  assert.deepEqual(consoleErrors, [], 'no console errors');
+});
