@@ -32,7 +32,7 @@ fn loads_and_reports_the_shape() {
 #[wasm_bindgen_test]
 fn generates_with_measurements() {
     let mut e = engine();
-    e.start("the cat", false, 6, 0.0, 1.0, 0)
+    e.start("the cat", false, 6, 0.0, 1.0, 0, None)
         .unwrap_or_else(|_| panic!("start"));
     let mut pieces = 0;
     while let Some(_piece) = e.step().unwrap_or_else(|_| panic!("step")) {
@@ -56,7 +56,7 @@ fn generates_with_measurements() {
 fn greedy_is_deterministic_and_chat_works() {
     let run = |chat| {
         let mut e = engine();
-        e.start("hello there", chat, 5, 0.0, 1.0, 0)
+        e.start("hello there", chat, 5, 0.0, 1.0, 0, None)
             .unwrap_or_else(|_| panic!("start"));
         let mut text = String::new();
         while let Some(p) = e.step().unwrap_or_else(|_| panic!("step")) {
@@ -86,19 +86,19 @@ fn bad_input_is_an_error_not_a_panic() {
     );
     let mut e = engine();
     assert!(
-        e.start("x", false, 4, -1.0, 1.0, 0).is_err(),
+        e.start("x", false, 4, -1.0, 1.0, 0, None).is_err(),
         "negative temperature"
     );
     assert!(
-        e.start("x", false, 0, 0.0, 1.0, 0).is_err(),
+        e.start("x", false, 0, 0.0, 1.0, 0, None).is_err(),
         "zero max tokens"
     );
     assert!(
-        e.start("x", false, 4, 0.0, 1.5, 0).is_err(),
+        e.start("x", false, 4, 0.0, 1.5, 0, None).is_err(),
         "top-p above 1"
     );
     assert!(
-        e.start("x", false, 100_000, 0.0, 1.0, 0).is_err(),
+        e.start("x", false, 100_000, 0.0, 1.0, 0, None).is_err(),
         "beyond the context"
     );
     assert!(e.step().is_err(), "step without a started generation");
@@ -129,7 +129,7 @@ fn weight_formats_and_kernels_are_selectable() {
         assert_eq!(info["kernel"], "simd128");
         for k in &kernels {
             e.set_kernel(k).unwrap_or_else(|_| panic!("kernel {k}"));
-            e.start("the cat", false, 4, 0.0, 1.0, 0)
+            e.start("the cat", false, 4, 0.0, 1.0, 0, None)
                 .unwrap_or_else(|_| panic!("start"));
             let mut text = String::new();
             while let Some(p) = e.step().unwrap_or_else(|_| panic!("step")) {
@@ -219,7 +219,7 @@ fn every_kv_format_runs_and_holds_the_estimated_bytes() {
     for format in edgefit_estimate::KvFormat::ALL {
         e.set_kv_format(format.as_str())
             .unwrap_or_else(|_| panic!("kv {format}"));
-        e.start("the cat", false, 4, 0.0, 1.0, 0)
+        e.start("the cat", false, 4, 0.0, 1.0, 0, None)
             .unwrap_or_else(|_| panic!("start"));
         while e.step().unwrap_or_else(|_| panic!("step")).is_some() {}
         let m = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
@@ -233,4 +233,33 @@ fn every_kv_format_runs_and_holds_the_estimated_bytes() {
         );
     }
     assert!(e.set_kv_format("int3").is_err(), "unknown KV format");
+}
+
+/// A kept turn reuses the cached tokens; kvBytes and defaultKvFormat agree with the engine.
+#[wasm_bindgen_test]
+fn kept_turns_reuse_the_cache_and_kv_bytes_match() {
+    let mut e = engine();
+    let m = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
+    assert_eq!(m["kv_format"], edgefit_wasm::default_kv_format());
+    e.start("the cat", false, 4, 0.0, 1.0, 0, None)
+        .unwrap_or_else(|_| panic!("start"));
+    while e.step().unwrap_or_else(|_| panic!("step")).is_some() {}
+    let held = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")))["kv_tokens"]
+        .as_u64()
+        .unwrap();
+    e.start(" and the dog", false, 4, 0.0, 1.0, 0, Some(true))
+        .unwrap_or_else(|_| panic!("second turn"));
+    while e.step().unwrap_or_else(|_| panic!("step")).is_some() {}
+    let m = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
+    let reused = m["reused_tokens"].as_u64().unwrap();
+    assert!(reused > 0 && reused <= held, "reused {reused} of {held}");
+    let tokens = m["kv_tokens"].as_u64().unwrap();
+    assert!(tokens > held);
+    let spec = e.model_spec().unwrap_or_else(|_| panic!("spec"));
+    let format = m["kv_format"].as_str().unwrap();
+    let est =
+        edgefit_wasm::kv_bytes(&spec, format, tokens as f64).unwrap_or_else(|_| panic!("kvBytes"));
+    assert_eq!(est, m["kv_bytes"].as_u64().unwrap() as f64);
+    assert!(edgefit_wasm::kv_bytes(&spec, "int3", 1.0).is_err());
+    assert!(edgefit_wasm::kv_bytes(&spec, format, 1.5).is_err());
 }
