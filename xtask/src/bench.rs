@@ -18,7 +18,7 @@
 //! The tables are also written to `build/bench/`.
 
 use crate::util::{self, run, which};
-use crate::{bench_kv, build, serve, setup};
+use crate::{bench_kv, bench_prune, build, serve, setup};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use std::fs;
@@ -57,13 +57,20 @@ pub fn bench(args: &[String]) -> Result<()> {
             setup::setup()?;
             bench_kv::kv(&kv_options(&opts, rest))
         }
+        "prune" => {
+            setup::setup()?;
+            bench_prune::prune(&kv_options(&opts, rest))
+        }
         "all" => {
             setup::setup()?;
             kernels(&opts)?;
             e2e(&opts)?;
-            bench_kv::kv(&kv_options(&opts, rest))
+            bench_kv::kv(&kv_options(&opts, rest))?;
+            bench_prune::prune(&kv_options(&opts, rest))
         }
-        other => bail!("unknown benchmark `{other}`: expected `kernels`, `e2e`, `kv` or `all`"),
+        other => {
+            bail!("unknown benchmark `{other}`: expected `kernels`, `e2e`, `kv`, `prune` or `all`")
+        }
     }
 }
 

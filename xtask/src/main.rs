@@ -7,6 +7,7 @@
 
 mod bench;
 mod bench_kv;
+mod bench_prune;
 mod build;
 mod serve;
 mod setup;
@@ -20,21 +21,24 @@ usage: cargo xtask <command> [options]
 
 commands:
   setup                          install whatever is missing (wasm32 target, wasm-bindgen-cli,
-                                 chromium + chromedriver, npm packages, the default model)
+                                 chromium + chromedriver, npm packages, the default model, the
+                                 calibration text)
   build                          setup, then build the static site into build/site and the CLI
   serve [--port P] [--host H]    serve build/site over HTTP (default 127.0.0.1:8080)
   demo  [--port P] [--host H]    build, then serve and print the URL
   test [--from N]                setup, then run every check and test (native, wasm in Node,
                                  wasm in headless Chromium, the page end to end); --from N
                                  starts at step N (setup always runs)
-  bench [kernels|e2e|kv|all]     release benchmarks, one thread (not part of test; default all):
+  bench [kernels|e2e|kv|prune|all]  release benchmarks, one thread (not part of test; default all):
         [--quick] [--runs N]     kernels: every edgefit kernel and weight format vs candle-core
                                  and a streaming-read probe, natively and in headless Chromium
                                  (--quick: decode only); e2e: the default model with the CLI, the
                                  page, wllama and native llama.cpp (--runs N, default 3); kv:
                                  every KV-cache format's bytes, perplexity, KL vs f32 and decode
                                  speed natively and in the page (--quick: fewer tokens; --runs N,
-                                 default 1)
+                                 default 1); prune: pruning of every structure at 10-50% with
+                                 params, bytes, perplexity, decode speed (CLI, page) and the
+                                 estimator's speed-up (--quick: 20% of each only)
 ";
 
 fn main() {

@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use tiny_http::{Header, Method, Request, Response, Server};
 
-/// Requests are handled by this many threads, so a large model download does not block the rest.
-const THREADS: usize = 4;
+/// Requests are handled by this many threads, so large model downloads (several pages of the
+/// end-to-end tests may still be streaming one) do not block the rest.
+const THREADS: usize = 16;
 
 /// A running server; dropping it stops the server and joins its threads.
 pub struct Running {

@@ -349,8 +349,11 @@ fn web_tests() -> Result<()> {
         server.url()
     );
     let mut cmd = Command::new("node");
+    // One file at a time: each end-to-end file drives its own Chromium on the real model, and
+    // several at once on a 2-core machine time out page loads.
     cmd.current_dir(&root)
         .arg("--test")
+        .arg("--test-concurrency=1")
         .args(files.iter().map(|f| f.strip_prefix(&root).unwrap_or(f)))
         .env("EDGEFIT_URL", server.url())
         .env("EDGEFIT_BUILD_DIR", &build_dir)

@@ -186,3 +186,24 @@ pub fn run(args: PerplexityArgs) -> Result<()> {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// Reads an evaluation text: `path`, or the repository's default text when `None`. Returns
+/// the path read and the text (UTF-8).
+pub(crate) fn read_text(path: Option<&Path>) -> Result<(PathBuf, String)> {
+    let (path, default) = match path {
+        Some(p) => (p.to_path_buf(), false),
+        None => (default_text(), true),
+    };
+    let bytes = std::fs::read(&path).map_err(|e| {
+        let hint = if default {
+            " (the default evaluation text ships with the repository: run from its root, or \
+             pass --text FILE)"
+        } else {
+            ""
+        };
+        anyhow::anyhow!("reading text {}: {e}{hint}", path.display())
+    })?;
+    let text = String::from_utf8(bytes)
+        .with_context(|| format!("text {} is not UTF-8", path.display()))?;
+    Ok((path, text))
+}
