@@ -276,22 +276,54 @@ impl E2eRow {
 
     /// Median of a numeric field over the runs.
     fn median(&self, key: &str) -> Option<f64> {
-        let mut v: Vec<f64> = self
-            .runs
-            .iter()
-            .filter_map(|r| r.get(key).and_then(Value::as_f64))
-            .filter(|x| x.is_finite())
-            .collect();
-        if v.is_empty() {
-            return None;
+        median_of(&self.runs, key)
+    }
+}
+
+/// Median of the numeric field `key` (a `/`-separated path into nested objects) over `runs`,
+/// ignoring runs without it; `None` if no run has it.
+pub(crate) fn median_of(runs: &[Value], key: &str) -> Option<f64> {
+    let mut v: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| get(r, key).and_then(Value::as_f64))
+        .filter(|x| x.is_finite())
+        .collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// `v["a"]["b"]` for `"a/b"`.
+pub(crate) fn get<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('/').try_fold(v, |v, k| v.get(k))
+}
+
+/// Measurements of one table cell's column for one row: its runs, or why it could not run
+/// (the `kv` and `prune` benches).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Column {
+    pub(crate) runs: Vec<Value>,
+    pub(crate) error: Option<String>,
+}
+
+impl Column {
+    pub(crate) fn failed(why: impl Into<String>) -> Column {
+        Column {
+            runs: Vec::new(),
+            error: Some(why.into()),
         }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        Some(if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        })
+    }
+
+    /// Median of a numeric field (a `/`-separated path) over the runs.
+    pub(crate) fn median(&self, key: &str) -> Option<f64> {
+        median_of(&self.runs, key)
     }
 }
 

@@ -16,7 +16,7 @@
 //! Below the table, kv-eval's KL curve: the mean KL per bucket of positions, per format. A
 //! column that cannot run shows `error [n]` and the error text in the notes; nothing is made up.
 
-use crate::bench::{fmt_opt, native_runtime, node, save, stdout_of, Options};
+use crate::bench::{fmt_opt, native_runtime, node, save, stdout_of, Column, Options};
 use crate::util::{self, run};
 use crate::{build, serve, setup};
 use anyhow::{bail, Context, Result};
@@ -39,42 +39,6 @@ const EVAL_PROMPT: &str = "tests/bench/prompt.txt";
 const REF_TEMPERATURE: &str = "0.8";
 const REF_TOP_P: &str = "0.95";
 const REF_SEED: &str = "1";
-
-/// Measurements of one column for one format: its runs, or why it could not run.
-#[derive(Debug, Clone, Default)]
-struct Column {
-    runs: Vec<Value>,
-    error: Option<String>,
-}
-
-impl Column {
-    fn failed(why: impl Into<String>) -> Column {
-        Column {
-            runs: Vec::new(),
-            error: Some(why.into()),
-        }
-    }
-
-    /// Median of a numeric field over the runs.
-    fn median(&self, key: &str) -> Option<f64> {
-        let mut v: Vec<f64> = self
-            .runs
-            .iter()
-            .filter_map(|r| r.get(key).and_then(Value::as_f64))
-            .filter(|x| x.is_finite())
-            .collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        Some(if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        })
-    }
-}
 
 /// One KV format: kv-eval's object for it and the other columns.
 #[derive(Debug, Clone, Default)]

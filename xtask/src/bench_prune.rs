@@ -26,7 +26,7 @@
 //! parameters, and activation vs magnitude importance at MLP 20%. A cell that cannot be
 //! measured shows `error [n]` with the reason in the notes; nothing is made up.
 
-use crate::bench::{fmt_opt, native_runtime, node, save, stdout_of, Options};
+use crate::bench::{fmt_opt, get, native_runtime, node, save, stdout_of, Column, Options};
 use crate::util::{self, run};
 use crate::{build, serve, setup};
 use anyhow::{Context, Result};
@@ -57,47 +57,6 @@ const BUDGET: f64 = 0.82;
 const BASELINE: &str = "baseline";
 const MLP20: &str = "MLP 20%";
 const MLP20_MAGNITUDE: &str = "MLP 20% (magnitude)";
-
-/// Measurements of one column for one row: its runs, or why it could not run.
-#[derive(Debug, Clone, Default)]
-struct Column {
-    runs: Vec<Value>,
-    error: Option<String>,
-}
-
-impl Column {
-    fn failed(why: impl Into<String>) -> Column {
-        Column {
-            runs: Vec::new(),
-            error: Some(why.into()),
-        }
-    }
-
-    /// Median of a numeric field (a `/`-separated path) over the runs.
-    fn median(&self, key: &str) -> Option<f64> {
-        let mut v: Vec<f64> = self
-            .runs
-            .iter()
-            .filter_map(|r| get(r, key).and_then(Value::as_f64))
-            .filter(|x| x.is_finite())
-            .collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        Some(if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        })
-    }
-}
-
-/// `v["a"]["b"]` for `"a/b"`.
-fn get<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('/').try_fold(v, |v, k| v.get(k))
-}
 
 /// One configuration: its plan and the three kinds of measurement.
 #[derive(Debug, Clone, Default)]

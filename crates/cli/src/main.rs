@@ -160,6 +160,24 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
+/// Where a repository-relative default file is (the evaluation text, the calibration text,
+/// the bench prompt): under the current directory if run from the repository root, else in the
+/// source tree this binary was built from (canonicalized), else the relative path as given.
+pub(crate) fn repo_file(rel: &str) -> PathBuf {
+    let here = PathBuf::from(rel);
+    if here.is_file() {
+        return here;
+    }
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel);
+    if built.is_file() {
+        built.canonicalize().unwrap_or(built)
+    } else {
+        here
+    }
+}
+
 /// Loads a GGUF file or an HF directory into an engine, with a progress bar unless `quiet`.
 pub(crate) fn load(path: &Path, quiet: bool, options: LoadOptions) -> Result<Engine> {
     let platform = Box::new(NativePlatform::default());

@@ -46,18 +46,7 @@ pub struct PerplexityArgs {
 /// Where the default text is: under the current directory if run from the repository root,
 /// else in the source tree this binary was built from.
 fn default_text() -> PathBuf {
-    let here = PathBuf::from(DEFAULT_TEXT);
-    if here.is_file() {
-        return here;
-    }
-    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(DEFAULT_TEXT);
-    if built.is_file() {
-        built.canonicalize().unwrap_or(built)
-    } else {
-        here
-    }
+    crate::repo_file(DEFAULT_TEXT)
 }
 
 pub fn run(args: PerplexityArgs) -> Result<()> {

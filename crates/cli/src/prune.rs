@@ -153,23 +153,6 @@ struct Eval {
     speed_runs: usize,
 }
 
-/// Where a repository-relative default file is: under the current directory, else in the
-/// source tree this binary was built from.
-fn repo_file(rel: &str) -> PathBuf {
-    let here = PathBuf::from(rel);
-    if here.is_file() {
-        return here;
-    }
-    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(rel);
-    if built.is_file() {
-        built
-    } else {
-        here
-    }
-}
-
 /// The output for `path` in `dtype`: GGUF for a name ending in .gguf, else an HF directory.
 fn output(path: &Path, dtype: &str) -> Result<Output> {
     if path.extension().is_some_and(|e| e == "gguf") {
@@ -329,7 +312,7 @@ pub fn run(args: PruneArgs) -> Result<()> {
             let path = args
                 .speed_prompt_file
                 .clone()
-                .unwrap_or_else(|| repo_file("tests/bench/prompt.txt"));
+                .unwrap_or_else(|| crate::repo_file("tests/bench/prompt.txt"));
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("reading --speed-prompt-file {}", path.display()))?;
             Some((path, text.trim_end().to_string()))
@@ -346,7 +329,7 @@ pub fn run(args: PruneArgs) -> Result<()> {
         let path = args
             .calibration
             .clone()
-            .unwrap_or_else(|| repo_file(DEFAULT_CALIBRATION));
+            .unwrap_or_else(|| crate::repo_file(DEFAULT_CALIBRATION));
         let text = std::fs::read_to_string(&path).with_context(|| {
             format!(
                 "reading calibration text {} (the default comes from `cargo xtask setup`; or pass --calibration FILE)",

@@ -302,8 +302,9 @@ fn argmax(x: &[f64]) -> usize {
         .0
 }
 
-/// Cosine similarity in f64; 1 for two zero vectors, 0 if only one is zero.
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
+/// Cosine similarity in f64; 1 for two zero vectors, 0 if only one is zero (also the block
+/// influence of [`crate::prune`]).
+pub(crate) fn cosine(a: &[f32], b: &[f32]) -> f64 {
     let (mut ab, mut aa, mut bb) = (0.0f64, 0.0f64, 0.0f64);
     for (&x, &y) in a.iter().zip(b) {
         let (x, y) = (x as f64, y as f64);

@@ -105,6 +105,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{LayerShape, LlamaConfig};
 use crate::error::{EngineError, Result};
+use crate::kv_eval::cosine;
 use crate::model::{Logits, Model, ProbePoint};
 use crate::weights::{LayerWeights, LoadOptions, Weights, WeightsFormat};
 
@@ -316,24 +317,6 @@ fn add_squares(acc: &mut [f64], v: &[f32]) {
         for (a, &x) in acc.iter_mut().zip(row) {
             *a += f64::from(x) * f64::from(x);
         }
-    }
-}
-
-/// Cosine similarity in f64; 1 for two zero vectors, 0 if only one is zero.
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let (mut ab, mut aa, mut bb) = (0.0f64, 0.0f64, 0.0f64);
-    for (&x, &y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(x), f64::from(y));
-        ab += x * y;
-        aa += x * x;
-        bb += y * y;
-    }
-    if aa == 0.0 && bb == 0.0 {
-        1.0
-    } else if aa == 0.0 || bb == 0.0 {
-        0.0
-    } else {
-        ab / (aa.sqrt() * bb.sqrt())
     }
 }
 

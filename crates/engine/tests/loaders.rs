@@ -155,16 +155,21 @@ fn broken_files_are_errors() {
     assert!(load_hf(r#"{"model_type":"bert","hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":8,"vocab_size":8}"#, b"{}", None, &[], F32).is_err());
 }
 
-#[test]
-fn engine_generates_and_rejects_bad_settings() {
+/// An engine on the synthetic Q8_0 model, loaded with the default options.
+fn synthetic_engine() -> Engine {
     let bytes = gguf_bytes(SEED, SyntheticDType::Q8_0).unwrap();
-    let mut engine = Engine::load_gguf(
+    Engine::load_gguf(
         &mut std::io::Cursor::new(bytes),
         Box::new(NativePlatform::default()),
         LoadOptions::default(),
         &mut |_, _| {},
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn engine_generates_and_rejects_bad_settings() {
+    let mut engine = synthetic_engine();
     let opts = GenerateOptions {
         max_tokens: 5,
         ..GenerateOptions::default()
@@ -192,14 +197,7 @@ fn engine_generates_and_rejects_bad_settings() {
 /// with "context full", changes nothing, and a new conversation works again.
 #[test]
 fn kept_turns_reach_the_context_limit_with_a_clear_error() {
-    let bytes = gguf_bytes(SEED, SyntheticDType::Q8_0).unwrap();
-    let mut engine = Engine::load_gguf(
-        &mut std::io::Cursor::new(bytes),
-        Box::new(NativePlatform::default()),
-        LoadOptions::default(),
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let mut engine = synthetic_engine();
     let first = GenerateOptions {
         max_tokens: 20,
         ..GenerateOptions::default()
