@@ -4,50 +4,22 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
+import { launchBrowser, openPage, SHOT_DIR, text } from './helpers.mjs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
 
-const URL_ = process.env.EDGEFIT_URL;
-const BUILD_DIR = process.env.EDGEFIT_BUILD_DIR || 'build';
-const SHOT_DIR = path.join(BUILD_DIR, 'e2e');
 const LOAD_TIMEOUT = 120_000;
 const GEN_TIMEOUT = 120_000;
 
 let browser;
 
 before(async () => {
-  if (!URL_) throw new Error('EDGEFIT_URL is not set: run `cargo xtask test` (see page.test.mjs)');
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
-  await mkdir(SHOT_DIR, { recursive: true });
+  browser = await launchBrowser();
 });
 
 after(async () => {
   await browser?.close();
 });
 
-async function openPage(t) {
-  const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
-  const page = await context.newPage();
-  const consoleErrors = [];
-  const pageErrors = [];
-  const onConsole = (where) => (msg) => {
-    if (msg.type() === 'error') consoleErrors.push(`${where}: ${msg.text()}`);
-  };
-  page.on('console', onConsole('page'));
-  page.on('worker', (w) => w.on('console', onConsole('worker')));
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  t.after(() => context.close());
-  await page.goto(URL_, { waitUntil: 'load' });
-  return { page, consoleErrors, pageErrors };
-}
-
-const text = async (page, id) => (await page.getByTestId(id).textContent()).trim();
 const num = async (page, id) => Number(await text(page, id));
 
 /** Changes a control and waits until `id`'s text differs from `before` (a fresh report). */
@@ -70,7 +42,7 @@ async function waitReport(page) {
 }
 
 test('estimator panel: knobs change the numbers, verdicts, formulas, errors', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(t);
+  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { requestFailures: false });
   await waitReport(page);
   await page.getByTestId('device-picker').selectOption('snapdragon-8-gen3');
   await changeAndWait(page, () => page.getByTestId('preset-picker').selectOption('llama-3.2-1b'), 'est-weights-bytes');
@@ -128,7 +100,7 @@ test('estimator panel: knobs change the numbers, verdicts, formulas, errors', as
 });
 
 test('estimate vs measured: this browser + the loaded model after a generation', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(t);
+  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { requestFailures: false });
   await waitReport(page);
   await page.getByTestId('load-default').click();
   await page.waitForFunction(() => /^(ready|error:)/.test(document.querySelector('[data-testid="status"]').textContent), null, { timeout: LOAD_TIMEOUT });

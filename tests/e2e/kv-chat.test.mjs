@@ -5,70 +5,27 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
+import { launchBrowser, openPage, SHOT_DIR, text, waitStatus } from './helpers.mjs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
 
-const URL_ = process.env.EDGEFIT_URL;
-const BUILD_DIR = process.env.EDGEFIT_BUILD_DIR || 'build';
-const SHOT_DIR = path.join(BUILD_DIR, 'e2e');
 const LOAD_TIMEOUT = 120_000;
 const GEN_TIMEOUT = 120_000;
 
 let browser;
 
 before(async () => {
-  if (!URL_) throw new Error('EDGEFIT_URL is not set: run `cargo xtask test` (see page.test.mjs)');
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
-  await mkdir(SHOT_DIR, { recursive: true });
+  browser = await launchBrowser();
 });
 
 after(async () => {
   await browser?.close();
 });
 
-async function openPage(t) {
-  const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
-  const page = await context.newPage();
-  const consoleErrors = [];
-  const pageErrors = [];
-  const onConsole = (where) => (msg) => {
-    if (msg.type() === 'error') consoleErrors.push(`${where}: ${msg.text()}`);
-  };
-  page.on('console', onConsole('page'));
-  page.on('worker', (w) => w.on('console', onConsole('worker')));
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('requestfailed', (r) => consoleErrors.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
-  t.after(() => context.close());
-  await page.goto(URL_, { waitUntil: 'load' });
-  return { page, consoleErrors, pageErrors };
-}
-
-const text = async (page, id) => (await page.getByTestId(id).textContent()).trim();
-
 /** A metric element's plain integer (fails on anything else). */
 async function int(page, id) {
   const s = await text(page, id);
   assert.match(s, /^\d+$/, `${id} should be a plain integer, got ${JSON.stringify(s)}`);
   return Number(s);
-}
-
-/** Waits until status is `want` or an error; returns the final status text. */
-async function waitStatus(page, want, timeout) {
-  await page.waitForFunction(
-    (w) => {
-      const s = document.querySelector('[data-testid="status"]').textContent;
-      return s === w || s.startsWith('error:');
-    },
-    want,
-    { timeout, polling: 50 },
-  );
-  return text(page, 'status');
 }
 
 async function loadDefault(page) {
@@ -111,7 +68,7 @@ const LONG_PROMPT =
   'The capital of France is';
 
 test('KV format picker: each format runs, its measured KV bytes equal the estimator kvBytes, k8v16 is smaller', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(t);
+  const { page, consoleErrors, pageErrors } = await openPage(browser, t);
   const picker = page.getByTestId('kv-format');
   assert.ok((await picker.evaluate((e) => e.labels.length)) > 0, 'the KV picker has a <label>');
   // The list comes from the wasm (catalog), before any model is loaded.
@@ -163,7 +120,7 @@ test('KV format picker: each format runs, its measured KV bytes equal the estima
 });
 
 test('multi-turn chat keeps the cache; the transcript is text; New conversation starts over', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(t);
+  const { page, consoleErrors, pageErrors } = await openPage(browser, t);
   await loadDefault(page);
   // Continue conversation is on by default with the chat template.
   await page.getByTestId('chat').setChecked(false);

@@ -9,6 +9,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { gotoSite } from './helpers.mjs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
@@ -74,7 +75,7 @@ async function openPage(t, viewport = { width: 1280, height: 800 }) {
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   page.on('requestfailed', (r) => consoleErrors.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
   t.after(() => context.close());
-  await page.goto(URL_, { waitUntil: 'load' });
+  await gotoSite(page, t);
   return { page, consoleErrors, pageErrors };
 }
 

@@ -6,13 +6,10 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, stat } from 'node:fs/promises';
+import { launchBrowser, openPage, SHOT_DIR, text, waitStatus } from './helpers.mjs';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
 
-const URL_ = process.env.EDGEFIT_URL;
-const BUILD_DIR = process.env.EDGEFIT_BUILD_DIR || 'build';
-const SHOT_DIR = path.join(BUILD_DIR, 'e2e');
 const LOAD_TIMEOUT = 120_000;
 const JOB_TIMEOUT = 120_000;
 
@@ -23,55 +20,17 @@ const MLP_REMOVED_PARAMS = 307 * 3 * 576 * 30;
 let browser;
 
 before(async () => {
-  if (!URL_) throw new Error('EDGEFIT_URL is not set: run `cargo xtask test` (see page.test.mjs)');
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
-  await mkdir(SHOT_DIR, { recursive: true });
+  browser = await launchBrowser();
 });
 
 after(async () => {
   await browser?.close();
 });
 
-async function openPage(t) {
-  const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, acceptDownloads: true });
-  const page = await context.newPage();
-  const consoleErrors = [];
-  const pageErrors = [];
-  const onConsole = (where) => (msg) => {
-    if (msg.type() === 'error') consoleErrors.push(`${where}: ${msg.text()}`);
-  };
-  page.on('console', onConsole('page'));
-  page.on('worker', (w) => w.on('console', onConsole('worker')));
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('requestfailed', (r) => consoleErrors.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
-  t.after(() => context.close());
-  await page.goto(URL_, { waitUntil: 'load' });
-  return { page, consoleErrors, pageErrors };
-}
-
-const text = async (page, id) => (await page.getByTestId(id).textContent()).trim();
-
 async function int(page, id) {
   const s = await text(page, id);
   assert.match(s, /^\d+$/, `${id} should be a plain integer, got ${JSON.stringify(s)}`);
   return Number(s);
-}
-
-async function waitStatus(page, want, timeout) {
-  await page.waitForFunction(
-    (w) => {
-      const s = document.querySelector('[data-testid="status"]').textContent;
-      return s === w || s.startsWith('error:');
-    },
-    want,
-    { timeout, polling: 50 },
-  );
-  return text(page, 'status');
 }
 
 /** Waits for the estimate panel's parameter count to be `want`; returns what it shows. */
@@ -87,7 +46,7 @@ async function estParams(page, want) {
 }
 
 test('pruning panel: prune MLP 20% in the worker, run it, estimate it, download it, reset', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(t);
+  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { acceptDownloads: true });
   await page.getByTestId('load-default').click();
   assert.equal(await waitStatus(page, 'ready', LOAD_TIMEOUT), 'ready', 'the default model loads');
   const paramsLoaded = await int(page, 'metric-params');

@@ -1,0 +1,79 @@
+// Shared by the end-to-end files (not a test file itself): the headless Chromium they launch,
+// a page with its console / page errors collected, and the status wait. Environment:
+// EDGEFIT_URL (the served build/site, required), EDGEFIT_BUILD_DIR, CHROMIUM.
+
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+export const URL_ = process.env.EDGEFIT_URL;
+export const BUILD_DIR = process.env.EDGEFIT_BUILD_DIR || 'build';
+export const SHOT_DIR = path.join(BUILD_DIR, 'e2e');
+
+/** Launches the system Chromium headless (never a downloaded one) and makes SHOT_DIR. */
+export async function launchBrowser() {
+  if (!URL_) throw new Error('EDGEFIT_URL is not set: run `cargo xtask test` (see page.test.mjs)');
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  await mkdir(SHOT_DIR, { recursive: true });
+  return browser;
+}
+
+/**
+ * Opens the site in a fresh context (closed when test `t` ends) and collects console errors of
+ * the page and its workers, uncaught page errors and, with `requestFailures`, failed requests.
+ */
+export async function openPage(browser, t, { acceptDownloads = false, requestFailures = true } = {}) {
+  const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, acceptDownloads });
+  const page = await context.newPage();
+  const consoleErrors = [];
+  const pageErrors = [];
+  const onConsole = (where) => (msg) => {
+    if (msg.type() === 'error') consoleErrors.push(`${where}: ${msg.text()}`);
+  };
+  page.on('console', onConsole('page'));
+  page.on('worker', (w) => w.on('console', onConsole('worker')));
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  if (requestFailures) {
+    page.on('requestfailed', (r) => consoleErrors.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
+  }
+  t.after(() => context.close());
+  await gotoSite(page, t);
+  return { page, consoleErrors, pageErrors };
+}
+
+/**
+ * Navigates to the site and waits for `load`, trying a second time after a timeout: on this
+ * 2-core machine a navigation occasionally never reached `load` within 30 s (seen in 3 of 5 runs
+ * of the suite, on different tests, also on an idle machine; cause not found yet). The retry is
+ * reported as a test diagnostic, and a second timeout fails the test.
+ */
+export async function gotoSite(page, t) {
+  try {
+    await page.goto(URL_, { waitUntil: 'load' });
+  } catch (e) {
+    if (e?.name !== 'TimeoutError') throw e;
+    t.diagnostic(`page.goto timed out once; retrying (${String(e.message).split('\n')[0]})`);
+    await page.goto(URL_, { waitUntil: 'load' });
+  }
+}
+
+/** A test id's trimmed text. */
+export const text = async (page, id) => (await page.getByTestId(id).textContent()).trim();
+
+/** Waits until the status is `want` or an error; returns the final status text. */
+export async function waitStatus(page, want, timeout) {
+  await page.waitForFunction(
+    (w) => {
+      const s = document.querySelector('[data-testid="status"]').textContent;
+      return s === w || s.startsWith('error:');
+    },
+    want,
+    { timeout, polling: 50 },
+  );
+  return text(page, 'status');
+}
