@@ -48,7 +48,7 @@ export async function openPage(browser, t, { acceptDownloads = false, requestFai
 
 /**
  * Navigates to the site and waits for `load`, trying a second time after a timeout: on this
- * 2-core machine a navigation occasionally never reached `load` within 30 s (seen in 3 of 5 runs
+ * 2-core machine a navigation occasionally never reached `load` within 30 s (seen in 4 of 6 runs
  * of the suite, on different tests, also on an idle machine; cause not found yet). The retry is
  * reported as a test diagnostic, and a second timeout fails the test.
  */
