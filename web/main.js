@@ -45,6 +45,7 @@ const el = {
   pruneV: $('prune-v'),
   pruneLayers: $('prune-layers'),
   pruneMethod: $('prune-method'),
+  pruneAllocation: $('prune-allocation'),
   pruneApply: $('prune-apply'),
   pruneReset: $('prune-reset'),
   pruneDownload: $('prune-download'),
@@ -550,6 +551,7 @@ el.pruneApply.addEventListener('click', () => {
       v: el.pruneV.value,
       layers: el.pruneLayers.value,
       method: el.pruneMethod.value,
+      allocation: el.pruneAllocation.value,
     },
     state.modelInfo?.n_layers ?? null,
   );

@@ -423,13 +423,13 @@ export function checkPruneRequest(m) {
  * The PrunePlan for the panel's raw values (strings or numbers). Returns {plan} or {error}.
  * `nLayers`: the loaded model's layers (dropping must leave one).
  */
-export function parsePruneForm({ mlp, heads, qk, v, layers, method }, nLayers = null) {
+export function parsePruneForm({ mlp, heads, qk, v, layers, method, allocation = 'uniform' }, nLayers = null) {
   const num = (x) => (typeof x === 'string' && x.trim() !== '' ? Number(x) : typeof x === 'number' ? x : NaN);
   const plan = {
     ratios: { heads: num(heads), qk_dims: num(qk), v_dims: num(v), mlp: num(mlp) },
     layers: num(layers),
     importance: method,
-    allocation: 'uniform',
+    allocation,
   };
   const error = checkPrunePlan(plan, nLayers);
   return error ? { error } : { plan };

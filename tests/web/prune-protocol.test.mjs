@@ -33,6 +33,8 @@ test('parsePruneForm reads the panel into a PrunePlan and names a bad knob', () 
   assert.match(P.parsePruneForm({ ...form, layers: '30' }, 30).error, /layers must be below the model's 30 layers/);
   assert.match(P.parsePruneForm({ ...form, layers: '1.5' }, 30).error, /layers must be a non-negative integer/);
   assert.match(P.parsePruneForm({ ...form, method: 'random' }, 30).error, /importance must be one of/);
+  assert.equal(P.parsePruneForm({ ...form, allocation: 'global' }, 30).plan.allocation, 'global');
+  assert.match(P.parsePruneForm({ ...form, allocation: 'per-layer' }, 30).error, /allocation must be one of uniform, global/);
   assert.equal(P.planIsEmpty(P.parsePruneForm({ ...form, mlp: '0', qk: '0', layers: '0' }).plan), true);
   assert.equal(P.planIsEmpty(P.parsePruneForm(form).plan), false);
 });

@@ -505,8 +505,8 @@ impl Engine {
 
     /// Prunes the loaded model as `plan` says (`stats` from [`calibrate`](Self::calibrate) for
     /// activation importance) and runs the result from now on, in the formats, kernel and KV
-    /// format the engine used: the pruned f32 linear layers are converted back to the loaded
-    /// weight format (`into_converted`, one matrix at a time). Each call starts from the model
+    /// format the engine used: each pruned layer is converted back to the loaded weight format
+    /// as soon as it is built ([`crate::prune::prune_into`]: no whole f32 copy of the model). Each call starts from the model
     /// as loaded, not from an earlier pruning (which is kept meanwhile, so
     /// [`restore`](Self::restore) brings it back and calibration statistics stay valid). The KV
     /// cache is rebuilt empty and the conversation cleared. On error nothing changes.
@@ -523,12 +523,7 @@ impl Engine {
             requantize: false,
         };
         let (kernel, kv_format) = (self.model.kernel, self.model.kv_format);
-        let (pruned, report) = crate::prune::prune(base, plan, stats)?;
-        let Model {
-            config, weights, ..
-        } = pruned;
-        let weights = weights.into_converted(options)?;
-        let mut model = Model::new(config, weights);
+        let (mut model, report) = crate::prune::prune_into(base, plan, stats, options)?;
         model.kernel = kernel;
         model.kv_format = kv_format;
         let old = std::mem::replace(&mut self.model, model);

@@ -447,7 +447,7 @@ pub fn read_estimate_metadata<R: Read + Seek>(reader: &mut R) -> Result<GgufMeta
     let kv = content
         .metadata
         .iter()
-        .map(|(k, v)| (k.clone(), estimate_value(v)))
+        .map(|(k, v)| (k.clone(), estimate_value(k, v)))
         .collect();
     let mut tensors: Vec<GgufTensorInfo> = content
         .tensor_infos
@@ -462,8 +462,28 @@ pub fn read_estimate_metadata<R: Read + Seek>(reader: &mut R) -> Result<GgufMeta
     Ok(GgufMetadata { kv, tensors })
 }
 
-fn estimate_value(v: &Value) -> GgufValue {
+/// The estimator's form of one value: arrays by length, except the integer arrays of
+/// `edgefit.layers.*` (per-layer shapes of a pruned model), which it reads.
+fn estimate_value(key: &str, v: &Value) -> GgufValue {
     match v {
+        Value::Array(a) if key.starts_with("edgefit.layers.") => {
+            let ints: Option<Vec<u64>> = a
+                .iter()
+                .map(|x| match x {
+                    Value::U8(x) => Some(*x as u64),
+                    Value::U16(x) => Some(*x as u64),
+                    Value::U32(x) => Some(*x as u64),
+                    Value::U64(x) => Some(*x),
+                    Value::I32(x) => u64::try_from(*x).ok(),
+                    Value::I64(x) => u64::try_from(*x).ok(),
+                    _ => None,
+                })
+                .collect();
+            match ints {
+                Some(v) => GgufValue::UintArray(v),
+                None => GgufValue::ArrayLen(a.len() as u64),
+            }
+        }
         Value::U8(x) => GgufValue::Uint(*x as u64),
         Value::U16(x) => GgufValue::Uint(*x as u64),
         Value::U32(x) => GgufValue::Uint(*x as u64),

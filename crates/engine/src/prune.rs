@@ -377,6 +377,26 @@ pub fn prune(
     plan: &PrunePlan,
     stats: Option<&ActivationStats>,
 ) -> Result<(Model, PruneReport)> {
+    let options = LoadOptions {
+        weights: WeightsFormat::F32,
+        embedding: Some(model.weights.options.embedding_format()),
+        requantize: model.weights.options.requantize,
+    };
+    prune_into(model, plan, stats, options)
+}
+
+/// [`prune`], with each pruned layer converted to `options`' linear format as soon as it is
+/// built (the embedding and output head are kept as they are, whatever `options.embedding`
+/// says), so the peak memory is the input
+/// model, the smaller model in its final format and one f32 layer, not a whole f32 model.
+/// Converting the f32 result of [`prune`] with [`Weights::into_converted`] gives the same
+/// weights.
+pub fn prune_into(
+    model: &Model,
+    plan: &PrunePlan,
+    stats: Option<&ActivationStats>,
+    options: LoadOptions,
+) -> Result<(Model, PruneReport)> {
     let config = &model.config;
     let shapes = config.layer_shapes();
     let n = shapes.len();
@@ -500,7 +520,7 @@ pub fn prune(
             },
         );
         reports.push(w.report());
-        layers.push(lw);
+        layers.push(lw.into_converted(w.layer, options)?);
         new_shapes.push(new);
     }
     let uniform = config.uniform_layer();
@@ -514,16 +534,14 @@ pub fn prune(
         ..config.clone()
     };
     new_config.validate()?;
-    let opts = model.weights.options;
     let weights = Weights {
         embed: model.weights.embed.clone(),
         layers,
         final_norm: model.weights.final_norm.clone(),
         output: model.weights.output.clone(),
         options: LoadOptions {
-            weights: WeightsFormat::F32,
-            embedding: Some(opts.embedding_format()),
-            requantize: opts.requantize,
+            embedding: Some(model.weights.options.embedding_format()),
+            ..options
         },
     };
     let kv = |c: &LlamaConfig| edgefit_estimate::kv_bytes_per_token(&c.to_spec(), KvFormat::F32);

@@ -266,6 +266,26 @@ impl LayerWeights {
             &self.w_down,
         ]
     }
+
+    /// This layer's matrices in `options`' linear format (layer `index`, for error messages),
+    /// dropping each source matrix once converted; matrices already in it are kept as they
+    /// are. What [`Weights::into_converted`] does to each layer.
+    pub fn into_converted(self, index: usize, options: LoadOptions) -> Result<LayerWeights> {
+        let lin = options.weights;
+        let name = |part: &str| format!("layer {index} {part}");
+        let conv = |part: &str, m: Matrix| convert_owned(&name(part), m, lin, options.requantize);
+        Ok(LayerWeights {
+            attn_norm: self.attn_norm,
+            wq: conv("q", self.wq)?,
+            wk: conv("k", self.wk)?,
+            wv: conv("v", self.wv)?,
+            wo: conv("o", self.wo)?,
+            ffn_norm: self.ffn_norm,
+            w_gate: conv("gate", self.w_gate)?,
+            w_up: conv("up", self.w_up)?,
+            w_down: conv("down", self.w_down)?,
+        })
+    }
 }
 
 /// All weights of a model.
@@ -393,32 +413,14 @@ impl Weights {
     /// it is converted, so converting needs memory for the result plus what is left of the
     /// source (not two whole models).
     pub fn into_converted(self, options: LoadOptions) -> Result<Weights> {
-        let (lin, emb) = (options.weights, options.embedding_format());
-        let conv = |name: &str, m: Matrix, f| -> Result<Matrix> {
-            if keeps(&m, f, options.requantize) {
-                Ok(m)
-            } else {
-                convert_matrix(name, &m, f, options.requantize)
-            }
-        };
-        let embed = conv("embedding", self.embed, emb)?;
+        let emb = options.embedding_format();
+        let embed = convert_owned("embedding", self.embed, emb, options.requantize)?;
         let mut layers = Vec::with_capacity(self.layers.len());
         for (i, l) in self.layers.into_iter().enumerate() {
-            let name = |part: &str| format!("layer {i} {part}");
-            layers.push(LayerWeights {
-                attn_norm: l.attn_norm,
-                wq: conv(&name("q"), l.wq, lin)?,
-                wk: conv(&name("k"), l.wk, lin)?,
-                wv: conv(&name("v"), l.wv, lin)?,
-                wo: conv(&name("o"), l.wo, lin)?,
-                ffn_norm: l.ffn_norm,
-                w_gate: conv(&name("gate"), l.w_gate, lin)?,
-                w_up: conv(&name("up"), l.w_up, lin)?,
-                w_down: conv(&name("down"), l.w_down, lin)?,
-            });
+            layers.push(l.into_converted(i, options)?);
         }
         let output = match self.output {
-            Some(m) => Some(conv("output head", m, emb)?),
+            Some(m) => Some(convert_owned("output head", m, emb, options.requantize)?),
             None => None,
         };
         Ok(Weights {
@@ -502,6 +504,15 @@ fn keeps(m: &Matrix, format: WeightsFormat, requantize: bool) -> bool {
     match m {
         Matrix::W4(w) => format.w4_group() == Some(w.group()),
         other => other.format_name() == format.as_str(),
+    }
+}
+
+/// `m` in `format`, consuming it (returned as it is when it already is `format`).
+fn convert_owned(name: &str, m: Matrix, format: WeightsFormat, requantize: bool) -> Result<Matrix> {
+    if keeps(&m, format, requantize) {
+        Ok(m)
+    } else {
+        convert_matrix(name, &m, format, requantize)
     }
 }
 

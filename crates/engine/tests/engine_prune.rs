@@ -112,3 +112,54 @@ fn prune_swaps_in_a_smaller_model_in_the_loaded_formats_and_restore_brings_it_ba
     assert!(!e.restore(), "nothing to restore twice");
     e.generate("the", opts, &mut |_| {}).unwrap();
 }
+
+/// Converting layer by layer while pruning (what the engine does, to keep its peak memory to
+/// one f32 layer) gives exactly the weights of pruning to f32 and converting afterwards.
+#[test]
+fn pruning_into_a_format_equals_pruning_then_converting() {
+    use edgefit_engine::prune::{prune, prune_into};
+    use edgefit_engine::{Logits, Model, WeightsFormat};
+    let e = engine();
+    let base = e.unpruned_model();
+    let plan = PrunePlan {
+        ratios: LayerRatios {
+            mlp: 0.3,
+            v_dims: 0.25,
+            ..LayerRatios::default()
+        },
+        ..PrunePlan::default()
+    };
+    let options = LoadOptions {
+        weights: WeightsFormat::W4g32,
+        embedding: Some(base.weights.options.embedding_format()),
+        ..LoadOptions::default()
+    };
+    let (f32_model, report) = prune(base, &plan, None).unwrap();
+    assert_eq!(f32_model.weights.options.weights, WeightsFormat::F32);
+    let Model {
+        config, weights, ..
+    } = f32_model;
+    let mut after = Model::new(config, weights.into_converted(options).unwrap());
+    after.kernel = base.kernel;
+    after.kv_format = base.kv_format;
+    let (direct, report2) = prune_into(base, &plan, None, options).unwrap();
+    assert_eq!(report2.shapes, report.shapes);
+    assert_eq!(direct.config, after.config);
+    assert_eq!(direct.weights.bytes(), after.weights.bytes());
+    assert_eq!(direct.weights.summary(), after.weights.summary());
+    let tokens = e.tokenizer().encode(TEXT).unwrap();
+    let run = |m: &Model| {
+        let mut cache = m.new_cache(64);
+        m.forward(&tokens, &mut cache, Logits::All).unwrap()
+    };
+    assert_eq!(direct.kernel, after.kernel);
+    let (a, b) = (run(&direct), run(&after));
+    assert!(
+        a == b,
+        "logits differ by up to {}",
+        a.iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max)
+    );
+}

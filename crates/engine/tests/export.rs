@@ -576,3 +576,32 @@ fn bad_gguf_layer_keys_are_clear_errors() {
         assert!(err.contains(expect), "{err} should say {expect}");
     }
 }
+
+/// The estimator reads a pruned export (GGUF header or config.json) into exactly the shape the
+/// engine holds, per layer, Q/K dims included (the tensor widths alone cannot tell a narrower
+/// head from fewer heads).
+#[test]
+fn the_estimator_reads_pruned_exports_per_layer() {
+    let (model, tok) = pruned();
+    let want = model.config.to_spec().layers;
+    assert_ne!(want[0], want[1], "the layers differ");
+
+    let bytes = gguf_bytes_of(&model, &tok, GgufDType::F32).unwrap();
+    let md =
+        edgefit_engine::gguf::read_estimate_metadata(&mut std::io::Cursor::new(bytes)).unwrap();
+    assert_eq!(md.to_spec("pruned").unwrap().layers, want);
+
+    let files = hf_files(&model, &tok, ExportDType::F32).unwrap();
+    let config = std::str::from_utf8(file(&files, "config.json")).unwrap();
+    let spec = edgefit_estimate::ModelSpec::from_hf_config("pruned", config).unwrap();
+    assert_eq!(spec.layers, want);
+
+    // A per-layer array of the wrong length is named, not guessed around.
+    let bad = pruned_gguf_with(
+        "edgefit.layers.key_length",
+        GValue::Array(vec![GValue::U32(16)]),
+    );
+    let md = edgefit_engine::gguf::read_estimate_metadata(&mut std::io::Cursor::new(bad)).unwrap();
+    let err = md.to_spec("pruned").unwrap_err().to_string();
+    assert!(err.contains("edgefit.layers.key_length"), "{err}");
+}

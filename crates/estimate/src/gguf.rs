@@ -13,6 +13,11 @@
 //! pruned GGUF, whose layers differ, is read correctly): heads = `attn_q` out-dim / key_length,
 //! KV heads = `attn_k` out-dim / key_length, V dim = `attn_v` out-dim / KV heads, MLP width =
 //! `ffn_down` in-dim. GGUF lists dims fastest-first: `[in_features, out_features]`.
+//!
+//! A GGUF written by edgefit's pruning (`edgefit.layers.*`, see the engine's `gguf` module) can
+//! differ in per-head Q/K dims between layers, which the tensor widths alone cannot tell apart
+//! from a different head count; there `edgefit.layers.key_length` (one entry per layer) gives
+//! each layer's Q/K head dim, and the heads follow from the widths as above.
 
 use std::collections::BTreeMap;
 
@@ -39,6 +44,9 @@ pub enum GgufValue {
     String(String),
     /// An array, by its element count.
     ArrayLen(u64),
+    /// An array of non-negative integers, with its content (the engine passes the content for
+    /// `edgefit.layers.*`; other arrays come as [`GgufValue::ArrayLen`]).
+    UintArray(Vec<u64>),
 }
 
 /// One tensor's name and dims (GGUF order: fastest-varying first).
@@ -98,6 +106,26 @@ impl GgufMetadata {
         }
     }
 
+    /// A per-layer array (`edgefit.layers.*`): `None` when absent, an error naming the key when
+    /// it is not `n` integers below 2^32 (zero included: a zero dim fails validation later
+    /// with the layer's index, but a zero here would divide by zero first, so it is refused).
+    fn per_layer(&self, key: &str, n: u32) -> Result<Option<Vec<u32>>> {
+        match self.kv.get(key) {
+            None => Ok(None),
+            Some(GgufValue::UintArray(a))
+                if a.len() == n as usize
+                    && a.iter().all(|&v| v > 0 && v <= u64::from(u32::MAX)) =>
+            {
+                Ok(Some(a.iter().map(|&v| v as u32).collect()))
+            }
+            Some(_) => Err(EstimateError::MissingField {
+                source_kind: SRC,
+                field: key.to_string(),
+                expected: "one positive integer per layer (block_count entries)",
+            }),
+        }
+    }
+
     /// Builds the [`ModelSpec`]. The tied-embedding flag needs the tensor list: with an empty
     /// list this returns an error naming `tensors` rather than guessing.
     pub fn to_spec(&self, name: &str) -> Result<ModelSpec> {
@@ -136,6 +164,9 @@ impl GgufMetadata {
             Some(v) => v,
             None => match self.kv.get("tokenizer.ggml.tokens") {
                 Some(GgufValue::ArrayLen(n)) if *n <= u64::from(u32::MAX) => *n as u32,
+                Some(GgufValue::UintArray(a)) if a.len() as u64 <= u64::from(u32::MAX) => {
+                    a.len() as u32
+                }
                 _ => match self.out_dim("token_embd.weight")? {
                     Some(v) if v <= u64::from(u32::MAX) => v as u32,
                     _ => {
@@ -177,8 +208,10 @@ impl GgufMetadata {
             }
             to_u32(String::new(), width / u64::from(dim))
         };
+        let key_lens = self.per_layer("edgefit.layers.key_length", n_layers)?;
         let mut layers = Vec::with_capacity(n_layers as usize);
         for i in 0..n_layers {
+            let key_len = key_lens.as_ref().map_or(key_len, |v| v[i as usize]);
             let t = |s: &str| format!("blk.{i}.{s}.weight");
             let h = match self.out_dim(&t("attn_q"))? {
                 Some(w) => per_head(t("attn_q"), w, key_len)?,

@@ -9,6 +9,9 @@
 //! Family-specific structure: Qwen2 always has q/k/v biases; Gemma 2 has four norms a layer;
 //! Phi-3's fused `qkv_proj` and `gate_up_proj` hold exactly the q, k, v and gate, up weights.
 //! A multimodal config whose decoder sits under `text_config` is read from there.
+//! A structurally pruned model written by edgefit adds `edgefit_layers`: one object per layer
+//! with `n_heads`, `n_kv_heads`, `qk_dim`, `v_dim` and `ffn` (other keys, such as `rope_pairs`,
+//! are the engine's); when present, each layer's shape is taken from it.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -135,20 +138,59 @@ impl ModelSpec {
             mlp_bias,
             norms_per_layer: if family == Family::Gemma2 { 4 } else { 2 },
             max_position_embeddings: get_u32(v, "max_position_embeddings")?,
-            layers: vec![
-                LayerSpec {
-                    num_heads: heads,
-                    num_kv_heads: kv_heads,
-                    qk_head_dim: head_dim,
-                    v_head_dim: head_dim,
-                    intermediate_size: intermediate,
-                };
-                layers as usize
-            ],
+            layers: match v.get("edgefit_layers") {
+                None | Some(Value::Null) => vec![
+                    LayerSpec {
+                        num_heads: heads,
+                        num_kv_heads: kv_heads,
+                        qk_head_dim: head_dim,
+                        v_head_dim: head_dim,
+                        intermediate_size: intermediate,
+                    };
+                    layers as usize
+                ],
+                Some(list) => edgefit_layers(list, layers)?,
+            },
         };
         spec.validate()?;
         Ok(spec)
     }
+}
+
+/// `edgefit_layers` of a pruned model's config: exactly `num_hidden_layers` objects.
+fn edgefit_layers(list: &Value, n: u32) -> Result<Vec<LayerSpec>> {
+    const FIELD: &str = "edgefit_layers";
+    let bad = |expected: &'static str| EstimateError::MissingField {
+        source_kind: SRC,
+        field: FIELD.into(),
+        expected,
+    };
+    let items = list
+        .as_array()
+        .ok_or_else(|| bad("an array with one object per layer"))?;
+    if items.len() != n as usize {
+        return Err(bad("exactly num_hidden_layers entries"));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let field = |k: &str| -> Result<u32> {
+                get_u32(item, k)?.ok_or_else(|| EstimateError::MissingField {
+                    source_kind: SRC,
+                    field: format!("{FIELD}[{i}].{k}"),
+                    expected: "a non-negative integer",
+                })
+            };
+            Ok(LayerSpec {
+                num_heads: field("n_heads")?,
+                num_kv_heads: field("n_kv_heads")?,
+                qk_head_dim: field("qk_dim")?,
+                v_head_dim: field("v_dim")?,
+                intermediate_size: field("ffn")?,
+            })
+        })
+        .collect()
 }
 
 /// Where a preset's published parameter total comes from.
