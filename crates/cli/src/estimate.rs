@@ -45,7 +45,7 @@ pub struct EstimateArgs {
     json: bool,
 }
 
-fn load_spec(model: &str) -> Result<ModelSpec> {
+pub(crate) fn load_spec(model: &str) -> Result<ModelSpec> {
     let path = Path::new(model);
     if path.is_file() && model.ends_with(".gguf") {
         let file = std::fs::File::open(path).with_context(|| format!("opening {model}"))?;
@@ -84,7 +84,7 @@ fn load_spec(model: &str) -> Result<ModelSpec> {
     })
 }
 
-fn load_device(id: &str) -> Result<DeviceProfile> {
+pub(crate) fn load_device(id: &str) -> Result<DeviceProfile> {
     let path = Path::new(id);
     if path.is_file() {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {id}"))?;

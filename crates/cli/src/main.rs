@@ -2,7 +2,7 @@
 //!
 //! The terminal face of edgefit: the same engine and estimator as the web page, with the same
 //! numbers, for engineers and CI pipelines. Subcommands today: `generate`, `estimate`,
-//! `perplexity`, `kv-eval` and `prune`. Later issues add `quantize`, `fit` and `bench`.
+//! `perplexity`, `kv-eval`, `prune` and `fit`. Later issues add `quantize` and `bench`.
 
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -16,6 +16,7 @@ use edgefit_kernels::Kernel;
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod estimate;
+mod fit;
 mod kv_eval;
 mod perplexity;
 mod prune;
@@ -44,6 +45,9 @@ enum Command {
     KvEval(kv_eval::KvEvalArgs),
     /// Structurally prune a model (heads, per-head dims, MLP channels, layers) and save it.
     Prune(prune::PruneArgs),
+    /// What fits on a device: every model × weight format × KV format × pruning level × context
+    /// the estimator passes on the golden four, ranked, with the Pareto frontier.
+    Fit(fit::FitArgs),
 }
 
 #[derive(clap::Args)]
@@ -157,6 +161,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Perplexity(args) => perplexity::run(args),
         Command::KvEval(args) => kv_eval::run(args),
         Command::Prune(args) => prune::run(args),
+        Command::Fit(args) => fit::run(args),
     }
 }
 

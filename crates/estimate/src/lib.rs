@@ -35,6 +35,7 @@
 //! assert!(report.memory.total_bytes > report.memory.weights_bytes);
 //! # Ok::<(), edgefit_estimate::EstimateError>(())
 //! ```
+//! [`fit()`] searches models × formats × pruning × context for what passes on one device.
 //! Model shapes also come from [`ModelSpec::from_hf_config`], [`GgufMetadata::to_spec`] and
 //! [`ModelSpec::pruned`]; devices from [`DeviceProfile::from_json`] and, in a browser tab,
 //! [`DeviceProfile::this_browser`] with measured figures.
@@ -43,6 +44,7 @@ pub mod deploy;
 pub mod device;
 pub mod error;
 pub mod explain;
+pub mod fit;
 pub mod format;
 pub mod gguf;
 pub mod hf;
@@ -57,6 +59,7 @@ pub use deploy::{Deployment, Policy, Thresholds, MAX_BATCH, MAX_CONTEXT};
 pub use device::{device, device_ids, BrowserMeasurements, DeviceProfile, Loader, UnitProfile};
 pub use error::{EstimateError, Result};
 pub use explain::Explanation;
+pub use fit::{fit, FailCounts, FitModel, FitRequest, FitResult, FitRow};
 pub use format::{
     kv_bytes, kv_bytes_per_token, ComputeDtype, ComputeUnit, KvFormat, WeightFormat,
     DEFAULT_KV_FORMAT, KIVI_BLOCK,

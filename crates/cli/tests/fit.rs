@@ -1,0 +1,120 @@
+//! `edgefit fit` as a user runs it: the built binary's JSON equals the library's answer for the
+//! same request (the page calls the same function), its table, and one-line errors.
+
+use std::process::{Command, Output};
+
+use edgefit_estimate::fit::{fit, FitModel, FitRequest, FitResult};
+use edgefit_estimate::{device, preset, WeightFormat};
+
+fn edgefit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_edgefit"))
+        .args(args)
+        .output()
+        .expect("the edgefit binary runs")
+}
+
+fn assert_one_line_error(out: &Output, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "expected failure, got {stderr}");
+    assert!(out.stdout.is_empty(), "stdout: {:?}", out.stdout);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one line of error, got: {stderr}");
+    for n in needles {
+        assert!(lines[0].contains(n), "`{n}` missing from: {stderr}");
+    }
+}
+
+#[test]
+fn json_is_the_library_answer_for_one_preset() {
+    let out = edgefit(&[
+        "fit",
+        "--device",
+        "snapdragon-8-gen3",
+        "--model",
+        "llama-3.2-1b",
+        "--context",
+        "4096",
+        "--weights",
+        "q8_0,w4g32",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: FitResult = serde_json::from_slice(&out.stdout).unwrap();
+    let req = FitRequest {
+        models: vec![FitModel {
+            id: "llama-3.2-1b".into(),
+            spec: preset("llama-3.2-1b").unwrap(),
+        }],
+        weights: vec![WeightFormat::Q8_0, WeightFormat::W4g32],
+        contexts: vec![4096],
+        ..FitRequest::default()
+    };
+    let want = fit(&req, &device("snapdragon-8-gen3").unwrap()).unwrap();
+    // Byte for byte (parsing floats back may round the last bit).
+    let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+    assert_eq!(stdout.trim_end(), serde_json::to_string(&want).unwrap());
+    assert_eq!(got.tried, 2 * 6 * 4);
+    assert!(got.rows.iter().all(|r| r.context == 4096));
+}
+
+#[test]
+fn the_table_lists_ranked_rows_and_the_counts() {
+    let out = edgefit(&[
+        "fit",
+        "--device",
+        "snapdragon-8-gen3",
+        "--family",
+        "qwen2",
+        "--top",
+        "3",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("configurations pass the golden four"),
+        "{text}"
+    );
+    let ranked: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert_eq!(ranked.len(), 3, "{text}");
+    assert!(ranked.iter().all(|l| l.contains("qwen2.5-")), "{text}");
+}
+
+#[test]
+fn bad_arguments_are_one_line_errors() {
+    let cases: [(&[&str], &[&str]); 5] = [
+        (
+            &["fit", "--device", "nokia-3310"],
+            &["nokia-3310", "devices"],
+        ),
+        (
+            &["fit", "--device", "snapdragon-8-gen3", "--model", "gpt-5"],
+            &["gpt-5", "preset"],
+        ),
+        (
+            &["fit", "--device", "snapdragon-8-gen3", "--weights", "w3"],
+            &["w3", "weight format"],
+        ),
+        (
+            &["fit", "--device", "snapdragon-8-gen3", "--prune", "0.95"],
+            &["prune level", "0.95"],
+        ),
+        (
+            &["fit", "--device", "snapdragon-8-gen3", "--family", "gpt"],
+            &["gpt"],
+        ),
+    ];
+    for (args, needles) in cases {
+        assert_one_line_error(&edgefit(args), needles);
+    }
+}
