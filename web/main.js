@@ -66,6 +66,7 @@ const el = {
 const state = {
   phase: 'idle',
   modelLoaded: false,
+  defaultModel: null, // whether the site serves the default model (null: not asked yet)
   modelInfo: null,
   source: null,
   weights: P.DEFAULT_WEIGHTS,
@@ -103,7 +104,7 @@ const isBusy = () => ['loading', 'generating', 'stopping', 'switching', 'pruning
 
 function render() {
   const busy = isBusy();
-  el.loadDefault.disabled = busy;
+  el.loadDefault.disabled = busy || state.defaultModel === false;
   el.modelFile.disabled = busy;
   el.weightsFormat.disabled = busy;
   el.kernelPicker.disabled = busy || !state.modelLoaded;
@@ -126,7 +127,10 @@ function render() {
 
 // ---- worker ----------------------------------------------------------------------------------
 function spawnWorker() {
-  const w = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'edgefit-engine' });
+  const workerUrl = new URL('./worker.js', import.meta.url);
+  const forced = new URLSearchParams(location.search).get('wasm');
+  if (forced !== null) workerUrl.searchParams.set('wasm', forced);
+  const w = new Worker(workerUrl, { type: 'module', name: 'edgefit-engine' });
   w.onmessage = (ev) => onWorkerMessage(w, ev.data);
   w.onerror = (ev) => {
     ev.preventDefault();
@@ -184,7 +188,8 @@ function onWorkerMessage(w, msg) {
   switch (msg.type) {
     case P.FromWorker.BOOTED:
       bootedWorkers.add(w);
-      el.version.textContent = `edgefit-wasm ${msg.version}`;
+      el.version.textContent = `edgefit-wasm ${msg.version} · ${msg.build === 'simd128' ? 'WebAssembly SIMD (simd128) build' : 'baseline build (no SIMD)'}`;
+      el.version.dataset.build = msg.build;
       break;
     case P.FromWorker.PROGRESS: {
       const max = msg.total ?? Math.max(msg.loaded, 1);
@@ -825,6 +830,29 @@ function startLoad(source, label) {
 el.loadDefault.addEventListener('click', () => {
   startLoad({ kind: 'url', url: new URL(DEFAULT_MODEL_URL, document.baseURI).href }, 'download');
 });
+
+/**
+ * Whether this site serves the default model (a static host may publish the page without it):
+ * one HEAD request; without it the button says so and the page asks for a file, while the
+ * estimator and everything else keep working.
+ */
+async function probeDefaultModel() {
+  let ok = false;
+  try {
+    const r = await fetch(new URL(DEFAULT_MODEL_URL, document.baseURI), { method: 'HEAD' });
+    ok = r.ok;
+  } catch {
+    ok = false;
+  }
+  state.defaultModel = ok;
+  if (!ok) {
+    el.loadDefault.textContent = 'Default model not on this site: load a .gguf file instead';
+    el.loadDefault.title = `This site does not serve ${DEFAULT_MODEL_URL}; choose a model file (it stays on this device)`;
+    el.loadDefault.dataset.missing = 'true';
+  }
+  render();
+}
+probeDefaultModel();
 
 el.modelFile.addEventListener('change', () => {
   const file = el.modelFile.files?.[0];

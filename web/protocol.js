@@ -47,7 +47,8 @@
 //                                            purpose: "panel" | "compare"; id: increasing integer
 //
 // Worker -> page
-//   booted    {version}                      the wasm module is initialised
+//   booted    {version, build}               the wasm module is initialised; build = 'simd128' or
+//                                            'baseline' (which module runs, see chooseWasmBuild)
 //   progress  {loaded, total}                bytes read so far; total is null when unknown
 //   parsing   {bytes}                        all bytes read, the engine is parsing the model
 //   loaded    {info, metrics}                the model is ready (info() and metrics() parsed)
@@ -540,9 +541,46 @@ export function validateToWorker(msg) {
 // ---------------------------------------------------------------------------------------------
 // constructors: worker -> page
 
-export function booted(version) {
+export function booted(version, build) {
   if (typeof version !== 'string') fail('booted needs a version string');
-  return { type: FromWorker.BOOTED, version };
+  if (!WASM_BUILDS.includes(build)) fail(`booted: build must be one of ${WASM_BUILDS.join(', ')}`);
+  return { type: FromWorker.BOOTED, version, build };
+}
+
+// ---- which wasm module runs --------------------------------------------------------------------
+
+/** The two wasm builds a site can carry: `pkg/` (simd128) and `pkg-baseline/` (no SIMD). */
+export const WASM_BUILDS = Object.freeze(['simd128', 'baseline']);
+export const WASM_BUILD_DIRS = Object.freeze({ simd128: './pkg/', baseline: './pkg-baseline/' });
+
+/**
+ * The smallest module that uses a SIMD instruction: one function () -> v128 whose body is
+ * `i32.const 0; i8x16.splat; i8x16.popcnt; end`. `WebAssembly.validate` accepts it exactly when
+ * the engine supports fixed-width SIMD.
+ */
+export const SIMD_PROBE = Object.freeze([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version 1
+  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, // type section: func [] -> [v128]
+  0x03, 0x02, 0x01, 0x00, // function section: one function of type 0
+  0x0a, 0x0a, 0x01, 0x08, 0x00, 0x41, 0x00, 0xfd, 0x0f, 0xfd, 0x62, 0x0b, // code
+]);
+
+/**
+ * Which build to load: `override` (the page's `?wasm=` parameter, `null` when absent) if it
+ * names a build, else simd128 when `simdSupported`, else baseline. Returns {build} or {error}
+ * (an unknown override, or simd128 forced on an engine without SIMD).
+ */
+export function chooseWasmBuild(simdSupported, override = null) {
+  if (override !== null && override !== undefined) {
+    if (!WASM_BUILDS.includes(override)) {
+      return { error: `?wasm=${String(override).slice(0, 40)} is not a wasm build (${WASM_BUILDS.join(', ')})` };
+    }
+    if (override === 'simd128' && !simdSupported) {
+      return { error: 'this browser has no WebAssembly SIMD, so the simd128 build cannot run' };
+    }
+    return { build: override };
+  }
+  return { build: simdSupported ? 'simd128' : 'baseline' };
 }
 
 export function progress(loaded, total) {
@@ -746,7 +784,8 @@ export function validateFromWorker(msg) {
   if (!isObject(msg)) return 'message must be an object';
   switch (msg.type) {
     case FromWorker.BOOTED:
-      return typeof msg.version === 'string' ? null : 'booted: version must be a string';
+      if (typeof msg.version !== 'string') return 'booted: version must be a string';
+      return WASM_BUILDS.includes(msg.build) ? null : `booted: build must be one of ${WASM_BUILDS.join(', ')}`;
     case FromWorker.PROGRESS:
       if (!isNonNegInt(msg.loaded)) return `progress: loaded must be a non-negative integer, got ${fmtValue(msg.loaded)}`;
       if (msg.total !== null && !isNonNegInt(msg.total))

@@ -40,10 +40,24 @@ function yieldToEventLoop() {
 
 // ---- wasm ------------------------------------------------------------------------------------
 async function boot() {
-  const mod = await import('./pkg/edgefit_wasm.js');
+  // simd128 when this engine validates a SIMD instruction, else the baseline build; the page may
+  // force one with ?wasm=simd128|baseline (passed on in this worker's URL).
+  const simd = WebAssembly.validate(new Uint8Array(P.SIMD_PROBE));
+  const choice = P.chooseWasmBuild(simd, new URL(self.location.href).searchParams.get('wasm'));
+  if (choice.error) throw new Error(choice.error);
+  const dir = P.WASM_BUILD_DIRS[choice.build];
+  let mod;
+  try {
+    mod = await import(`${dir}edgefit_wasm.js`);
+  } catch (e) {
+    if (choice.build === 'baseline') {
+      throw new Error(`this browser has no WebAssembly SIMD and this site carries no baseline build (${dir}); build it with \`cargo xtask site\` (${P.errorMessage(e)})`);
+    }
+    throw e;
+  }
   await mod.default();
   wasm = mod;
-  post(P.booted(typeof mod.version === 'function' ? mod.version() : 'unknown'));
+  post(P.booted(typeof mod.version === 'function' ? mod.version() : 'unknown', choice.build));
   kvFormats = JSON.parse(mod.kvFormats());
   post(P.catalog(JSON.parse(mod.presetIds()), JSON.parse(mod.deviceIds()), kvFormats));
 }

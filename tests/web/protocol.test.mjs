@@ -174,7 +174,8 @@ test('parseGenerateForm turns form strings into numbers or a clear error', () =>
 
 test('worker -> page constructors build valid messages and drop token_ms from metrics', () => {
   const msgs = [
-    P.booted('0.1.0'),
+    P.booted('0.1.0', 'simd128'),
+    P.booted('0.1.0', 'baseline'),
     P.progress(0, 98362432),
     P.progress(1024, null),
     P.progress(1024),
@@ -197,7 +198,9 @@ test('worker -> page constructors build valid messages and drop token_ms from me
 });
 
 test('worker -> page constructors throw on bad input', () => {
-  assert.throws(() => P.booted(1), TypeError);
+  assert.throws(() => P.booted(1, 'simd128'), TypeError);
+  assert.throws(() => P.booted('0.1.0'), /build must be one of simd128, baseline/);
+  assert.match(P.validateFromWorker({ type: 'booted', version: '0.1.0', build: 'sse2' }), /build must be one of/);
   assert.throws(() => P.progress(-1, 10), TypeError);
   assert.throws(() => P.progress(1.5, 10), TypeError);
   assert.throws(() => P.piece(3, [], goodMetrics()), TypeError);
@@ -333,4 +336,18 @@ test('weights and stored formats for the metrics area and the model info', () =>
   assert.equal(P.formatStored([{ format: 'f32', matrices: 211, bytes: 538060032 }]), 'f32 × 211 (538 MB)');
   assert.equal(P.formatStored([]), '');
   assert.equal(P.formatStored(undefined), '');
+});
+
+test('the wasm build: simd128 when the engine validates the SIMD probe, baseline otherwise, ?wasm= overrides', () => {
+  // This Node validates SIMD; a probe with one opcode changed to an undefined one does not.
+  assert.equal(WebAssembly.validate(new Uint8Array(P.SIMD_PROBE)), true);
+  const broken = [...P.SIMD_PROBE];
+  broken[broken.length - 2] = 0xff;
+  assert.equal(WebAssembly.validate(new Uint8Array(broken)), false);
+  assert.deepEqual(P.chooseWasmBuild(true), { build: 'simd128' });
+  assert.deepEqual(P.chooseWasmBuild(false), { build: 'baseline' });
+  assert.deepEqual(P.chooseWasmBuild(true, 'baseline'), { build: 'baseline' });
+  assert.match(P.chooseWasmBuild(false, 'simd128').error, /no WebAssembly SIMD/);
+  assert.match(P.chooseWasmBuild(true, '<script>').error, /\?wasm=<script> is not a wasm build \(simd128, baseline\)/);
+  assert.equal(P.WASM_BUILD_DIRS.baseline, './pkg-baseline/');
 });

@@ -1,4 +1,5 @@
-//! `cargo xtask build`: the static site in `build/site` and the release CLI.
+//! `cargo xtask build`: the static site in `build/site` and the release CLI; `cargo xtask
+//! site`: the publishable `dist/` (both wasm builds, see [`site`]).
 //!
 //! `build/site` is complete on its own: `index.html` and the rest of `web/`, the wasm-bindgen
 //! output in `pkg/` (optimized by wasm-opt from npm's binaryen), uPlot in `vendor/uplot/`, and the
@@ -25,7 +26,50 @@ pub fn build() -> Result<()> {
 pub fn build_site() -> Result<()> {
     let root = util::root();
     let site = root.join("build/site");
+    let pkg = simd_pkg()?;
+    assemble(&site, &[(&pkg, "pkg")])?;
+    build_cli()?;
+    println!(
+        "== build: done: site in {}, CLI at {}",
+        site.display(),
+        util::target_dir().join("release/edgefit").display()
+    );
+    Ok(())
+}
 
+/// `cargo xtask site`: setup, then `dist/` for any static host under any sub-path: the page
+/// with both wasm builds, `pkg/` (simd128) and `pkg-baseline/` (no SIMD, for engines without
+/// it; the worker picks one with `WebAssembly.validate`), each through wasm-bindgen and
+/// wasm-opt; uPlot; the default model, calibration and evaluation texts when present (the page
+/// asks for a file otherwise); `.nojekyll` for GitHub Pages. Every URL in the page is relative.
+pub fn site() -> Result<()> {
+    setup::setup_for_site()?;
+    site_only()
+}
+
+/// [`site`] and the release CLI, assuming setup is done (`cargo xtask test`'s step: the page's
+/// tests run against `dist/` and compare with the CLI).
+pub fn site_and_cli() -> Result<()> {
+    site_only()?;
+    build_cli()
+}
+
+fn site_only() -> Result<()> {
+    let dist = util::root().join("dist");
+    let simd = simd_pkg()?;
+    let baseline = baseline_pkg()?;
+    assemble(&dist, &[(&simd, "pkg"), (&baseline, "pkg-baseline")])?;
+    fs::write(dist.join(".nojekyll"), "")?;
+    println!(
+        "== site: done: {} (serve it from any static host, under any path)",
+        dist.display()
+    );
+    Ok(())
+}
+
+/// The simd128 wasm (the workspace's `.cargo/config.toml` flags), bound and optimized.
+fn simd_pkg() -> Result<PathBuf> {
+    let root = util::root();
     println!("== build: edgefit-wasm (release, {WASM_TARGET}, simd128)");
     run(util::cargo().current_dir(&root).args([
         "build",
@@ -36,58 +80,114 @@ pub fn build_site() -> Result<()> {
         WASM_TARGET,
     ]))?;
     let wasm = util::target_dir().join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm"));
-    let pkg = bindgen_and_optimize(&wasm)?;
+    let pkg = bindgen_and_optimize(&wasm, "pkg")?;
+    require_simd(&pkg, true)?;
+    Ok(pkg)
+}
 
+/// The same crate without SIMD, in its own target directory (`target/baseline`) so the two
+/// builds do not rebuild each other: `CARGO_ENCODED_RUSTFLAGS` (empty) replaces every other
+/// rustflags source, the config file's `+simd128` included.
+fn baseline_pkg() -> Result<PathBuf> {
+    let root = util::root();
+    let dir = util::target_dir().join("baseline");
+    println!("== build: edgefit-wasm (release, {WASM_TARGET}, baseline: no SIMD)");
+    run(util::cargo()
+        .current_dir(&root)
+        .env("CARGO_ENCODED_RUSTFLAGS", "")
+        .env("CARGO_TARGET_DIR", &dir)
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "edgefit-wasm",
+            "--target",
+            WASM_TARGET,
+        ]))?;
+    let wasm = dir.join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm"));
+    let pkg = bindgen_and_optimize(&wasm, "pkg-baseline")?;
+    require_simd(&pkg, false)?;
+    Ok(pkg)
+}
+
+/// Fails unless the optimized module in `pkg` does (or does not) use simd128.
+fn require_simd(pkg: &Path, want: bool) -> Result<()> {
+    let bg = pkg.join("edgefit_wasm_bg.wasm");
+    let features = wasm_features(&fs::read(&bg)?)
+        .with_context(|| format!("reading the target_features of {}", bg.display()))?;
+    let has = features.iter().any(|f| f == "simd128");
+    if has != want {
+        bail!(
+            "{} {} simd128 (features: {})",
+            bg.display(),
+            if has { "uses" } else { "does not use" },
+            features.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Writes a complete site into `site` (removed first): `web/`, each `(pkg dir, name)`, uPlot,
+/// and the model (hard link) and texts when present.
+fn assemble(site: &Path, pkgs: &[(&Path, &str)]) -> Result<()> {
+    let root = util::root();
     println!("== build: assembling {}", site.display());
     if site.exists() {
-        fs::remove_dir_all(&site).with_context(|| format!("removing old {}", site.display()))?;
+        fs::remove_dir_all(site).with_context(|| format!("removing old {}", site.display()))?;
     }
     let web = root.join("web");
-    let n = util::copy_tree(&web, &site)?;
+    let n = util::copy_tree(&web, site)?;
     println!("  web/: {n} files");
-    let n = util::copy_tree(&pkg, &site.join("pkg"))?;
-    println!("  pkg/: {n} files (wasm-bindgen + wasm-opt output)");
+    for (pkg, name) in pkgs {
+        let n = util::copy_tree(pkg, &site.join(name))?;
+        println!("  {name}/: {n} files (wasm-bindgen + wasm-opt output)");
+    }
     let uplot = root.join("node_modules/uplot/dist");
     for file in ["uPlot.iife.min.js", "uPlot.min.css"] {
         let dst = site.join("vendor/uplot").join(file);
-        fs::create_dir_all(dst.parent().unwrap())?;
+        fs::create_dir_all(dst.parent().context("site path has a parent")?)?;
         fs::copy(uplot.join(file), &dst)
             .with_context(|| format!("copying {file} from node_modules/uplot/dist"))?;
     }
     println!("  vendor/uplot/: uPlot.iife.min.js, uPlot.min.css");
-    let how = util::link_or_copy(&root.join(MODEL_PATH), &site.join(MODEL_PATH))?;
-    println!("  {MODEL_PATH}: {how}");
+    let model = root.join(MODEL_PATH);
+    if model.is_file() {
+        let how = util::link_or_copy(&model, &site.join(MODEL_PATH))?;
+        println!("  {MODEL_PATH}: {how}");
+    } else {
+        println!("  {MODEL_PATH}: not present (the page will ask for a model file)");
+    }
     // The page's pruning panel reads the calibration text (from setup) and scores perplexity
     // on the evaluation text.
     for (from, to) in [
         (setup::CALIBRATION_PATH, setup::CALIBRATION_PATH),
         ("tests/data/constitution.txt", "data/constitution.txt"),
     ] {
+        if !root.join(from).is_file() {
+            println!("  {to}: not present ({from} missing)");
+            continue;
+        }
         let dst = site.join(to);
         fs::create_dir_all(dst.parent().context("site path has a parent")?)?;
         fs::copy(root.join(from), &dst).with_context(|| format!("copying {from} to the site"))?;
         println!("  {to}: copied from {from}");
     }
-
-    println!("== build: edgefit-cli (release)");
-    run(util::cargo()
-        .current_dir(&root)
-        .args(["build", "--release", "-p", "edgefit-cli"]))?;
-
-    println!(
-        "== build: done: site in {}, CLI at {}",
-        site.display(),
-        util::target_dir().join("release/edgefit").display()
-    );
     Ok(())
 }
 
-/// Runs wasm-bindgen and wasm-opt on `wasm`, into `target/xtask/pkg`, unless that output was
-/// made from this same input (size + mtime stamp). Returns the pkg directory.
-fn bindgen_and_optimize(wasm: &Path) -> Result<PathBuf> {
+fn build_cli() -> Result<()> {
+    println!("== build: edgefit-cli (release)");
+    run(util::cargo()
+        .current_dir(util::root())
+        .args(["build", "--release", "-p", "edgefit-cli"]))
+}
+
+/// Runs wasm-bindgen and wasm-opt on `wasm`, into `target/xtask/<name>`, unless that output
+/// was made from this same input (size + mtime stamp). Returns the pkg directory.
+fn bindgen_and_optimize(wasm: &Path, name: &str) -> Result<PathBuf> {
     let root = util::root();
-    let pkg = util::xtask_dir()?.join("pkg");
-    let stamp = util::xtask_dir()?.join("pkg.stamp");
+    let pkg = util::xtask_dir()?.join(name);
+    let stamp = util::xtask_dir()?.join(format!("{name}.stamp"));
     let (size, mtime) = util::size_mtime(wasm)
         .with_context(|| format!("cargo did not produce {}", wasm.display()))?;
     let key = format!(

@@ -24,6 +24,8 @@ commands:
                                  chromium + chromedriver, npm packages, the default model, the
                                  calibration text)
   build                          setup, then build the static site into build/site and the CLI
+  site                           setup, then write dist/: the static site for any host and
+                                 sub-path, with simd128 and baseline (no SIMD) wasm builds
   serve [--port P] [--host H]    serve build/site over HTTP (default 127.0.0.1:8080)
   demo  [--port P] [--host H]    build, then serve and print the URL
   test [--from N]                setup, then run every check and test (native, wasm in Node,
@@ -63,6 +65,10 @@ fn run() -> Result<()> {
         "build" => {
             no_args(&cmd, &rest)?;
             build::build()
+        }
+        "site" => {
+            no_args(&cmd, &rest)?;
+            build::site()
         }
         "serve" => {
             let (host, port) = host_port(&rest)?;

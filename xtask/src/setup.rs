@@ -36,6 +36,16 @@ const CALIBRATION_MEMBERS: [&str; 3] = [
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
 pub fn setup() -> Result<()> {
+    setup_with(true)
+}
+
+/// What `cargo xtask site` needs: everything but the browser (a static-site build, e.g. on a
+/// GitHub Pages runner, has no use for Chromium).
+pub fn setup_for_site() -> Result<()> {
+    setup_with(false)
+}
+
+fn setup_with(browser: bool) -> Result<()> {
     println!("== setup: checking what this machine still needs");
     if std::env::var_os("RUSTFLAGS").is_some()
         || std::env::var_os("CARGO_ENCODED_RUSTFLAGS").is_some()
@@ -54,6 +64,10 @@ pub fn setup() -> Result<()> {
         ("default model", default_model),
         ("calibration text", calibration_text),
     ];
+    let steps: Vec<(&str, Step)> = steps
+        .into_iter()
+        .filter(|(name, _)| browser || !name.starts_with("chromium"))
+        .collect();
     let total = steps.len();
     for (i, (name, step)) in steps.into_iter().enumerate() {
         print!("[setup {}/{total}] {name}: ", i + 1);

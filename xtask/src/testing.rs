@@ -2,11 +2,12 @@
 //!
 //! After setup: rustfmt; clippy native; clippy wasm32; native tests; wasm tests in Node; the
 //! same wasm tests in headless Chromium (Debian's chromium + chromedriver, never a downloaded
-//! browser); the release site; the page's own tests with `node --test` against that site,
-//! served on an ephemeral port.
+//! browser); the publishable site (`dist/`, simd128 and baseline wasm) and the release CLI; the
+//! page's own tests with `node --test` against `dist/` served by Python's `http.server` under a
+//! sub-path (`/edgefit/`) on an ephemeral port, as any static host would.
 
 use crate::util::{self, run, which};
-use crate::{build, serve, setup};
+use crate::{build, setup};
 use anyhow::{bail, Context, Result};
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
@@ -49,7 +50,10 @@ pub fn test(from: usize) -> Result<()> {
             "wasm tests in headless Chromium",
             Box::new(wasm_tests_chromium),
         ),
-        ("release build of the site", Box::new(build::build_site)),
+        (
+            "the static site (dist/, both wasm builds) and the CLI",
+            Box::new(build::site_and_cli),
+        ),
         ("web tests (node --test)", Box::new(web_tests)),
     ];
     let total = steps.len();
@@ -342,11 +346,11 @@ fn web_tests() -> Result<()> {
     let chromium =
         which("chromium").context("`chromium` is not on PATH: run `cargo xtask setup`")?;
     let build_dir = root.join("build");
-    let server = serve::start(&build_dir.join("site"), "127.0.0.1", 0)?;
+    let server = StaticServer::start(&root.join("dist"), SUB_PATH)?;
     println!(
-        "  serving {} at {}",
-        build_dir.join("site").display(),
-        server.url()
+        "  serving {} with `python3 -m http.server` at {}",
+        root.join("dist").display(),
+        server.url
     );
     let mut cmd = Command::new("node");
     // One file at a time: each end-to-end file drives its own Chromium on the real model, and
@@ -355,13 +359,85 @@ fn web_tests() -> Result<()> {
         .arg("--test")
         .arg("--test-concurrency=1")
         .args(files.iter().map(|f| f.strip_prefix(&root).unwrap_or(f)))
-        .env("EDGEFIT_URL", server.url())
+        .env("EDGEFIT_URL", &server.url)
         .env("EDGEFIT_BUILD_DIR", &build_dir)
+        .env("EDGEFIT_CLI", util::target_dir().join("release/edgefit"))
         .env("CHROMIUM", &chromium)
         .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
     let result = run(&mut cmd);
     drop(server);
     result
+}
+
+/// The sub-path the page's tests find the site under (a static host rarely serves at `/`).
+const SUB_PATH: &str = "edgefit";
+
+/// `dist/` served by a plain static server (Python's `http.server`, nothing of ours) under
+/// `/<sub>/`, through a temporary directory holding one symlink; killed on drop.
+struct StaticServer {
+    child: std::process::Child,
+    dir: PathBuf,
+    url: String,
+}
+
+impl StaticServer {
+    fn start(dist: &Path, sub: &str) -> Result<StaticServer> {
+        if !dist.join("index.html").is_file() {
+            bail!(
+                "{} has no index.html: run `cargo xtask site`",
+                dist.display()
+            );
+        }
+        let dir = util::xtask_dir()?.join(format!("static-root-{}", std::process::id()));
+        if dir.exists() {
+            fs::remove_dir_all(&dir)?;
+        }
+        fs::create_dir_all(&dir)?;
+        std::os::unix::fs::symlink(dist, dir.join(sub))
+            .with_context(|| format!("linking {} into {}", dist.display(), dir.display()))?;
+        // A free port: bind, read it, release it for the server.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let child = Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--directory",
+            ])
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting `python3 -m http.server`")?;
+        let mut server = StaticServer {
+            child,
+            dir,
+            url: format!("http://127.0.0.1:{port}/{sub}/"),
+        };
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(status) = server.child.try_wait()? {
+                bail!("`python3 -m http.server` exited at start ({status})");
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                bail!("`python3 -m http.server` did not listen on port {port} within 20 s");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(server)
+    }
+}
+
+impl Drop for StaticServer {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+        fs::remove_dir_all(&self.dir).ok();
+    }
 }
 
 #[cfg(test)]
