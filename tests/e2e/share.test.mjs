@@ -161,11 +161,12 @@ test('a shared link restores every setting and the estimate in a fresh page', as
   assert.ok(await b.page.getByTestId('share-error').isHidden(), 'no share error');
   assert.ok(await b.page.getByTestId('share-note').isHidden(), 'no loaded-model note');
   assert.equal(await text(b.page, 'status'), 'no model loaded', 'nothing was loaded by the link');
+  await b.page.evaluate(() => window.scrollTo(0, 0));
+  await b.page.screenshot({ path: path.join(SHOT_DIR, 'share.png'), fullPage: false });
   // Opening the pruning panel (it asks the site for its texts) keeps the link's settings.
   await b.page.locator('#prune-panel > summary').click();
   await b.page.waitForFunction(() => document.getElementById('prune-panel').dataset.texts, null, { timeout: 10_000 });
   assert.deepEqual(await controls(b.page), want, 'settings kept after opening the pruning panel');
-  await b.page.screenshot({ path: path.join(SHOT_DIR, 'share.png'), fullPage: false });
 
   for (const [name, x] of [['sender', a], ['receiver', b]]) {
     assert.deepEqual(x.pageErrors, [], `${name}: no page errors`);
@@ -234,4 +235,38 @@ test('a link naming a loaded file shows a note and loads nothing; hashchange app
   assert.deepEqual(pageErrors, [], 'no page errors');
   assert.deepEqual(consoleErrors, [], 'no console errors');
   assert.deepEqual(foreign, [], 'no request outside the site');
+});
+
+test('with a model loaded, the link names the file and its shape, and carries no model data', async (t) => {
+  const { page, consoleErrors, pageErrors, foreign } = await open(t);
+  await waitReport(page);
+  await page.getByTestId('load-default').click();
+  await page.waitForFunction(() => /^(ready|error:)/.test(document.querySelector('[data-testid="status"]').textContent), null, { timeout: 120_000 });
+  assert.equal(await text(page, 'status'), 'ready');
+  await page.getByTestId('preset-picker').selectOption('@loaded');
+  await page.getByTestId('share-link').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="share-url"]').value !== '', null, { timeout: 5_000 });
+  const link = await page.getByTestId('share-url').inputValue();
+  t.diagnostic(`link: ${link}`);
+  assert.match(link, /&model=%40loaded&/);
+  assert.match(link, /&loaded_file=smollm2-135m-instruct-q4_1\.gguf&loaded_arch=[a-z0-9.-]+&loaded_params=\d+&loaded_layers=30&loaded_hidden=576&/);
+  assert.ok(link.length < 2000, `no model data in the link: ${link.length} characters`);
+
+  const b = await open(t, link);
+  await waitReport(b.page);
+  const note = b.page.getByTestId('share-note');
+  await note.waitFor({ state: 'visible', timeout: 15_000 });
+  const msg = await note.textContent();
+  assert.match(msg, /smollm2-135m-instruct-q4_1\.gguf \(.*30 layers, hidden 576/);
+  assert.match(msg, /load that file by hand/);
+  assert.equal(await text(b.page, 'status'), 'no model loaded', 'the receiver loads nothing');
+  const modelRequests = [];
+  b.page.context().on('request', (r) => { if (/\.gguf/.test(r.url())) modelRequests.push(r.url()); });
+  await b.page.waitForTimeout(500);
+  assert.deepEqual(modelRequests, []);
+  for (const [name, x] of [['sender', { consoleErrors, pageErrors, foreign }], ['receiver', b]]) {
+    assert.deepEqual(x.pageErrors, [], `${name}: no page errors`);
+    assert.deepEqual(x.consoleErrors, [], `${name}: no console errors`);
+    assert.deepEqual(x.foreign, [], `${name}: no request outside the site`);
+  }
 });
