@@ -230,6 +230,7 @@ export function createEstimatePanel({ send }) {
       el.model.prepend(o);
     }
     o.textContent = `config.json: ${file.name}`;
+    o.dataset.file = file.name; // for a shared link's note (main.js)
     el.model.value = V.CONFIG_MODEL;
     recompute();
   });
@@ -569,5 +570,55 @@ export function createEstimatePanel({ send }) {
       st.catalog = false;
       st.measuredOnce = false;
     },
+    ...scenarioMethods(),
   };
+
+  // ---- shareable links (share.js, the scenario's `estimate` section) -----------------------
+  function scenarioMethods() {
+    const pruneKnob = () => document.querySelector('[data-testid="knob-prune"]');
+    const usable = (select, v) => [...select.options].some((o) => o.value === v && !o.disabled);
+    return {
+      /**
+       * The pickers and knobs as they stand, as raw strings (share.js checks them when it
+       * encodes): {device, model, weights, kv, context, prompt_tokens, gen_tokens, unit, policy,
+       * minutes, prune?}; `prune` only where the pruning knob (knob-prune) exists.
+       */
+      getScenario() {
+        const s = { device: el.device.value, model: el.model.value, ...knobs() };
+        const prune = pruneKnob();
+        if (prune) s.prune = prune.value;
+        return s;
+      },
+      /**
+       * Sets the panel from a decoded `estimate` section, all or nothing: every value is checked
+       * against the catalog first (call after onCatalog) and the first misfit is returned as an
+       * error naming the field and value, with nothing changed; null when applied. Absent fields
+       * keep their value. '@loaded' picks the loaded model only if one is loaded and '@config'
+       * never (a link carries no model data): the model picker then stays as it is.
+       */
+      applyScenario(s) {
+        if (!st.catalog) return 'the estimator has not started yet';
+        const want = s ?? {};
+        if (want.device !== undefined && !usable(el.device, want.device)) {
+          return `the link's device ${JSON.stringify(want.device)} is not one this page knows`;
+        }
+        const named = want.model !== undefined && want.model !== V.LOADED_MODEL && want.model !== V.CONFIG_MODEL;
+        if (named && !usable(el.model, want.model)) return `the link's model ${JSON.stringify(want.model)} is not a preset this page knows`;
+        if (want.kv !== undefined && !st.kvFormats.includes(want.kv)) return `the link's KV format ${JSON.stringify(want.kv)} is not one this build has`;
+        if (want.weights !== undefined && !usable(el.weights, want.weights)) return `the link's weights ${JSON.stringify(want.weights)} is not a format this page has`;
+        if (want.unit !== undefined && want.unit !== '' && !V.UNITS.includes(want.unit)) return `the link's unit ${JSON.stringify(want.unit)} is not a unit`;
+        if (want.device !== undefined) el.device.value = want.device;
+        if (named || (want.model === V.LOADED_MODEL && usable(el.model, V.LOADED_MODEL))) el.model.value = want.model;
+        const set = { weights: el.weights, kv: el.kv, context: el.context, prompt_tokens: el.prompt, gen_tokens: el.gen, unit: el.unit, policy: el.policy, minutes: el.minutes };
+        for (const [k, input] of Object.entries(set)) if (want[k] !== undefined) input.value = String(want[k]);
+        const prune = pruneKnob();
+        if (prune && want.prune !== undefined) {
+          prune.value = String(want.prune);
+          prune.dispatchEvent(new Event('input', { bubbles: true }));
+        }
+        recompute();
+        return null;
+      },
+    };
+  }
 }

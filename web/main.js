@@ -5,6 +5,7 @@ import * as P from './protocol.js';
 import { createEstimatePanel } from './estimate-panel.js';
 import * as C from './conversation.js';
 import * as V from './estimate-view.js';
+import * as S from './share.js';
 
 const DEFAULT_MODEL_URL = 'models/smollm2-135m-instruct-q4_1.gguf';
 
@@ -55,6 +56,11 @@ const el = {
   pruneSummary: $('prune-summary'),
   pruneNote: $('prune-note'),
   pruneChart: $('prune-chart'),
+  shareLink: $('share-link'),
+  shareUrl: $('share-url'),
+  shareStatus: $('share-status'),
+  shareError: $('share-error'),
+  shareNote: $('share-note'),
 };
 
 // ---- state -----------------------------------------------------------------------------------
@@ -282,8 +288,10 @@ function onWorkerMessage(w, msg) {
       else $('metric-kv-format').textContent = msg.format;
       setStatus(state.modelLoaded ? 'ready' : 'no model loaded');
       render();
-      // The estimate's KV knob follows the real run's format, so both sides compare the same.
-      panel.followKvFormat(msg.format);
+      // The estimate's KV knob follows the real run's format, so both sides compare the same
+      // (not when a shared link set both: the link's estimator format stays).
+      if (share.keepEstimateKv) share.keepEstimateKv = false;
+      else panel.followKvFormat(msg.format);
       break;
     case P.FromWorker.STARTED:
       break;
@@ -319,6 +327,7 @@ function onWorkerMessage(w, msg) {
       renderKvFormats();
       render();
       panel.onCatalog(msg);
+      applyPendingLink();
       break;
     case P.FromWorker.MEASURING:
       panel.onMeasuring();
@@ -335,6 +344,7 @@ function onWorkerMessage(w, msg) {
         return;
       }
       {
+        share.keepEstimateKv = false;
         const wasGenerating = state.phase === 'generating' || state.phase === 'stopping';
         if (state.phase === 'pruning') endPruneProgress('');
         state.phase = state.modelLoaded ? 'ready' : 'idle';
@@ -526,7 +536,8 @@ async function probeTexts() {
   const act = el.pruneMethod.querySelector('option[value="activation"]');
   act.disabled = !cal;
   act.textContent = cal ? 'activation (calibration text)' : 'activation (no calibration text served)';
-  el.pruneMethod.value = cal ? 'activation' : 'magnitude';
+  // Without the text, magnitude; with it, the choice stands (activation unless a link set another).
+  if (!cal) el.pruneMethod.value = 'magnitude';
   el.prunePanel.dataset.texts = `${cal ? 'calibration' : 'no-calibration'} ${ev ? 'eval' : 'no-eval'}`;
   if (!ev) el.perplexityRun.title = `The site does not serve ${P.EVAL_URL}: perplexity is not available`;
   render();
@@ -961,6 +972,173 @@ el.stop.addEventListener('click', () => {
   render();
   send(P.stop());
 });
+
+// ---- shareable links (share.js) ----------------------------------------------------------------
+// A link's scenario waits in `pending` until the worker's catalog has filled the pickers, then is
+// applied all or nothing. `keepEstimateKv`: the link set the engine's KV format, whose answer must
+// not move the estimator's KV knob (which the link set too).
+const share = { pending: null, keepEstimateKv: false };
+
+/** The name of the file the loaded model came from (the URL's last segment for a download). */
+function sourceName(source) {
+  if (!source) return 'model';
+  if (source.kind === 'file') return source.file?.name || 'model';
+  try {
+    return decodeURIComponent(new URL(source.url).pathname.split('/').pop()) || 'model';
+  } catch {
+    return 'model';
+  }
+}
+
+/** The page's whole scenario, as share.js encodes it (raw input strings: it checks them). */
+function currentScenario() {
+  const estimate = panel.getScenario();
+  const s = {
+    estimate,
+    engine: { weights: state.weights, kv: state.kvFormat ?? undefined },
+    generation: {
+      prompt: el.prompt.value,
+      chat: el.chat.checked,
+      keep: el.keepContext.checked,
+      maxTokens: el.maxTokens.value,
+      temperature: el.temperature.value,
+      topP: el.topP.value,
+      seed: el.seed.value,
+    },
+    pruning: {
+      mlp: el.pruneMlp.value,
+      heads: el.pruneHeads.value,
+      qk: el.pruneQk.value,
+      v: el.pruneV.value,
+      layers: el.pruneLayers.value,
+      method: el.pruneMethod.value,
+      allocation: el.pruneAllocation.value,
+    },
+  };
+  if (state.modelLoaded && state.modelInfo) s.loaded = S.loadedSection(sourceName(state.source), state.modelInfo);
+  if (estimate.model === V.CONFIG_MODEL) {
+    s.config = { name: $('preset-picker').selectedOptions[0]?.dataset.file || 'config.json' };
+  }
+  return s;
+}
+
+function showShareError(message) {
+  el.shareError.textContent = message;
+  el.shareError.hidden = false;
+}
+
+function clearShareError() {
+  el.shareError.hidden = true;
+  el.shareError.textContent = '';
+}
+
+el.shareLink.addEventListener('click', async () => {
+  clearShareError();
+  let fragment;
+  try {
+    fragment = S.encodeScenario(currentScenario());
+  } catch (e) {
+    showShareError(`No link made: ${P.errorMessage(e)}.`);
+    return;
+  }
+  const url = new URL(location.href);
+  url.hash = fragment;
+  history.replaceState(history.state, '', url.href); // no reload, no hashchange
+  el.shareUrl.value = url.href;
+  el.shareStatus.textContent = '';
+  try {
+    await navigator.clipboard.writeText(url.href);
+    el.shareStatus.textContent = 'copied';
+  } catch {
+    el.shareStatus.textContent = 'select the link and copy it';
+  }
+  el.shareUrl.select();
+});
+
+/** Reads location.hash: a good link waits for the catalog; a bad one is reported, defaults kept. */
+function readLink() {
+  if (!S.hasScenario(location.hash)) return;
+  const { scenario, error } = S.decodeScenario(location.hash);
+  if (error) {
+    share.pending = null;
+    showShareError(`This link cannot be opened: ${error}. The page keeps its settings.`);
+    return;
+  }
+  share.pending = scenario;
+  applyPendingLink();
+}
+
+function applyPendingLink() {
+  if (!share.pending || state.kvFormats.length === 0) return; // the catalog is not there yet
+  const s = share.pending;
+  share.pending = null;
+  const error = applyLink(s);
+  if (error) showShareError(`This link cannot be opened: ${error}. The page keeps its settings.`);
+  else clearShareError();
+}
+
+/**
+ * Applies a decoded scenario, all or nothing: the checks that need the catalog come first (the
+ * panel checks its own section before it changes anything). Returns an error or null.
+ */
+function applyLink(s) {
+  if (isBusy()) return 'the engine is busy; open the link again when it is done';
+  const engine = s.engine ?? {};
+  if (engine.kv !== undefined && !state.kvFormats.includes(engine.kv)) {
+    return `the link's engine KV format ${JSON.stringify(engine.kv)} is not one this build has`;
+  }
+  const panelError = panel.applyScenario(s.estimate ?? {});
+  if (panelError) return panelError;
+
+  const g = s.generation ?? {};
+  if (g.prompt !== undefined) el.prompt.value = g.prompt; // a value: text, never markup
+  if (g.chat !== undefined) el.chat.checked = g.chat;
+  if (g.keep !== undefined) el.keepContext.checked = g.keep;
+  for (const [k, input] of [['maxTokens', el.maxTokens], ['temperature', el.temperature], ['topP', el.topP], ['seed', el.seed]]) {
+    if (g[k] !== undefined) input.value = String(g[k]);
+  }
+
+  // The pruning panel's inputs only: pruning needs a model and runs when the user presses Prune.
+  const pr = s.pruning ?? {};
+  for (const [k, input] of [['mlp', el.pruneMlp], ['heads', el.pruneHeads], ['qk', el.pruneQk], ['v', el.pruneV]]) {
+    if (pr[k] === undefined) continue;
+    input.value = String(pr[k]);
+    input.dispatchEvent(new Event('input')); // its percentage label
+  }
+  if (pr.layers !== undefined) el.pruneLayers.value = String(pr.layers);
+  if (pr.method !== undefined) el.pruneMethod.value = pr.method;
+  if (pr.allocation !== undefined) el.pruneAllocation.value = pr.allocation;
+
+  const notes = [];
+  if (engine.weights !== undefined && engine.weights !== state.weights) {
+    if (state.modelLoaded) {
+      notes.push(`The link's engine weights are ${engine.weights}; the loaded model keeps ${state.weights} (pick ${engine.weights} under Weights to reload it).`);
+    } else {
+      state.weights = engine.weights;
+      el.weightsFormat.value = engine.weights;
+    }
+  }
+  if (engine.kv !== undefined && engine.kv !== state.kvFormat) {
+    share.keepEstimateKv = true;
+    el.kvFormat.value = engine.kv;
+    el.kvFormat.dispatchEvent(new Event('change')); // as if picked: the engine switches
+  }
+  if (s.loaded) {
+    notes.push(`The link was made with ${S.describeLoaded(s.loaded)} loaded. Links carry no model data: ` +
+      'load that file by hand (Model, above) to run it here' +
+      (s.estimate?.model === V.LOADED_MODEL ? ', then pick “the loaded model” for the estimate.' : '.'));
+  }
+  if (s.config) {
+    notes.push(`The link's estimate used a config.json (${s.config.name}); drop it by hand on “or drop a config.json” to estimate that model.`);
+  }
+  el.shareNote.textContent = notes.join(' ');
+  el.shareNote.hidden = notes.length === 0;
+  render();
+  return null;
+}
+
+window.addEventListener('hashchange', readLink);
+readLink();
 
 // Start the worker now so the wasm compiles while the user reads the page.
 el.keepContext.checked = el.chat.checked;

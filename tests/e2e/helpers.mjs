@@ -26,8 +26,10 @@ export async function launchBrowser() {
 /**
  * Opens the site in a fresh context (closed when test `t` ends) and collects console errors of
  * the page and its workers, uncaught page errors and, with `requestFailures`, failed requests.
+ * `url`: another address than EDGEFIT_URL (e.g. with a fragment); `onPage(page)` runs before the
+ * navigation (to watch its requests).
  */
-export async function openPage(browser, t, { acceptDownloads = false, requestFailures = true } = {}) {
+export async function openPage(browser, t, { acceptDownloads = false, requestFailures = true, url = URL_, onPage = null } = {}) {
   const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, acceptDownloads });
   const page = await context.newPage();
   const consoleErrors = [];
@@ -42,7 +44,8 @@ export async function openPage(browser, t, { acceptDownloads = false, requestFai
     page.on('requestfailed', (r) => consoleErrors.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
   }
   t.after(() => context.close());
-  await gotoSite(page, t);
+  if (onPage) onPage(page);
+  await gotoSite(page, t, url);
   return { page, consoleErrors, pageErrors };
 }
 
@@ -52,13 +55,13 @@ export async function openPage(browser, t, { acceptDownloads = false, requestFai
  * of the suite, on different tests, also on an idle machine; cause not found yet). The retry is
  * reported as a test diagnostic, and a second timeout fails the test.
  */
-export async function gotoSite(page, t) {
+export async function gotoSite(page, t, url = URL_) {
   try {
-    await page.goto(URL_, { waitUntil: 'load' });
+    await page.goto(url, { waitUntil: 'load' });
   } catch (e) {
     if (e?.name !== 'TimeoutError') throw e;
     t.diagnostic(`page.goto timed out once; retrying (${String(e.message).split('\n')[0]})`);
-    await page.goto(URL_, { waitUntil: 'load' });
+    await page.goto(url, { waitUntil: 'load' });
   }
 }
 
