@@ -3,6 +3,7 @@
 
 import * as P from './protocol.js';
 import { createEstimatePanel } from './estimate-panel.js';
+import { createFitPanel } from './fit-panel.js';
 import * as C from './conversation.js';
 import * as V from './estimate-view.js';
 
@@ -163,6 +164,8 @@ function onFatal(w, message) {
   resetPruneState();
   panel.workerRestarted();
   panel.modelUnloaded();
+  fitPanel.workerRestarted();
+  fitPanel.modelUnloaded();
   showError(hadBooted ? `${message}; the engine was restarted, load the model again` : message);
   render();
 }
@@ -172,6 +175,11 @@ function send(msg) {
 }
 
 const panel = createEstimatePanel({ send });
+const fitPanel = createFitPanel({
+  send,
+  estimator: panel,
+  onOpen: () => $('estimate-h').scrollIntoView({ block: 'start' }),
+});
 
 // ---- worker messages -------------------------------------------------------------------------
 function onWorkerMessage(w, msg) {
@@ -217,6 +225,7 @@ function onWorkerMessage(w, msg) {
       setStatus('ready');
       render();
       panel.modelLoaded(msg.info);
+      fitPanel.modelLoaded(msg.info);
       measureBaseline();
       break;
     case P.FromWorker.PRUNE_PROGRESS:
@@ -314,6 +323,7 @@ function onWorkerMessage(w, msg) {
       renderKvFormats();
       render();
       panel.onCatalog(msg);
+      fitPanel.onCatalog(msg);
       break;
     case P.FromWorker.MEASURING:
       panel.onMeasuring();
@@ -323,6 +333,12 @@ function onWorkerMessage(w, msg) {
       break;
     case P.FromWorker.ESTIMATE_ERROR:
       panel.onError(msg);
+      break;
+    case P.FromWorker.FIT_RESULT:
+      fitPanel.onResult(msg);
+      break;
+    case P.FromWorker.FIT_ERROR:
+      fitPanel.onError(msg);
       break;
     case P.FromWorker.ERROR:
       if (msg.fatal) {
@@ -443,7 +459,9 @@ function modelSwapped(info, metrics, pruned) {
   delete el.finish.dataset.reason;
   renderPruneModel(info);
   const base = info.name || 'model';
-  panel.modelLoaded({ ...info, name: pruned ? `${base}, pruned to ${P.formatParams(info.params)}` : base });
+  const shown = { ...info, name: pruned ? `${base}, pruned to ${P.formatParams(info.params)}` : base };
+  panel.modelLoaded(shown);
+  fitPanel.modelLoaded(shown);
 }
 
 function pruneSummary(r) {
@@ -808,6 +826,7 @@ function startLoad(source, label) {
   state.source = source;
   clearError();
   panel.modelUnloaded();
+  fitPanel.modelUnloaded();
   state.phase = 'loading';
   state.modelLoaded = false;
   state.modelInfo = null;
