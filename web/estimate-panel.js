@@ -333,7 +333,8 @@ export function createEstimatePanel({ send }) {
     });
     if (usableAt !== null) {
       const mark = document.createElement('div');
-      mark.className = 'mem-usable';
+      // Past the middle the label sits left of the mark, so it never widens a narrow page.
+      mark.className = usableAt > 0.5 ? 'mem-usable label-left' : 'mem-usable';
       mark.style.left = `${(usableAt * 100).toFixed(3)}%`;
       mark.title = `usable: ${V.formatBinary(memory.usable_bytes)}`;
       const lab = document.createElement('span');

@@ -111,8 +111,8 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
             ],
             series: [
               { label: 'sustained tok/s', value: (_u, v) => (v == null ? '–' : v.toFixed(2)) },
-              { label: '★ frontier', ...dots('#b55a2f', 10), value: (_u, v, _s, i) => (v == null ? '–' : `${v.toFixed(1)} M · ${describe(i)}`) },
               { label: 'other passing', ...dots('rgba(47, 111, 181, 0.45)', 6), value: (_u, v, _s, i) => (v == null ? '–' : `${v.toFixed(1)} M · ${describe(i)}`) },
+              { label: '★ frontier', ...dots('#b55a2f', 10), value: (_u, v, _s, i) => (v == null ? '–' : `${v.toFixed(1)} M · ${describe(i)}`) },
             ],
           },
           d.data,

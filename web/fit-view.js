@@ -98,15 +98,16 @@ export function scenarioOf(row, device) {
 
 /**
  * uPlot data for the scatter: x = sustained tok/s (ascending, as uPlot needs), y series: the
- * frontier rows' parameters (M), then the others' (null where the point is in the other series).
- * Returns {data: [xs, frontier, others], rows} (rows in x order, for the tooltip).
+ * other passing rows' parameters (M), then the frontier rows' (drawn last, on top); null where
+ * the point is in the other series. Returns {data: [xs, others, frontier], rows} (rows in x
+ * order, for the legend).
  */
 export function chartData(rows) {
   const sorted = [...rows].sort((a, b) => a.sustained_tok_s - b.sustained_tok_s || a.rank - b.rank);
   const xs = sorted.map((r) => r.sustained_tok_s);
-  const front = sorted.map((r) => (r.frontier ? r.params / 1e6 : null));
   const rest = sorted.map((r) => (r.frontier ? null : r.params / 1e6));
-  return { data: [xs, front, rest], rows: sorted };
+  const front = sorted.map((r) => (r.frontier ? r.params / 1e6 : null));
+  return { data: [xs, rest, front], rows: sorted };
 }
 
 /** Status text while the solver runs. */

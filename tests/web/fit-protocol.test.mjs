@@ -106,8 +106,8 @@ test('fit-view: summary, cells, scenario and chart data', () => {
 
   const d = F.chartData([row(1, { sustained_tok_s: 30, frontier: true }), row(2, { sustained_tok_s: 10, params: 2e6 })]);
   assert.deepEqual(d.data[0], [10, 30], 'x ascending');
-  assert.deepEqual(d.data[1], [null, 134.515008]);
-  assert.deepEqual(d.data[2], [2, null]);
+  assert.deepEqual(d.data[1], [2, null], 'other passing rows first');
+  assert.deepEqual(d.data[2], [null, 134.515008], 'frontier rows last (drawn on top)');
   assert.deepEqual(d.rows.map((x) => x.rank), [2, 1]);
 });
 
