@@ -62,6 +62,8 @@ export function createEstimatePanel({ send }) {
     unit: $('k-unit'),
     policy: $('k-policy'),
     minutes: $('k-minutes'),
+    prune: $('k-prune'),
+    pruneOut: $('k-prune-out'),
     error: $('est-error'),
     body: $('est-body'),
     numbers: $('est-numbers'),
@@ -152,13 +154,27 @@ export function createEstimatePanel({ send }) {
     };
   }
 
-  function request(purpose, deployment) {
+  /** The pruning knob's level (0..0.9, TransAct-style), or null when it is not one. */
+  function pruneLevel() {
+    const v = Number(el.prune.value);
+    return P.checkPruneLevel(v) ? null : v;
+  }
+
+  function showPrune() {
+    const v = pruneLevel();
+    el.pruneOut.textContent = v === null ? '' : `${Math.round(v * 100)}%`;
+  }
+
+  /** `prune`: the panel's pruning level (the comparison estimates the loaded model as it runs). */
+  function request(purpose, deployment, prune) {
     const model = modelRequest();
     const device = deviceRequest();
     if (!model || !device) return;
     const id = st.nextId++;
     st.latest[purpose] = id;
-    send(P.estimate(id, purpose, model, device, deployment));
+    // Until its answer arrives the panel shows the previous report (tests wait on this).
+    if (purpose === 'panel') el.body.dataset.pending = 'true';
+    send(P.estimate(id, purpose, model, device, deployment, prune));
   }
 
   function recompute() {
@@ -172,7 +188,13 @@ export function createEstimatePanel({ send }) {
     if (el.device.value === V.THIS_BROWSER && !st.measuring && !st.measuredOnce) {
       el.deviceNote.textContent = 'measuring this tab (about a second)…';
     }
-    request('panel', deployment);
+    const prune = pruneLevel();
+    if (prune === null) {
+      st.latest.panel = st.nextId++;
+      showError(P.checkPruneLevel(Number(el.prune.value)));
+      return;
+    }
+    request('panel', deployment, prune);
     recompare();
   }
 
@@ -195,6 +217,7 @@ export function createEstimatePanel({ send }) {
   }
 
   function showError(message) {
+    delete el.body.dataset.pending; // nothing is coming: this error is the answer
     el.error.textContent = `The estimator cannot answer: ${message}`;
     el.error.hidden = false;
     el.body.dataset.stale = 'true';
@@ -212,6 +235,11 @@ export function createEstimatePanel({ send }) {
   for (const input of [el.context, el.prompt, el.gen, el.minutes]) {
     input.addEventListener('input', recompute);
   }
+  el.prune.addEventListener('input', () => {
+    showPrune();
+    recompute();
+  });
+  showPrune();
   el.configFile.addEventListener('change', async () => {
     const file = el.configFile.files?.[0];
     if (!file) return;
@@ -306,7 +334,8 @@ export function createEstimatePanel({ send }) {
     });
     if (usableAt !== null) {
       const mark = document.createElement('div');
-      mark.className = 'mem-usable';
+      // Past the middle the label sits left of the mark, so it never widens a narrow page.
+      mark.className = usableAt > 0.5 ? 'mem-usable label-left' : 'mem-usable';
       mark.style.left = `${(usableAt * 100).toFixed(3)}%`;
       mark.title = `usable: ${V.formatBinary(memory.usable_bytes)}`;
       const lab = document.createElement('span');
@@ -481,8 +510,45 @@ export function createEstimatePanel({ send }) {
     return { roofline, thermal };
   })();
 
+  const hasOption = (select, value) => [...select.options].some((o) => o.value === value && !o.disabled);
+
   // ---- worker messages --------------------------------------------------------------------
   return {
+    /**
+     * Shows one configuration of the fit panel: device, model (a preset id or "@loaded"),
+     * weights, KV format, context and pruning level; the other knobs go back to the estimator's defaults (what
+     * `edgefit fit` and the fit panel estimate with). Returns null, or an error string naming
+     * the value the pickers do not offer (nothing is changed then).
+     */
+    showConfiguration({ device, model, weights, kv, context, prune = 0 }) {
+      if (!st.catalog) return 'the estimator is not ready yet';
+      if (!hasOption(el.device, device)) return `device ${JSON.stringify(device)} is not in the device picker`;
+      if (!hasOption(el.model, model)) return `model ${JSON.stringify(model)} is not in the model picker`;
+      if (!hasOption(el.weights, weights)) return `weights ${JSON.stringify(weights)} is not a weight format`;
+      if (!hasOption(el.kv, kv)) return `KV format ${JSON.stringify(kv)} is not offered`;
+      if (!Number.isSafeInteger(context) || context < 1) return `context must be a positive whole number, got ${JSON.stringify(context)}`;
+      const bad = P.checkPruneLevel(prune);
+      if (bad) return bad;
+      el.device.value = device;
+      el.model.value = model;
+      el.weights.value = weights;
+      el.kv.value = kv;
+      el.context.value = String(context);
+      el.prune.value = String(prune);
+      el.prompt.value = V.DEFAULT_KNOBS.prompt_tokens;
+      el.gen.value = V.DEFAULT_KNOBS.gen_tokens;
+      el.unit.value = V.DEFAULT_KNOBS.unit;
+      el.policy.value = V.DEFAULT_KNOBS.policy;
+      el.minutes.value = V.DEFAULT_KNOBS.minutes;
+      showPrune();
+      recompute();
+      return null;
+    },
+    /** The device as estimate and fit requests name it (null before the catalog), and its label. */
+    device() {
+      const request = deviceRequest();
+      return request ? { request, label: el.device.selectedOptions[0]?.textContent ?? el.device.value } : null;
+    },
     onCatalog(msg) {
       if (Array.isArray(msg.kvFormats) && msg.kvFormats.length) {
         st.kvFormats = [...msg.kvFormats];
@@ -515,12 +581,14 @@ export function createEstimatePanel({ send }) {
     onResult(msg) {
       if (msg.measurements) st.measuring = false;
       if (msg.id !== st.latest[msg.purpose]) return; // stale
+      if (msg.purpose === 'panel') delete el.body.dataset.pending;
       if (msg.purpose === 'panel') renderReport(msg);
       else renderCompare(msg);
     },
     onError(msg) {
       st.measuring = false;
       if (msg.id !== st.latest[msg.purpose]) return;
+      if (msg.purpose === 'panel') delete el.body.dataset.pending;
       if (msg.purpose === 'panel') showError(msg.message);
       else {
         el.compare.hidden = true;

@@ -3,6 +3,7 @@
 
 import * as P from './protocol.js';
 import { createEstimatePanel } from './estimate-panel.js';
+import { createFitPanel } from './fit-panel.js';
 import * as C from './conversation.js';
 import * as V from './estimate-view.js';
 import * as S from './share.js';
@@ -173,6 +174,8 @@ function onFatal(w, message) {
   resetPruneState();
   panel.workerRestarted();
   panel.modelUnloaded();
+  fitPanel.workerRestarted();
+  fitPanel.modelUnloaded();
   showError(hadBooted ? `${message}; the engine was restarted, load the model again` : message);
   render();
 }
@@ -182,6 +185,11 @@ function send(msg) {
 }
 
 const panel = createEstimatePanel({ send });
+const fitPanel = createFitPanel({
+  send,
+  estimator: panel,
+  onOpen: () => $('estimate-h').scrollIntoView({ block: 'start' }),
+});
 
 // ---- worker messages -------------------------------------------------------------------------
 function onWorkerMessage(w, msg) {
@@ -228,6 +236,7 @@ function onWorkerMessage(w, msg) {
       setStatus('ready');
       render();
       panel.modelLoaded(msg.info);
+      fitPanel.modelLoaded(msg.info);
       measureBaseline();
       break;
     case P.FromWorker.PRUNE_PROGRESS:
@@ -327,6 +336,7 @@ function onWorkerMessage(w, msg) {
       renderKvFormats();
       render();
       panel.onCatalog(msg);
+      fitPanel.onCatalog(msg);
       applyPendingLink();
       break;
     case P.FromWorker.MEASURING:
@@ -337,6 +347,12 @@ function onWorkerMessage(w, msg) {
       break;
     case P.FromWorker.ESTIMATE_ERROR:
       panel.onError(msg);
+      break;
+    case P.FromWorker.FIT_RESULT:
+      fitPanel.onResult(msg);
+      break;
+    case P.FromWorker.FIT_ERROR:
+      fitPanel.onError(msg);
       break;
     case P.FromWorker.ERROR:
       if (msg.fatal) {
@@ -458,7 +474,9 @@ function modelSwapped(info, metrics, pruned) {
   delete el.finish.dataset.reason;
   renderPruneModel(info);
   const base = info.name || 'model';
-  panel.modelLoaded({ ...info, name: pruned ? `${base}, pruned to ${P.formatParams(info.params)}` : base });
+  const shown = { ...info, name: pruned ? `${base}, pruned to ${P.formatParams(info.params)}` : base };
+  panel.modelLoaded(shown);
+  fitPanel.modelLoaded(shown);
 }
 
 function pruneSummary(r) {
@@ -824,6 +842,7 @@ function startLoad(source, label) {
   state.source = source;
   clearError();
   panel.modelUnloaded();
+  fitPanel.modelUnloaded();
   state.phase = 'loading';
   state.modelLoaded = false;
   state.modelInfo = null;

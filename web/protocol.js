@@ -44,7 +44,16 @@
 //                                            {kind:"preset", id} | {kind:"loaded"} |
 //                                            {kind:"config", name, text}; device: {kind:"bundled",
 //                                            id} | {kind:"this-browser"} (measured once, cached);
-//                                            purpose: "panel" | "compare"; id: increasing integer
+//                                            purpose: "panel" | "compare"; id: increasing integer;
+//                                            prune (optional, 0..FIT_MAX_PRUNE): the model is pruned
+//                                            TransAct-style at that level first (wasm prunedSpec)
+//   fit       {id, device, scope, context}   "what fits?": the sizing solver (wasm fit) on `device`
+//                                            (as in estimate) over the models of `scope`: "all"
+//                                            presets | "family:<f>" (f in FIT_FAMILIES) |
+//                                            "preset:<id>" | "loaded" (the engine's model);
+//                                            context: one of FIT_CONTEXTS, or null for all of them.
+//                                            Other lists and the base deployment are the solver's
+//                                            defaults, as `edgefit fit` uses them
 //
 // Worker -> page
 //   booted    {version, build}               the wasm module is initialised; build = 'simd128' or
@@ -73,6 +82,10 @@
 //                                            device: {id, name, units, default_unit};
 //                                            measurements: BrowserMeasurements or null
 //   estimate-error  {id, purpose, message}   the estimator refused the request (message says why)
+//   fit-result {id, result}                  the solver's FitResult without its request: {device,
+//                                            device_name, tried, failed: {memory, ttft, sustained,
+//                                            temperature, invalid}, rows: [FitRow], models: [id]}
+//   fit-error  {id, message}                 the solver (or the request) was refused; message says why
 //   prune-progress {stage, done, total}      stage: "fetching" (the calibration text), "calibrating"
 //                                            (done/total tokens), "pruning", "exporting",
 //                                            "evaluating"; done/total null when unknown
@@ -96,6 +109,7 @@ export const ToWorker = Object.freeze({
   RESTORE: 'restore',
   PERPLEXITY: 'perplexity',
   EXPORT_GGUF: 'export-gguf',
+  FIT: 'fit',
 });
 
 export const FromWorker = Object.freeze({
@@ -118,7 +132,18 @@ export const FromWorker = Object.freeze({
   RESTORED: 'restored',
   PERPLEXITY_RESULT: 'perplexity-result',
   EXPORTED: 'exported',
+  FIT_RESULT: 'fit-result',
+  FIT_ERROR: 'fit-error',
 });
+
+/** The context lengths the fit panel offers (the solver's defaults, as `edgefit fit` uses them). */
+export const FIT_CONTEXTS = Object.freeze([1024, 2048, 4096, 8192]);
+/** The model families of the presets (the estimator's Family names). */
+export const FIT_FAMILIES = Object.freeze(['llama', 'mistral', 'qwen2', 'gemma', 'gemma2', 'phi3']);
+/** The highest TransAct pruning level the estimator takes (MLP, Q/K and V dims each lose it). */
+export const FIT_MAX_PRUNE = 0.9;
+/** The verdicts a configuration can fail, as FitResult.failed names them. */
+export const FIT_FAIL_KEYS = Object.freeze(['memory', 'ttft', 'sustained', 'temperature', 'invalid']);
 
 /** The largest fraction the page lets a pruning ratio remove. */
 export const PRUNE_MAX_RATIO = 0.9;
@@ -475,18 +500,71 @@ export function checkEstimateRequest(m) {
   } else if (md.kind === 'config') {
     if (typeof md.name !== 'string' || typeof md.text !== 'string') return 'a config model needs name and text strings';
   } else if (md.kind !== 'loaded') return `model.kind must be preset, loaded or config, got ${fmtValue(md.kind)}`;
-  const dv = m.device;
+  const dv = checkDeviceRef(m.device);
+  if (dv) return dv;
+  if (!isObject(m.deployment)) return 'deployment must be an object';
+  if (m.prune !== undefined) {
+    const e = checkPruneLevel(m.prune);
+    if (e) return e;
+  }
+  return null;
+}
+
+/** Checks a TransAct pruning level (0..FIT_MAX_PRUNE). Returns an error string or null. */
+export function checkPruneLevel(level) {
+  return isFiniteNumber(level) && level >= 0 && level <= FIT_MAX_PRUNE
+    ? null
+    : `pruning level must be a fraction from 0 to ${FIT_MAX_PRUNE}, got ${fmtValue(level)}`;
+}
+
+/** `prune` undefined or 0 leaves the field out (the model is estimated as it is). */
+export function estimate(id, purpose, model, device, deployment, prune) {
+  const m = { type: ToWorker.ESTIMATE, id, purpose, model, device, deployment };
+  if (prune !== undefined && prune !== 0) m.prune = prune;
+  must(checkEstimateRequest(m));
+  return m;
+}
+
+/** Checks a device as estimate and fit take it. Returns an error string or null. */
+function checkDeviceRef(dv) {
   if (!isObject(dv)) return 'device must be an object';
   if (dv.kind === 'bundled') {
     if (typeof dv.id !== 'string' || dv.id === '') return 'device.id must be a non-empty string';
   } else if (dv.kind !== 'this-browser') return `device.kind must be bundled or this-browser, got ${fmtValue(dv.kind)}`;
-  if (!isObject(m.deployment)) return 'deployment must be an object';
   return null;
 }
 
-export function estimate(id, purpose, model, device, deployment) {
-  const m = { type: ToWorker.ESTIMATE, id, purpose, model, device, deployment };
-  must(checkEstimateRequest(m));
+/**
+ * Parses a fit scope: "all" | "family:<f>" | "preset:<id>" | "loaded". Returns {kind, value}
+ * ({kind: "all"}, {kind: "family", value: "llama"}, ...) or {error}.
+ */
+export function parseFitScope(scope) {
+  if (typeof scope !== 'string') return { error: `scope must be a string, got ${fmtValue(scope)}` };
+  if (scope === 'all' || scope === 'loaded') return { kind: scope };
+  const m = /^(family|preset):(.+)$/.exec(scope);
+  if (!m) return { error: `scope must be all, loaded, family:<name> or preset:<id>, got ${fmtValue(scope)}` };
+  if (m[1] === 'family' && !FIT_FAMILIES.includes(m[2]))
+    return { error: `family must be one of ${FIT_FAMILIES.join(', ')}, got ${fmtValue(m[2])}` };
+  return { kind: m[1], value: m[2] };
+}
+
+/** Checks a fit request's fields. Returns an error string or null. */
+export function checkFitRequest(m) {
+  if (!isObject(m)) return 'fit request must be an object';
+  if (!isNonNegInt(m.id)) return `id must be a non-negative integer, got ${fmtValue(m.id)}`;
+  const d = checkDeviceRef(m.device);
+  if (d) return d;
+  const s = parseFitScope(m.scope);
+  if (s.error) return s.error;
+  if (m.context !== null && !FIT_CONTEXTS.includes(m.context))
+    return `context must be null (all of ${FIT_CONTEXTS.join(', ')}) or one of them, got ${fmtValue(m.context)}`;
+  return null;
+}
+
+/** `context` null or undefined searches every context of FIT_CONTEXTS. */
+export function fit(id, device, scope, context = null) {
+  const m = { type: ToWorker.FIT, id, device, scope, context: context ?? null };
+  must(checkFitRequest(m));
   return m;
 }
 
@@ -532,6 +610,10 @@ export function validateToWorker(msg) {
     case ToWorker.ESTIMATE: {
       const e = checkEstimateRequest(msg);
       return e ? `estimate: ${e}` : null;
+    }
+    case ToWorker.FIT: {
+      const e = checkFitRequest(msg);
+      return e ? `fit: ${e}` : null;
     }
     default:
       return `unknown message type ${fmtValue(msg.type)}`;
@@ -658,6 +740,29 @@ export function estimateError(id, purpose, message) {
   return m;
 }
 
+/**
+ * The solver's FitResult as the page gets it: without `request` (it holds every model's shape),
+ * with `models`, the ids searched.
+ */
+export function fitResult(id, result) {
+  const r = isObject(result) ? result : {};
+  const models = Array.isArray(r.request?.models) ? r.request.models.map((m) => m?.id) : r.models;
+  const m = {
+    type: FromWorker.FIT_RESULT,
+    id,
+    result: { device: r.device, device_name: r.device_name, tried: r.tried, failed: r.failed, rows: r.rows, models },
+  };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function fitError(id, message) {
+  const text = typeof message === 'string' && message.trim() !== '' ? message : 'unknown error';
+  const m = { type: FromWorker.FIT_ERROR, id, message: text };
+  must(validateFromWorker(m));
+  return m;
+}
+
 export function pruneProgress(stage, done = null, total = null) {
   const m = { type: FromWorker.PRUNE_PROGRESS, stage, done, total };
   must(validateFromWorker(m));
@@ -700,6 +805,48 @@ export function checkPruneReport(r) {
 }
 
 const isIdList = (v) => Array.isArray(v) && v.every((x) => isObject(x) && typeof x.id === 'string' && typeof x.name === 'string');
+
+/** Numeric fields of a FitRow: [name, integer?]. */
+const FIT_ROW_NUMBERS = Object.freeze([
+  ['rank', true], ['prune', false], ['context', true], ['params', true], ['params_fraction', false],
+  ['weights_bytes', true], ['kv_bytes_per_token', true], ['peak_memory_bytes', true], ['ttft_ms', false],
+  ['decode_tok_s', false], ['sustained_tok_s', false], ['temp_rise_c', false],
+]);
+
+/** Checks one FitRow (`i`: its index, so rank must be i + 1). Returns an error string or null. */
+export function checkFitRow(r, i) {
+  if (!isObject(r)) return `rows[${i}] must be an object`;
+  for (const k of ['model', 'model_name', 'weights', 'kv']) {
+    if (typeof r[k] !== 'string' || r[k] === '') return `rows[${i}].${k} must be a non-empty string, got ${fmtValue(r[k])}`;
+  }
+  for (const [k, int] of FIT_ROW_NUMBERS) {
+    const v = r[k];
+    if (!(int ? isNonNegInt(v) : isFiniteNumber(v))) return `rows[${i}].${k} must be a ${int ? 'non-negative integer' : 'finite number'}, got ${fmtValue(v)}`;
+  }
+  if (r.rank !== i + 1) return `rows[${i}].rank must be ${i + 1}, got ${r.rank}`;
+  if (typeof r.frontier !== 'boolean') return `rows[${i}].frontier must be a boolean`;
+  return null;
+}
+
+/** Checks a fit result as the page gets it (see fitResult). Returns an error string or null. */
+export function checkFitResult(r) {
+  if (!isObject(r)) return 'result must be an object';
+  if (typeof r.device !== 'string' || r.device === '') return 'result.device must be a non-empty string';
+  if (typeof r.device_name !== 'string') return 'result.device_name must be a string';
+  if (!isNonNegInt(r.tried)) return `result.tried must be a non-negative integer, got ${fmtValue(r.tried)}`;
+  if (!isObject(r.failed)) return 'result.failed must be an object';
+  for (const k of FIT_FAIL_KEYS) {
+    if (!isNonNegInt(r.failed[k])) return `result.failed.${k} must be a non-negative integer, got ${fmtValue(r.failed[k])}`;
+  }
+  if (!Array.isArray(r.models) || !r.models.every((m) => typeof m === 'string' && m !== '')) return 'result.models must be a list of model ids';
+  if (!Array.isArray(r.rows)) return 'result.rows must be an array';
+  if (r.rows.length + r.failed.invalid > r.tried) return `result has ${r.rows.length} passing and ${r.failed.invalid} impossible rows of only ${r.tried} tried`;
+  for (let i = 0; i < r.rows.length; i++) {
+    const e = checkFitRow(r.rows[i], i);
+    if (e) return e;
+  }
+  return null;
+}
 
 /** Checks an estimator report has the parts the panel reads. Returns an error string or null. */
 export function checkReport(r) {
@@ -848,6 +995,14 @@ export function validateFromWorker(msg) {
       if (!isNonNegInt(msg.id)) return `estimate-error: id must be a non-negative integer, got ${fmtValue(msg.id)}`;
       if (!ESTIMATE_PURPOSES.includes(msg.purpose)) return `estimate-error: bad purpose ${fmtValue(msg.purpose)}`;
       return typeof msg.message === 'string' && msg.message !== '' ? null : 'estimate-error: message must be a non-empty string';
+    case FromWorker.FIT_RESULT: {
+      if (!isNonNegInt(msg.id)) return `fit-result: id must be a non-negative integer, got ${fmtValue(msg.id)}`;
+      const e = checkFitResult(msg.result);
+      return e ? `fit-result: ${e}` : null;
+    }
+    case FromWorker.FIT_ERROR:
+      if (!isNonNegInt(msg.id)) return `fit-error: id must be a non-negative integer, got ${fmtValue(msg.id)}`;
+      return typeof msg.message === 'string' && msg.message !== '' ? null : 'fit-error: message must be a non-empty string';
     case FromWorker.PRUNE_PROGRESS: {
       if (!PRUNE_STAGES.includes(msg.stage)) return `prune-progress: stage must be one of ${PRUNE_STAGES.join(', ')}, got ${fmtValue(msg.stage)}`;
       for (const k of ['done', 'total']) {

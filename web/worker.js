@@ -25,6 +25,9 @@ let busy = false; // a load or a generation is running
 let stopRequested = false;
 let poisoned = false;
 
+/** The fit's model id of the loaded model (the page's estimator picker uses the same value). */
+const LOADED_ID = '@loaded';
+
 const post = (msg) => self.postMessage(msg);
 
 // ---- yielding without timer clamping --------------------------------------------------------
@@ -379,11 +382,15 @@ const devices = new Map(); // bundled device id -> DeviceProfile JSON
 let browserMeasurements = null; // measured once per worker, then cached
 let browserDevice = null;
 
+function presetSpec(id) {
+  if (!presetSpecs.has(id)) presetSpecs.set(id, wasm.presetSpec(id));
+  return presetSpecs.get(id);
+}
+
 function specFor(model) {
   switch (model.kind) {
     case 'preset':
-      if (!presetSpecs.has(model.id)) presetSpecs.set(model.id, wasm.presetSpec(model.id));
-      return presetSpecs.get(model.id);
+      return presetSpec(model.id);
     case 'loaded':
       if (!engine) throw new Error('no model is loaded: load one, or pick a preset');
       return engine.modelSpec();
@@ -411,7 +418,8 @@ async function runEstimate(msg) {
   await ready;
   if (!wasm) return;
   try {
-    const spec = specFor(msg.model);
+    let spec = specFor(msg.model);
+    if (msg.prune !== undefined && msg.prune > 0) spec = wasm.prunedSpec(spec, msg.prune);
     const devJson = deviceFor(msg.device);
     const rep = JSON.parse(wasm.estimate(spec, JSON.stringify(msg.deployment), devJson));
     const d = JSON.parse(devJson);
@@ -424,6 +432,42 @@ async function runEstimate(msg) {
       return;
     }
     post(P.estimateError(msg.id, msg.purpose, P.errorMessage(e)));
+  }
+}
+
+// ---- what fits -------------------------------------------------------------------------------
+// The sizing solver (wasm fit, the function `edgefit fit` runs) over the models of a scope, with
+// every other list and the base deployment left to the solver's defaults, as the CLI leaves them.
+
+/** The FitRequest's models for `scope` (see protocol.js), as [{id, spec}]. */
+function fitModels(scope) {
+  const s = P.parseFitScope(scope);
+  if (s.error) throw new Error(s.error);
+  if (s.kind === 'loaded') {
+    if (!engine) throw new Error('no model is loaded: load one, or pick presets');
+    return [{ id: LOADED_ID, spec: JSON.parse(engine.modelSpec()) }];
+  }
+  if (s.kind === 'preset') return [{ id: s.value, spec: JSON.parse(presetSpec(s.value)) }];
+  const all = JSON.parse(wasm.presetIds()).map((p) => ({ id: p.id, spec: JSON.parse(presetSpec(p.id)) }));
+  const models = s.kind === 'family' ? all.filter((m) => m.spec.family === s.value) : all;
+  if (models.length === 0) throw new Error(`no preset of family ${s.value}`);
+  return models;
+}
+
+async function runFit(msg) {
+  await ready;
+  if (!wasm) return;
+  try {
+    const request = { models: fitModels(msg.scope), contexts: msg.context === null ? [] : [msg.context] };
+    const devJson = deviceFor(msg.device);
+    const result = JSON.parse(wasm.fit(JSON.stringify(request), devJson));
+    post(P.fitResult(msg.id, result));
+  } catch (e) {
+    if (isPanic(e)) {
+      report(e, 'fitting');
+      return;
+    }
+    post(P.fitError(msg.id, P.errorMessage(e)));
   }
 }
 
@@ -446,6 +490,11 @@ self.onmessage = (ev) => {
   if (msg.type === P.ToWorker.ESTIMATE) {
     // Not a job: answered at once (or between two tokens of a running generation).
     runEstimate(msg);
+    return;
+  }
+  if (msg.type === P.ToWorker.FIT) {
+    // Pure like the estimator (about a second for every preset): answered at once too.
+    runFit(msg);
     return;
   }
   if (busy) {

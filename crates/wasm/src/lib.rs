@@ -499,6 +499,43 @@ pub fn estimate(
     serde_json::to_string(&report).map_err(js_err)
 }
 
+/// "What fits?": the sizing solver's answer (`FitResult` JSON) for a `FitRequest` (JSON: the
+/// candidate models with their shapes, and optional weight / KV / pruning-level / context lists
+/// and base deployment; empty lists take the defaults) on a device profile (JSON). The CLI's
+/// `edgefit fit --json` runs the same function, so the two rankings are equal by construction.
+/// Throws with a message naming the problem (a bad field, a level outside [0, 0.9], too many
+/// configurations, an impossible model shape).
+#[wasm_bindgen]
+pub fn fit(request_json: &str, device_json: &str) -> Result<String, JsError> {
+    let req: edgefit_estimate::FitRequest = serde_json::from_str(request_json)
+        .map_err(|e| JsError::new(&format!("fit request: {e}")))?;
+    let dev = edgefit_estimate::DeviceProfile::from_json(device_json).map_err(js_err)?;
+    let res = edgefit_estimate::fit(&req, &dev).map_err(js_err)?;
+    serde_json::to_string(&res).map_err(js_err)
+}
+
+/// A `ModelSpec` (JSON) pruned TransAct-style at `level` (the fit solver's recipe: MLP width,
+/// per-head Q/K dims and per-head V dims each lose the fraction `level` in every layer; heads,
+/// depth and hidden size stay), rounded exactly as the engine prunes. Level 0 returns the spec
+/// unchanged; a level outside [0, 0.9] throws naming it.
+#[wasm_bindgen(js_name = prunedSpec)]
+pub fn pruned_spec(spec_json: &str, level: f64) -> Result<String, JsError> {
+    let spec: edgefit_estimate::ModelSpec =
+        serde_json::from_str(spec_json).map_err(|e| JsError::new(&format!("model spec: {e}")))?;
+    spec.validate().map_err(js_err)?;
+    if !(level.is_finite() && (0.0..=0.9).contains(&level)) {
+        return Err(JsError::new(&format!(
+            "pruning level {level}: expected a fraction from 0 to 0.9"
+        )));
+    }
+    if level == 0.0 {
+        return serde_json::to_string(&spec).map_err(js_err);
+    }
+    let recipe = edgefit_estimate::fit::prune_recipe(level);
+    let pruning = edgefit_estimate::Pruning::from_ratios(&spec, &recipe).map_err(js_err)?;
+    serde_json::to_string(&spec.pruned(&pruning).map_err(js_err)?).map_err(js_err)
+}
+
 /// wasm32 linear memory is addressed with 32 bits: at most 4 GiB.
 const WASM32_LIMIT_BYTES: u64 = 4 << 30;
 

@@ -263,3 +263,37 @@ fn kept_turns_reuse_the_cache_and_kv_bytes_match() {
     assert!(edgefit_wasm::kv_bytes(&spec, "int3", 1.0).is_err());
     assert!(edgefit_wasm::kv_bytes(&spec, format, 1.5).is_err());
 }
+
+#[wasm_bindgen_test]
+fn fit_ranks_passing_configurations_and_names_bad_requests() {
+    let spec = edgefit_wasm::preset_spec("smollm2-135m").unwrap_or_else(|_| panic!("preset"));
+    let dev =
+        edgefit_wasm::device_profile("snapdragon-8-gen3").unwrap_or_else(|_| panic!("device"));
+    let req = format!(r#"{{"models":[{{"id":"smollm2-135m","spec":{spec}}}],"contexts":[2048]}}"#);
+    let res = json(&edgefit_wasm::fit(&req, &dev).unwrap_or_else(|_| panic!("fit")));
+    let rows = res["rows"].as_array().unwrap();
+    assert!(!rows.is_empty(), "a 135M model fits a flagship phone");
+    assert_eq!(rows[0]["rank"], 1);
+    assert_eq!(res["device"], "snapdragon-8-gen3");
+    assert!(res["tried"].as_u64().unwrap() >= rows.len() as u64);
+    // A level outside [0, 0.9] and an empty model list are refused, not clamped.
+    let bad = format!(r#"{{"models":[{{"id":"x","spec":{spec}}}],"prune_levels":[0.95]}}"#);
+    assert!(edgefit_wasm::fit(&bad, &dev).is_err());
+    assert!(edgefit_wasm::fit(r#"{"models":[]}"#, &dev).is_err());
+    assert!(edgefit_wasm::fit("not json", &dev).is_err());
+}
+
+#[wasm_bindgen_test]
+fn pruned_spec_shrinks_the_model_and_level_zero_keeps_it() {
+    let spec = edgefit_wasm::preset_spec("smollm2-135m").unwrap_or_else(|_| panic!("preset"));
+    let same = edgefit_wasm::pruned_spec(&spec, 0.0).unwrap_or_else(|_| panic!("level 0"));
+    assert_eq!(json(&same), json(&spec));
+    let half = json(&edgefit_wasm::pruned_spec(&spec, 0.5).unwrap_or_else(|_| panic!("level 0.5")));
+    assert_ne!(half, json(&spec));
+    for bad in [-0.1, 0.95, f64::NAN] {
+        assert!(
+            edgefit_wasm::pruned_spec(&spec, bad).is_err(),
+            "level {bad}"
+        );
+    }
+}

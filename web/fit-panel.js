@@ -1,0 +1,214 @@
+// edgefit "What fits on this device?": DOM only. The solver runs in the worker (wasm fit, the
+// function `edgefit fit` runs); this module sends the request for the estimator panel's
+// current device, drops stale answers by request id, and renders the summary, a scatter chart
+// (uPlot) and the ranked table, whose "Open" buttons show a configuration in the estimator.
+// Pure helpers live in fit-view.js (unit-tested); text is always set as text.
+
+import * as P from './protocol.js';
+import * as F from './fit-view.js';
+
+const $ = (id) => document.getElementById(id);
+
+function option(value, text, disabled = false) {
+  const o = document.createElement('option');
+  o.value = value;
+  o.textContent = text;
+  o.disabled = disabled;
+  return o;
+}
+
+/**
+ * `send`: posts a message to the worker; `estimator`: the estimate panel (device(),
+ * showConfiguration()); `onOpen`: called after a row was opened in the estimator.
+ */
+export function createFitPanel({ send, estimator, onOpen = () => {} }) {
+  const el = {
+    scope: $('fit-scope'),
+    context: $('fit-context'),
+    run: $('fit-run'),
+    status: $('fit-status'),
+    summary: $('fit-summary'),
+    chart: $('fit-chart'),
+    table: document.querySelector('[data-testid="fit-table"]'),
+    head: $('fit-head'),
+    body: $('fit-body'),
+  };
+  const st = { nextId: 1, latest: 0, presets: [], loadedName: null, ready: false, result: null, device: null };
+
+  el.context.replaceChildren(...F.contextOptions().map((o) => option(o.value, o.label)));
+  el.head.replaceChildren(...[...F.COLUMNS.map(([, h]) => h), 'estimator'].map((h) => {
+    const th = document.createElement('th');
+    th.scope = 'col';
+    th.textContent = h;
+    return th;
+  }));
+
+  function fillScope() {
+    const prev = el.scope.value;
+    const opts = F.scopeOptions(st.presets, st.loadedName);
+    el.scope.replaceChildren(...opts.map((o) => option(o.value, o.label, o.disabled)));
+    el.scope.value = opts.some((o) => o.value === prev && !o.disabled) ? prev : 'all';
+  }
+
+  function setStatus(text, state = '') {
+    el.status.textContent = text;
+    el.status.dataset.state = state;
+  }
+
+  function run() {
+    const device = estimator.device();
+    if (!st.ready || !device) {
+      setStatus('the estimator is not ready yet', 'error');
+      return;
+    }
+    let msg;
+    try {
+      msg = P.fit(st.nextId++, device.request, el.scope.value, F.parseContext(el.context.value));
+    } catch (e) {
+      setStatus(P.errorMessage(e), 'error');
+      return;
+    }
+    st.latest = msg.id;
+    st.device = device.request.kind === 'bundled' ? device.request.id : 'this-browser'; // the picker's value
+    el.run.disabled = true;
+    setStatus(F.runningText(el.scope.selectedOptions[0]?.textContent ?? el.scope.value, device.label), 'running');
+    send(msg);
+  }
+
+  el.run.addEventListener('click', run);
+
+  // ---- chart (uPlot scatter) ----------------------------------------------------------------
+  const chart = (() => {
+    let plot = null;
+    let rows = [];
+    const width = () => Math.max(260, Math.floor(el.chart.clientWidth || 600));
+    const dots = (color, size) => ({ stroke: color, fill: color, paths: () => null, points: { show: true, size, stroke: color, fill: color } });
+
+    function draw(result) {
+      el.chart.hidden = false;
+      if (typeof window.uPlot !== 'function') {
+        el.chart.textContent = `chart library not loaded; ${result.rows.length} configurations pass`;
+        return;
+      }
+      const d = F.chartData(result.rows);
+      rows = d.rows;
+      const describe = (i) => {
+        const r = rows[i];
+        return r ? `#${r.rank} ${r.model}, ${F.formatPrune(r.prune)} pruned, ${r.weights}/${r.kv}, ${r.context}` : '';
+      };
+      if (!plot) {
+        el.chart.replaceChildren();
+        plot = new window.uPlot(
+          {
+            width: width(),
+            height: 260,
+            legend: { show: true },
+            cursor: { drag: { x: false, y: false }, points: { size: 10 } },
+            scales: { x: { time: false } },
+            axes: [
+              { label: 'sustained tokens/s (after throttling)', stroke: '#555', grid: { stroke: '#eee' } },
+              { label: 'parameters kept (M)', stroke: '#555', grid: { stroke: '#eee' }, size: 60 },
+            ],
+            series: [
+              { label: 'sustained tok/s', value: (_u, v) => (v == null ? '–' : v.toFixed(2)) },
+              { label: 'other passing', ...dots('rgba(47, 111, 181, 0.45)', 6), value: (_u, v, _s, i) => (v == null ? '–' : `${v.toFixed(1)} M · ${describe(i)}`) },
+              { label: '★ frontier', ...dots('#b55a2f', 10), value: (_u, v, _s, i) => (v == null ? '–' : `${v.toFixed(1)} M · ${describe(i)}`) },
+            ],
+          },
+          d.data,
+          el.chart,
+        );
+        new ResizeObserver(() => plot && plot.setSize({ width: width(), height: 260 })).observe(el.chart);
+      } else plot.setData(d.data);
+    }
+
+    return { draw };
+  })();
+
+  // ---- table --------------------------------------------------------------------------------
+  function renderTable(result, device) {
+    const rows = result.rows.slice(0, F.TABLE_ROWS);
+    el.body.replaceChildren(...rows.map((r) => {
+      const tr = document.createElement('tr');
+      tr.setAttribute('data-testid', 'fit-row');
+      tr.dataset.rank = String(r.rank);
+      tr.dataset.frontier = String(r.frontier);
+      tr.dataset.model = r.model;
+      tr.dataset.weights = r.weights;
+      tr.dataset.kv = r.kv;
+      tr.dataset.prune = String(r.prune);
+      tr.dataset.context = String(r.context);
+      tr.dataset.sustained = String(r.sustained_tok_s);
+      F.rowCells(r).forEach((t, i) => {
+        const td = document.createElement(i === 0 ? 'th' : 'td');
+        if (i === 0) td.scope = 'row';
+        td.textContent = t;
+        if (i === 1 && r.frontier) td.title = 'on the Pareto frontier (parameters, sustained tok/s, peak memory)';
+        if (i === 2) td.title = r.model_name;
+        tr.append(td);
+      });
+      const td = document.createElement('td');
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.textContent = 'Open';
+      b.setAttribute('data-testid', 'fit-open');
+      b.setAttribute('aria-label', `Open configuration ${r.rank} (${r.model}, ${r.weights}, ${r.kv}, ${r.context}) in the estimator`);
+      b.addEventListener('click', () => {
+        const err = estimator.showConfiguration(F.scenarioOf(r, device));
+        if (err) setStatus(`cannot open row ${r.rank}: ${err}`, 'error');
+        else onOpen(r);
+      });
+      td.append(b);
+      tr.append(td);
+      return tr;
+    }));
+    el.table.hidden = rows.length === 0;
+  }
+
+  function render(result) {
+    st.result = result;
+    el.summary.textContent = F.summaryText(result);
+    el.summary.dataset.tried = String(result.tried);
+    el.summary.dataset.passing = String(result.rows.length);
+    for (const k of P.FIT_FAIL_KEYS) el.summary.dataset[k] = String(result.failed[k]);
+    const shown = Math.min(result.rows.length, F.TABLE_ROWS);
+    setStatus(result.rows.length ? `done: ${result.models.length} models; the table shows the best ${shown}` : 'done: nothing passes; try a smaller model or another device', 'done');
+    if (result.rows.length) chart.draw(result);
+    else el.chart.hidden = true;
+    renderTable(result, st.device);
+  }
+
+  return {
+    onCatalog(msg) {
+      st.presets = msg.presets;
+      st.ready = true;
+      fillScope();
+      el.run.disabled = false;
+      if (el.status.dataset.state !== 'done') setStatus('');
+    },
+    onResult(msg) {
+      if (msg.id !== st.latest) return; // stale
+      el.run.disabled = false;
+      render(msg.result);
+    },
+    onError(msg) {
+      if (msg.id !== st.latest) return;
+      el.run.disabled = false;
+      setStatus(`The solver cannot answer: ${msg.message}`, 'error');
+    },
+    modelLoaded(info) {
+      st.loadedName = info?.name || 'model';
+      fillScope();
+    },
+    modelUnloaded() {
+      st.loadedName = null;
+      fillScope();
+    },
+    workerRestarted() {
+      st.ready = false;
+      st.latest = st.nextId++; // an answer in flight will never come
+      el.run.disabled = true;
+      setStatus('waiting for the engine…');
+    },
+  };
+}
