@@ -89,6 +89,7 @@ export function createEstimatePanel({ send }) {
     kvFormats: [...V.KV_FORMATS], // the wasm's kvFormats() once the catalog arrives
     stored: null, // the loaded model's info.weights.stored (the formats the engine holds)
     measuring: false,
+    shown: null, // {report, deviceName} of the last answer rendered
   };
 
   fillSelect(el.weights, V.WEIGHT_FORMATS.map((f) => [f, f]), V.DEFAULT_KNOBS.weights);
@@ -267,6 +268,7 @@ export function createEstimatePanel({ send }) {
   function renderReport(msg) {
     const r = msg.report;
     clearError();
+    st.shown = { report: r, deviceName: msg.device?.name ?? '' };
     for (const c of V.summaryCells(r)) {
       const cell = cells.get(c.id);
       cell.label.textContent = c.label;
@@ -543,6 +545,19 @@ export function createEstimatePanel({ send }) {
       showPrune();
       recompute();
       return null;
+    },
+    /**
+     * What the panel shows, for the comparison: {scenario (getScenario's), report, deviceName,
+     * modelName}, or null while an answer is due or after an error.
+     */
+    snapshot() {
+      if (!st.shown || el.body.dataset.pending !== undefined || el.body.dataset.stale !== undefined) return null;
+      return {
+        scenario: this.getScenario(),
+        report: st.shown.report,
+        deviceName: st.shown.deviceName,
+        modelName: el.model.selectedOptions[0]?.textContent ?? el.model.value,
+      };
     },
     /** The device as estimate and fit requests name it (null before the catalog), and its label. */
     device() {

@@ -1,0 +1,56 @@
+// Unit tests of web/compare-view.js: columns are snapshots of display strings, differences from
+// the first column are flagged, the number of columns is capped.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as CV from '../../web/compare-view.js';
+
+const report = (over = {}) => ({
+  deployment: { weights: 'w4g32', kv: 'int8', context: 2048, prompt_tokens: 128, gen_tokens: 128, policy: 'flat-out' },
+  model: { params: { total: 1_235_814_400 } },
+  memory: { weights_bytes: 700e6, kv_bytes: 23e6, total_bytes: 1.1e9 },
+  latency: { ttft_ms: 210.4, decode_tok_s: 40.25 },
+  thermal: { sustained_tok_s: 31.5, temp_rise_c: 9.8 },
+  verdict: { memory: 'pass', ttft: 'pass', sustained: 'pass', temperature: 'pass' },
+  ...over,
+});
+const shown = (deviceName, rep = report(), prune = '0') => ({
+  scenario: { device: 'x', model: 'llama-3.2-1b', prune },
+  report: rep,
+  deviceName,
+  modelName: 'Llama 3.2 1B',
+});
+
+test('an entry holds every row as text, and its title names model and device', () => {
+  const e = CV.compareEntry(shown('Snapdragon 8 Gen 3'));
+  assert.equal(Object.keys(e.values).length, CV.COMPARE_ROWS.length);
+  assert.equal(e.title, 'Llama 3.2 1B · Snapdragon 8 Gen 3');
+  assert.equal(e.values.params, '1235.8 M');
+  assert.equal(e.values.sustained, '31.50');
+  assert.equal(e.values.verdict_memory, 'pass');
+  assert.equal(e.values.tokens, '128 + 128');
+  assert.equal(e.values.prune, '0%');
+  assert.throws(() => CV.compareEntry({ scenario: {} }), /needs a report/);
+});
+
+test('cells differing from the first column are flagged, equal ones are not', () => {
+  const a = CV.compareEntry(shown('Snapdragon 8 Gen 3'));
+  const slower = report({ thermal: { sustained_tok_s: 22.1, temp_rise_c: 9.8 }, verdict: { memory: 'pass', ttft: 'pass', sustained: 'fail', temperature: 'pass' } });
+  const b = CV.compareEntry(shown('Apple A17 Pro', slower, '0.2'));
+  const rows = CV.compareTable([a, b]);
+  const row = (k) => rows.find((r) => r.key === k);
+  assert.deepEqual(row('device').cells.map((c) => c.diff), [false, true]);
+  assert.deepEqual(row('model').cells.map((c) => c.diff), [false, false]);
+  assert.deepEqual(row('sustained').cells.map((c) => c.text), ['31.50', '22.10']);
+  assert.equal(row('verdict_sustained').cells[1].diff, true);
+  assert.equal(row('verdict_memory').cells[1].diff, false);
+  assert.equal(row('prune').cells[1].text, '20%');
+  assert.equal(row('temp').cells[1].diff, false);
+  assert.deepEqual(CV.compareTable([]).map((r) => r.cells), CV.COMPARE_ROWS.map(() => []));
+});
+
+test('at most four columns', () => {
+  let entries = [];
+  for (let i = 0; i < CV.MAX_COMPARE; i++) entries = CV.addEntry(entries, CV.compareEntry(shown(`d${i}`))).entries;
+  assert.equal(entries.length, 4);
+  assert.match(CV.addEntry(entries, entries[0]).error, /at most 4 scenarios/);
+});
