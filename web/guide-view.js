@@ -490,9 +490,9 @@ const BUILDERS = {
       paragraphs: [
         'A phone has no fan and a power wall of about 7 W. The thermal model heats the die and the body while the model generates; ' +
           'when the die reaches its trip point the governor lowers the clock, and tokens/s drop.',
-        `${la} for ${minutes(a)} minutes: starts at ${fmt(a?.thermal?.initial_tok_s)} tok/s, throttles ${throttleText(a)}, ` +
+        `With the ${la} policy, for ${minutes(a)} minutes: decode starts at ${fmt(a?.thermal?.initial_tok_s)} tok/s, throttles ${throttleText(a)}, ` +
           `sustains ${sa.text}; the body warms by ${ra.text}.`,
-        `${lb} (work in chunks of ${fmt(dep.pacing_work_ms, 0)} ms with ${fmt(dep.pacing_idle_ms, 0)} ms idle between): starts at ` +
+        `With the ${lb} policy (work in chunks of ${fmt(dep.pacing_work_ms, 0)} ms with ${fmt(dep.pacing_idle_ms, 0)} ms idle between): decode starts at ` +
           `${fmt(b?.thermal?.initial_tok_s)} tok/s, throttles ${throttleText(b)}, sustains ${sb.text}; the body warms by ${rb.text}.`,
         `Pacing gives ${cmp}. The thermal chart (outlined) shows the ${lb} run: die and body °C and tok/s over time.`,
       ],
