@@ -263,7 +263,7 @@ export function rooflineSummary(report) {
 const throttleText = (report) => {
   const t = report?.thermal;
   if (!isObject(t) || !('time_to_throttle_s' in t)) return PLACEHOLDER;
-  return t.time_to_throttle_s == null ? 'never within the run' : fin(t.time_to_throttle_s) ? `after ${t.time_to_throttle_s.toFixed(0)} s` : PLACEHOLDER;
+  return t.time_to_throttle_s == null ? 'never throttles within the run' : fin(t.time_to_throttle_s) ? `throttles after ${t.time_to_throttle_s.toFixed(0)} s` : PLACEHOLDER;
 };
 
 const name = (snap) => ({ model: snap?.modelName || PLACEHOLDER, device: snap?.deviceName || PLACEHOLDER });
@@ -297,10 +297,10 @@ const BUILDERS = {
     return {
       paragraphs: [
         `The estimator now shows ${model} on the ${device}: ${fmt(lat.bandwidth_gbs)} GB/s of memory bandwidth, ` +
-          `${fmt(lat.peak_gflops, 0)} GFLOP/s peak on the ${lat.unit ?? PLACEHOLDER}, ${human(r?.memory?.usable_bytes)} of memory one app may use. ` +
+          `${fmt(lat.peak_gflops, 0)} GFLOP/s peak on the ${typeof lat.unit === 'string' ? lat.unit.toUpperCase() : PLACEHOLDER}, ${human(r?.memory?.usable_bytes)} of memory one app may use. ` +
           'A phone has a fraction of a datacenter GPU’s bandwidth, memory and power (about 7 W), and it heats up.',
         'A deployment passes when all four of the “golden four” hold: ' +
-          `peak memory ≤ ${human(th.peak_memory_bytes)} (here ${total.text}: ${v('memory')}), ` +
+          `peak memory ≤ ${fin(th.peak_memory_bytes) ? `${(th.peak_memory_bytes / 1e9).toFixed(2)} GB` : PLACEHOLDER} (here ${total.text}: ${v('memory')}), ` +
           `time to first token < ${fmt(th.ttft_ms, 0)} ms (here ${ttft.text}: ${v('ttft')}), ` +
           `sustained decode ≥ ${fmt(th.sustained_tok_s, 0)} tok/s (here ${sus.text}: ${v('sustained')}), ` +
           `temperature rise < ${fmt(th.temp_rise_c, 0)} °C (here ${rise.text}: ${v('temperature')}).`,
@@ -361,7 +361,7 @@ const BUILDERS = {
     return {
       paragraphs: [
         `Arithmetic intensity is FLOPs per byte moved. The ridge point of this device is ${fmt(s.ridge)} FLOP/byte ` +
-          `(${fmt(s.compute_gflops, 0)} GFLOP/s ÷ ${fmt(s.bandwidth_gbs)} GB/s): ops left of it wait on memory, ops right of it on arithmetic.`,
+          `(${fmt(s.compute_gflops, 0)} GFLOP/s attainable ÷ ${fmt(s.bandwidth_gbs)} GB/s): ops left of it wait on memory, ops right of it on arithmetic.`,
         'Decode multiplies one token’s vector by each weight matrix, about 2 FLOPs for each weight read, so its matrix ops sit at ' +
           `${range(s.decode)} FLOP/byte, far left of the ridge: ${s.decode.memory} of its ${s.decode.ops} ops are memory-bound ` +
           `(${s.decode.overhead} more are so small that their fixed cost dominates). Decode is bandwidth-bound.`,
@@ -490,10 +490,10 @@ const BUILDERS = {
       paragraphs: [
         'A phone has no fan and a power wall of about 7 W. The thermal model heats the die and the body while the model generates; ' +
           'when the die reaches its trip point the governor lowers the clock, and tokens/s drop.',
-        `With the ${la} policy, for ${minutes(a)} minutes: decode starts at ${fmt(a?.thermal?.initial_tok_s)} tok/s, throttles ${throttleText(a)}, ` +
+        `With the ${la} policy, for ${minutes(a)} minutes: decode starts at ${fmt(a?.thermal?.initial_tok_s)} tok/s, ${throttleText(a)}, ` +
           `sustains ${sa.text}; the body warms by ${ra.text}.`,
         `With the ${lb} policy (work in chunks of ${fmt(dep.pacing_work_ms, 0)} ms with ${fmt(dep.pacing_idle_ms, 0)} ms idle between): decode starts at ` +
-          `${fmt(b?.thermal?.initial_tok_s)} tok/s, throttles ${throttleText(b)}, sustains ${sb.text}; the body warms by ${rb.text}.`,
+          `${fmt(b?.thermal?.initial_tok_s)} tok/s, ${throttleText(b)}, sustains ${sb.text}; the body warms by ${rb.text}.`,
         `Pacing gives ${cmp}. The thermal chart (outlined) shows the ${lb} run: die and body °C and tok/s over time.`,
       ],
       groups: [

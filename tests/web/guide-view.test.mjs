@@ -76,6 +76,13 @@ test('cell: the panel’s own strings, its formula, and a placeholder when missi
   assert.equal(G.fmt(NaN), G.PLACEHOLDER);
 });
 
+test('golden-four step quotes the thresholds, the numbers and the verdicts', () => {
+  const four = G.buildStep('golden-four', [snap(fixture)]).paragraphs.join('\n');
+  assert.match(four, /peak memory ≤ 5\.20 GB \(here 1120363110 bytes \(1\.04 GiB\): pass\)/);
+  assert.match(four, /sustained decode ≥ 25 tok\/s \(here 41\.68 tok\/s: pass\)/);
+  assert.match(four, /11000 GFLOP\/s peak on the NPU/);
+});
+
 test('bytes-per-token step quotes the weights, the bound and the estimator’s decode', () => {
   const s = G.buildStep('bytes-per-token', [snap(fixture)]);
   const t = allText(s);
@@ -98,7 +105,7 @@ test('comparison steps put the runs side by side (before → after)', () => {
   const paced = report({ thermal: { policy: 'paced', time_to_throttle_s: null, sustained_tok_s: 32.93, initial_tok_s: 32.93, temp_rise_c: 9.72 } });
   const h = G.buildStep('heat', [snap(fixture), snap(paced)]).paragraphs.join('\n');
   assert.match(h, /throttles after 329 s, sustains 41\.68 tok\/s/);
-  assert.match(h, /throttles never within the run, sustains 32\.93 tok\/s/);
+  assert.match(h, /never throttles within the run, sustains 32\.93 tok\/s/);
   assert.match(h, /180 ms with 50 ms idle/);
   assert.match(h, /lower sustained speed here \(\u221221\.0%\)/);
 });
