@@ -20,8 +20,8 @@ function fillSelect(select, items, value) {
   if (value !== undefined) select.value = value;
 }
 
-/** Renders an explanation into `box` (a div inside a <details>). */
-function renderExplain(box, ex) {
+/** Renders an explanation into `box` (a div inside a <details>); guide-panel.js uses it too. */
+export function renderExplain(box, ex) {
   box.replaceChildren();
   if (!ex) {
     const p = document.createElement('p');

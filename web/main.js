@@ -5,6 +5,7 @@ import * as P from './protocol.js';
 import { createEstimatePanel } from './estimate-panel.js';
 import { createFitPanel } from './fit-panel.js';
 import { createComparePanel } from './compare-panel.js';
+import { createGuidePanel } from './guide-panel.js';
 import * as C from './conversation.js';
 import * as V from './estimate-view.js';
 import * as S from './share.js';
@@ -187,6 +188,7 @@ function send(msg) {
 
 const panel = createEstimatePanel({ send });
 createComparePanel({ estimator: panel });
+createGuidePanel({ estimator: panel });
 const fitPanel = createFitPanel({
   send,
   estimator: panel,
