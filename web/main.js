@@ -11,6 +11,7 @@ import * as V from './estimate-view.js';
 import * as S from './share.js';
 
 const DEFAULT_MODEL_URL = 'models/smollm2-135m-instruct-q4_1.gguf';
+const DEFAULT_MODEL_MANIFEST_URL = 'models/default.json';
 
 const $ = (id) => document.getElementById(id);
 const el = {
@@ -867,14 +868,15 @@ el.loadDefault.addEventListener('click', () => {
 
 /**
  * Whether this site serves the default model (a static host may publish the page without it):
- * one HEAD request; without it the button says so and the page asks for a file, while the
- * estimator and everything else keep working.
+ * the build writes models/default.json beside the model, {path, bytes}. Without it the button
+ * says so and the page asks for a file, while the estimator and everything else keep working.
  */
 async function probeDefaultModel() {
   let ok = false;
   try {
-    const r = await fetch(new URL(DEFAULT_MODEL_URL, document.baseURI), { method: 'HEAD' });
-    ok = r.ok;
+    const r = await fetch(new URL(DEFAULT_MODEL_MANIFEST_URL, document.baseURI));
+    const m = r.ok ? await r.json() : null;
+    ok = m !== null && typeof m === 'object' && m.path === DEFAULT_MODEL_URL && Number.isSafeInteger(m.bytes) && m.bytes > 0;
   } catch {
     ok = false;
   }

@@ -44,7 +44,7 @@ export async function openPage(browser, t, { acceptDownloads = false, requestFai
     page.on('requestfailed', (r) => consoleErrors.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
   }
   t.after(() => context.close());
-  if (onPage) onPage(page);
+  if (onPage) await onPage(page);
   await gotoSite(page, t, url);
   return { page, consoleErrors, pageErrors };
 }

@@ -21,11 +21,11 @@ after(async () => {
   await browser?.close();
 });
 
-/** Records every request's URL from now on (page and workers). */
-function recordRequests(page) {
+/** Opens the page at `url` recording every request's URL (page and workers) from the start. */
+async function openRecorded(t, url = URL_, options = {}) {
   const urls = [];
-  page.context().on('request', (r) => urls.push(r.url()));
-  return urls;
+  const opened = await openPage(browser, t, { ...options, url, onPage: (page) => page.context().on('request', (r) => urls.push(r.url())) });
+  return { ...opened, urls };
 }
 
 const build = (page) => page.getByTestId('engine-version').getAttribute('data-build');
@@ -37,9 +37,7 @@ async function waitBooted(page) {
 test('the site works under a sub-path, stays on its origin and picks the simd128 build', async (t) => {
   const base = new URL(URL_);
   assert.notEqual(base.pathname, '/', `the site must be served under a sub-path to test relative URLs, got ${URL_}`);
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t);
-  const urls = recordRequests(page);
-  await page.reload({ waitUntil: 'load' });
+  const { page, consoleErrors, pageErrors, urls } = await openRecorded(t);
   await waitBooted(page);
   assert.equal(await build(page), 'simd128', 'Chromium validates SIMD, so the simd128 build runs');
   assert.match(await text(page, 'engine-version'), /simd128/);
@@ -54,9 +52,7 @@ test('the site works under a sub-path, stays on its origin and picks the simd128
 });
 
 test('?wasm=baseline runs the no-SIMD build on the real model', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t);
-  const urls = recordRequests(page);
-  await page.goto(new URL('?wasm=baseline', URL_).href, { waitUntil: 'load' });
+  const { page, consoleErrors, pageErrors, urls } = await openRecorded(t, new URL('?wasm=baseline', URL_).href);
   await waitBooted(page);
   assert.equal(await build(page), 'baseline');
   assert.ok(urls.some((u) => u.includes('/pkg-baseline/edgefit_wasm_bg.wasm')), 'the baseline module was fetched');
@@ -76,16 +72,16 @@ test('?wasm=baseline runs the no-SIMD build on the real model', async (t) => {
 });
 
 test('an unknown ?wasm= build is a clear error', async (t) => {
-  const { page } = await openPage(browser, t, { requestFailures: false });
-  await page.goto(new URL('?wasm=sse9', URL_).href, { waitUntil: 'load' });
+  const { page } = await openPage(browser, t, { requestFailures: false, url: new URL('?wasm=sse9', URL_).href });
   await page.getByTestId('error-box').waitFor({ state: 'visible', timeout: 30_000 });
   assert.match(await text(page, 'error-box'), /\?wasm=sse9 is not a wasm build \(simd128, baseline\)/);
 });
 
 test('a host without the model: the page says so, asks for a file, and the estimator works', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { requestFailures: false });
-  await page.route('**/models/*.gguf', (route) => route.fulfill({ status: 404, body: 'not here' }));
-  await page.reload({ waitUntil: 'load' });
+  const { page, consoleErrors, pageErrors } = await openPage(browser, t, {
+    requestFailures: false,
+    onPage: (p) => p.route('**/models/*', (route) => route.fulfill({ status: 404, body: 'not here' })),
+  });
   const button = page.getByTestId('load-default');
   await page.waitForFunction(() => document.querySelector('[data-testid="load-default"]').dataset.missing === 'true', null, { timeout: 30_000 });
   assert.equal(await button.isDisabled(), true);
@@ -94,6 +90,6 @@ test('a host without the model: the page says so, asks for a file, and the estim
   await page.waitForFunction(() => document.querySelector('[data-testid="verdict-memory"]')?.textContent.trim(), null, { timeout: 30_000 });
   assert.match(await text(page, 'verdict-memory'), /pass|fail/i);
   assert.deepEqual(pageErrors, []);
-  // The HEAD probe's 404 is the only expected console error (Chromium logs failed resources).
+  // The manifest's 404 is the only expected console error (Chromium logs failed resources).
   assert.deepEqual(consoleErrors.filter((e) => !/404|Not Found/i.test(e)), []);
 });

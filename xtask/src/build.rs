@@ -16,6 +16,9 @@ use std::process::Command;
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 
+/// Written next to the default model when the site carries it; web/main.js reads it.
+const DEFAULT_MODEL_MANIFEST: &str = "models/default.json";
+
 /// `cargo xtask build`: setup, then [`build_site`].
 pub fn build() -> Result<()> {
     setup::setup()?;
@@ -154,6 +157,14 @@ fn assemble(site: &Path, pkgs: &[(&Path, &str)]) -> Result<()> {
     if model.is_file() {
         let how = util::link_or_copy(&model, &site.join(MODEL_PATH))?;
         println!("  {MODEL_PATH}: {how}");
+        // The page asks this small file whether the site serves the default model (a HEAD
+        // request for the model itself is reported as aborted by Chromium).
+        let manifest = serde_json::json!({
+            "path": MODEL_PATH,
+            "bytes": fs::metadata(&model)?.len(),
+        });
+        fs::write(site.join(DEFAULT_MODEL_MANIFEST), format!("{manifest}\n"))?;
+        println!("  {DEFAULT_MODEL_MANIFEST}: written");
     } else {
         println!("  {MODEL_PATH}: not present (the page will ask for a model file)");
     }
