@@ -88,6 +88,7 @@ const state = {
   pruned: false,
   basePerplexity: null,
   pruneStage: null, // {stage, startedMs} of the running pruning job, for the time left
+  loadStartedMs: null, // performance.now() when the running model load started, for the time left
 };
 // The transcript of the conversation the engine holds (user turns and the model's answers).
 const conv = C.createConversation();
@@ -214,7 +215,7 @@ function onWorkerMessage(w, msg) {
       const max = msg.total ?? Math.max(msg.loaded, 1);
       el.progress.max = max;
       el.progress.value = Math.min(msg.loaded, max);
-      el.progressText.textContent = P.formatProgress(msg.loaded, msg.total);
+      el.progressText.textContent = P.formatProgress(msg.loaded, msg.total, state.loadStartedMs === null ? null : performance.now() - state.loadStartedMs);
       break;
     }
     case P.FromWorker.PARSING:
@@ -857,6 +858,7 @@ function startLoad(source, label) {
   el.progress.value = 0;
   el.progress.max = 1;
   el.progressText.textContent = `starting ${label}…`;
+  state.loadStartedMs = performance.now();
   setStatus('loading…');
   render();
   send(msg);

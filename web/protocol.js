@@ -1062,10 +1062,21 @@ export function formatMB(bytes) {
 }
 
 /** Progress text "x / y MB" (or "x MB" when the total is unknown). */
-export function formatProgress(loaded, total) {
+export function formatProgress(loaded, total, elapsedMs = null) {
   const x = (loaded / 1e6).toFixed(1);
   if (!isFiniteNumber(total) || total <= 0) return `${x} MB`;
-  return `${x} / ${(total / 1e6).toFixed(1)} MB`;
+  return `${x} / ${(total / 1e6).toFixed(1)} MB${timeLeft(loaded, total, elapsedMs)}`;
+}
+
+/**
+ * " · about N s left" when `done` of `total` took `elapsedMs` (linear extrapolation), else ''
+ * (nothing done yet, finished, or no time given).
+ */
+export function timeLeft(done, total, elapsedMs) {
+  if (!isFiniteNumber(done) || !isFiniteNumber(total) || !isFiniteNumber(elapsedMs)) return '';
+  if (done <= 0 || done >= total || elapsedMs <= 0) return '';
+  const left = (elapsedMs * (total - done)) / done / 1000;
+  return ` · about ${left < 10 ? left.toFixed(1) : Math.round(left)} s left`;
 }
 
 /** Parameter count as "135 M" / "1.24 B". */
@@ -1149,12 +1160,7 @@ export function formatPruneProgress(stage, done, total, elapsedMs) {
     evaluating: 'measuring perplexity',
   }[stage] ?? stage;
   if (!isFiniteNumber(done) || !isFiniteNumber(total) || total <= 0) return `${label}…`;
-  let text = `${label} · ${done} / ${total} tokens`;
-  if (done > 0 && done < total && isFiniteNumber(elapsedMs) && elapsedMs > 0) {
-    const left = (elapsedMs * (total - done)) / done / 1000;
-    text += ` · about ${left < 10 ? left.toFixed(1) : Math.round(left)} s left`;
-  }
-  return text;
+  return `${label} · ${done} / ${total} tokens${timeLeft(done, total, elapsedMs)}`;
 }
 
 /** File name for a download of the running model, e.g. "smollm2-135m-pruned-120M-q8_0.gguf". */

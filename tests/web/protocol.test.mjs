@@ -286,6 +286,11 @@ test('human-readable sizes', () => {
   assert.equal(P.formatProgress(0, 98362432), '0.0 / 98.4 MB');
   assert.equal(P.formatProgress(49181216, 98362432), '49.2 / 98.4 MB');
   assert.equal(P.formatProgress(2_000_000, null), '2.0 MB');
+  assert.equal(P.formatProgress(49181216, 98362432, 2000), '49.2 / 98.4 MB · about 2.0 s left');
+  assert.equal(P.formatProgress(9836243, 98362432, 3000), '9.8 / 98.4 MB · about 27 s left');
+  assert.equal(P.formatProgress(98362432, 98362432, 3000), '98.4 / 98.4 MB', 'nothing left when done');
+  assert.equal(P.formatProgress(0, 98362432, 3000), '0.0 / 98.4 MB', 'no guess before the first byte');
+  assert.equal(P.timeLeft(1, 2, NaN), '');
   assert.equal(P.formatParams(134515008), '135 M');
   assert.equal(P.formatParams(1_240_000_000), '1.24 B');
   assert.equal(P.formatParams(15_200_000), '15.2 M');
