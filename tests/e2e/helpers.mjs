@@ -1,6 +1,6 @@
 // Shared by the end-to-end files (not a test file itself): the headless Chromium they launch,
 // a page with its console / page errors collected, and the status wait. Environment:
-// EDGEFIT_URL (the served build/site, required), EDGEFIT_BUILD_DIR, CHROMIUM.
+// EDGEFIT_URL (the served site: dist/ under `cargo xtask test`, required), EDGEFIT_BUILD_DIR, CHROMIUM.
 
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';

@@ -1,6 +1,6 @@
 // End-to-end test of the edgefit page in headless Chromium (playwright-core + the system chromium).
 //
-// `cargo xtask test` builds build/site, serves it, and sets:
+// `cargo xtask test` builds dist/ (`cargo xtask site`), serves it under /edgefit/, and sets:
 //   EDGEFIT_URL        the page's URL (required)
 //   EDGEFIT_BUILD_DIR  where to save screenshots (build/; screenshots go to $EDGEFIT_BUILD_DIR/e2e/)
 //   CHROMIUM           optional browser path (default /usr/bin/chromium)
@@ -37,7 +37,7 @@ before(async () => {
   if (!URL_) {
     throw new Error(
       'EDGEFIT_URL is not set: this test needs the built site served over HTTP. ' +
-        'Run `cargo xtask test` (it builds build/site, serves it and sets EDGEFIT_URL), or serve build/site ' +
+        'Run `cargo xtask test` (it builds dist/, serves it and sets EDGEFIT_URL), or serve dist/ or build/site ' +
         'yourself and set EDGEFIT_URL=http://127.0.0.1:PORT/ and EDGEFIT_BUILD_DIR=build.',
     );
   }

@@ -3,7 +3,7 @@
 // The page keeps the list in protocol.js (so the picker is filled and a load request validated
 // before the wasm has compiled); this test is what keeps it equal to the engine's list. It needs
 // the built site (`cargo xtask build`, which `cargo xtask test` runs before the page's tests):
-// $EDGEFIT_BUILD_DIR/site/pkg (default build/site/pkg). Run by hand without a build, it is
+// $EDGEFIT_SITE_DIR/pkg (default build/site/pkg). Run by hand without a build, it is
 // skipped with a note; under `cargo xtask test` (EDGEFIT_URL set) a missing build fails.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +12,10 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as P from '../../web/protocol.js';
 
-const PKG = path.resolve(process.env.EDGEFIT_BUILD_DIR || 'build', 'site', 'pkg');
+// The site the page's tests run against: $EDGEFIT_SITE_DIR (`cargo xtask test` sets it to dist/),
+// else $EDGEFIT_BUILD_DIR/site (`cargo xtask build`'s development site).
+const SITE = process.env.EDGEFIT_SITE_DIR || path.join(process.env.EDGEFIT_BUILD_DIR || 'build', 'site');
+const PKG = path.resolve(SITE, 'pkg');
 const JS = path.join(PKG, 'edgefit_wasm.js');
 const WASM = path.join(PKG, 'edgefit_wasm_bg.wasm');
 const built = existsSync(JS) && existsSync(WASM);

@@ -13,7 +13,10 @@ import { pathToFileURL } from 'node:url';
 import * as P from '../../web/protocol.js';
 import * as V from '../../web/estimate-view.js';
 
-const PKG = path.resolve(process.env.EDGEFIT_BUILD_DIR || 'build', 'site', 'pkg');
+// The site the page's tests run against: $EDGEFIT_SITE_DIR (`cargo xtask test` sets it to dist/),
+// else $EDGEFIT_BUILD_DIR/site (`cargo xtask build`'s development site).
+const SITE = process.env.EDGEFIT_SITE_DIR || path.join(process.env.EDGEFIT_BUILD_DIR || 'build', 'site');
+const PKG = path.resolve(SITE, 'pkg');
 const JS = path.join(PKG, 'edgefit_wasm.js');
 const WASM = path.join(PKG, 'edgefit_wasm_bg.wasm');
 const built = existsSync(JS) && existsSync(WASM);

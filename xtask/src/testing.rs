@@ -362,9 +362,11 @@ fn web_tests() -> Result<()> {
         .env("EDGEFIT_URL", &server.url)
         .env("EDGEFIT_BUILD_DIR", &build_dir)
         .env("EDGEFIT_CLI", util::target_dir().join("release/edgefit"))
+        .env("EDGEFIT_SITE_DIR", root.join("dist"))
         .env("CHROMIUM", &chromium)
         // fit.test.mjs compares the page's "What fits?" with the CLI the build step made.
         .env("EDGEFIT_CLI", util::target_dir().join("release/edgefit"))
+        .env("EDGEFIT_SITE_DIR", root.join("dist"))
         .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
     let result = run(&mut cmd);
     drop(server);
