@@ -16,16 +16,9 @@ export const PLACEHOLDER = 'n/a';
  * class of the field report's golden-four run, on the report's phone, with w4a16 weights.
  */
 export const GUIDE_BASE = Object.freeze({
+  ...V.DEFAULT_KNOBS,
   device: 'snapdragon-8-gen3',
   model: 'llama-3.2-1b',
-  weights: 'w4g32',
-  kv: 'int8',
-  context: '2048',
-  prompt_tokens: '128',
-  gen_tokens: '128',
-  unit: '',
-  policy: 'flat-out',
-  minutes: '15',
   prune: '0',
 });
 
