@@ -7,7 +7,7 @@ import * as V from './estimate-view.js';
 
 const $ = (id) => document.getElementById(id);
 
-function option(value, text, disabled = false) {
+export function option(value, text, disabled = false) {
   const o = document.createElement('option');
   o.value = value;
   o.textContent = text;

@@ -6,16 +6,10 @@
 
 import * as P from './protocol.js';
 import * as F from './fit-view.js';
+import { option } from './estimate-panel.js';
 
 const $ = (id) => document.getElementById(id);
 
-function option(value, text, disabled = false) {
-  const o = document.createElement('option');
-  o.value = value;
-  o.textContent = text;
-  o.disabled = disabled;
-  return o;
-}
 
 /**
  * `send`: posts a message to the worker; `estimator`: the estimate panel (device(),

@@ -581,18 +581,23 @@ el.prunePanel.addEventListener('toggle', () => {
   else measureBaseline();
 });
 
+/** The pruning panel's inputs as strings (what parsePruneForm and share links take). */
+function pruneFormValues() {
+  return {
+    mlp: el.pruneMlp.value,
+    heads: el.pruneHeads.value,
+    qk: el.pruneQk.value,
+    v: el.pruneV.value,
+    layers: el.pruneLayers.value,
+    method: el.pruneMethod.value,
+    allocation: el.pruneAllocation.value,
+  };
+}
+
 el.pruneApply.addEventListener('click', () => {
   if (el.pruneApply.disabled) return;
   const { plan, error } = P.parsePruneForm(
-    {
-      mlp: el.pruneMlp.value,
-      heads: el.pruneHeads.value,
-      qk: el.pruneQk.value,
-      v: el.pruneV.value,
-      layers: el.pruneLayers.value,
-      method: el.pruneMethod.value,
-      allocation: el.pruneAllocation.value,
-    },
+    pruneFormValues(),
     state.modelInfo?.n_layers ?? null,
   );
   if (error) {
@@ -1032,15 +1037,7 @@ function currentScenario() {
       topP: el.topP.value,
       seed: el.seed.value,
     },
-    pruning: {
-      mlp: el.pruneMlp.value,
-      heads: el.pruneHeads.value,
-      qk: el.pruneQk.value,
-      v: el.pruneV.value,
-      layers: el.pruneLayers.value,
-      method: el.pruneMethod.value,
-      allocation: el.pruneAllocation.value,
-    },
+    pruning: pruneFormValues(),
   };
   if (state.modelLoaded && state.modelInfo) s.loaded = S.loadedSection(sourceName(state.source), state.modelInfo);
   if (estimate.model === V.CONFIG_MODEL) {

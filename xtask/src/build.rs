@@ -74,14 +74,7 @@ fn site_only() -> Result<()> {
 fn simd_pkg() -> Result<PathBuf> {
     let root = util::root();
     println!("== build: edgefit-wasm (release, {WASM_TARGET}, simd128)");
-    run(util::cargo().current_dir(&root).args([
-        "build",
-        "--release",
-        "-p",
-        "edgefit-wasm",
-        "--target",
-        WASM_TARGET,
-    ]))?;
+    run(wasm_build(util::cargo().current_dir(&root)))?;
     let wasm = util::target_dir().join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm"));
     let pkg = bindgen_and_optimize(&wasm, "pkg", true)?;
     require_simd(&pkg)?;
@@ -91,28 +84,34 @@ fn simd_pkg() -> Result<PathBuf> {
 /// The same crate without SIMD, in its own target directory (`target/baseline`) so the two
 /// builds do not rebuild each other: `CARGO_ENCODED_RUSTFLAGS` replaces every other rustflags
 /// source, the config file's `+simd128` included, with `-simd128` (an empty value counts as
-/// unset and would keep the config's flags; [`require_simd`] checks the result either way).
+/// unset and would keep the config's flags).
 fn baseline_pkg() -> Result<PathBuf> {
     let root = util::root();
     let dir = util::target_dir().join("baseline");
     println!("== build: edgefit-wasm (release, {WASM_TARGET}, baseline: no SIMD)");
-    run(util::cargo()
-        .current_dir(&root)
-        .env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=-simd128")
-        .env("CARGO_TARGET_DIR", &dir)
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "edgefit-wasm",
-            "--target",
-            WASM_TARGET,
-        ]))?;
+    run(wasm_build(
+        util::cargo()
+            .current_dir(&root)
+            .env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=-simd128")
+            .env("CARGO_TARGET_DIR", &dir),
+    ))?;
     let wasm = dir.join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm"));
     // wasm-opt runs with SIMD disabled here, so it refuses the module if any SIMD instruction
     // is left (its `target_features` section may still list simd128: memchr and zlib-rs compile
     // simd128 functions that are never called without it, and the linker keeps the flag).
     bindgen_and_optimize(&wasm, "pkg-baseline", false)
+}
+
+/// `cargo build --release -p edgefit-wasm --target wasm32-unknown-unknown` on `cmd`.
+fn wasm_build(cmd: &mut Command) -> &mut Command {
+    cmd.args([
+        "build",
+        "--release",
+        "-p",
+        "edgefit-wasm",
+        "--target",
+        WASM_TARGET,
+    ])
 }
 
 /// Fails unless the optimized module in `pkg` was built with simd128.

@@ -1,28 +1,11 @@
 //! `edgefit fit` as a user runs it: the built binary's JSON equals the library's answer for the
 //! same request (the page calls the same function), its table, and one-line errors.
 
-use std::process::{Command, Output};
+mod common;
 
+use common::{assert_one_line_error, edgefit};
 use edgefit_estimate::fit::{fit, FitModel, FitRequest, FitResult};
 use edgefit_estimate::{device, preset, WeightFormat};
-
-fn edgefit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_edgefit"))
-        .args(args)
-        .output()
-        .expect("the edgefit binary runs")
-}
-
-fn assert_one_line_error(out: &Output, needles: &[&str]) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "expected failure, got {stderr}");
-    assert!(out.stdout.is_empty(), "stdout: {:?}", out.stdout);
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "expected one line of error, got: {stderr}");
-    for n in needles {
-        assert!(lines[0].contains(n), "`{n}` missing from: {stderr}");
-    }
-}
 
 #[test]
 fn json_is_the_library_answer_for_one_preset() {
