@@ -54,6 +54,7 @@ export function createEstimatePanel({ send }) {
     model: $('preset-picker'),
     configFile: $('config-file'),
     deviceNote: $('est-device-note'),
+    measureProgress: $('est-measure-progress'),
     weights: $('k-weights'),
     kv: $('k-kv'),
     context: $('k-context'),
@@ -589,9 +590,14 @@ export function createEstimatePanel({ send }) {
       st.catalog = true;
       recompute();
     },
-    onMeasuring() {
-      st.measuring = true;
-      el.deviceNote.textContent = 'measuring this tab: streaming read, f32 GEMM, f32 GEMV (about a second)…';
+    onMeasuring(msg) {
+      st.measuring = msg.done < msg.total;
+      if (msg.done === 0) st.measureStartedMs = performance.now();
+      el.measureProgress.max = msg.total;
+      el.measureProgress.value = msg.done;
+      el.measureProgress.hidden = !st.measuring;
+      const elapsed = st.measureStartedMs === undefined ? null : performance.now() - st.measureStartedMs;
+      el.deviceNote.textContent = `measuring this tab: streaming read, f32 GEMM, GEMV per weight format: ${msg.done} / ${msg.total} probes${P.timeLeft(msg.done, msg.total, elapsed)}`;
     },
     onResult(msg) {
       if (msg.measurements) st.measuring = false;
@@ -602,6 +608,7 @@ export function createEstimatePanel({ send }) {
     },
     onError(msg) {
       st.measuring = false;
+      el.measureProgress.hidden = true;
       if (msg.id !== st.latest[msg.purpose]) return;
       if (msg.purpose === 'panel') delete el.body.dataset.pending;
       if (msg.purpose === 'panel') showError(msg.message);
@@ -652,6 +659,8 @@ export function createEstimatePanel({ send }) {
     workerRestarted() {
       st.catalog = false;
       st.measuredOnce = false;
+      st.measuring = false;
+      el.measureProgress.hidden = true;
     },
     ...scenarioMethods(),
   };

@@ -21,13 +21,14 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
     context: $('fit-context'),
     run: $('fit-run'),
     status: $('fit-status'),
+    progress: $('fit-progress'),
     summary: $('fit-summary'),
     chart: $('fit-chart'),
     table: document.querySelector('[data-testid="fit-table"]'),
     head: $('fit-head'),
     body: $('fit-body'),
   };
-  const st = { nextId: 1, latest: 0, presets: [], loadedName: null, ready: false, result: null, device: null };
+  const st = { nextId: 1, latest: 0, presets: [], loadedName: null, ready: false, result: null, device: null, running: null };
 
   el.context.replaceChildren(...F.contextOptions().map((o) => option(o.value, o.label)));
   el.head.replaceChildren(...[...F.COLUMNS.map(([, h]) => h), 'estimator'].map((h) => {
@@ -65,7 +66,10 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
     st.latest = msg.id;
     st.device = device.request.kind === 'bundled' ? device.request.id : 'this-browser'; // the picker's value
     el.run.disabled = true;
-    setStatus(F.runningText(el.scope.selectedOptions[0]?.textContent ?? el.scope.value, device.label), 'running');
+    st.running = { scope: el.scope.selectedOptions[0]?.textContent ?? el.scope.value, device: device.label, startedMs: performance.now() };
+    setStatus(F.runningText(st.running.scope, st.running.device), 'running');
+    el.progress.removeAttribute('value'); // indeterminate until the first progress message
+    el.progress.hidden = false;
     send(msg);
   }
 
@@ -180,13 +184,23 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
       el.run.disabled = false;
       if (el.status.dataset.state !== 'done') setStatus('');
     },
+    onProgress(msg) {
+      if (msg.id !== st.latest || !st.running) return; // stale
+      el.progress.max = msg.total;
+      el.progress.value = msg.done;
+      setStatus(F.progressText(st.running.scope, st.running.device, msg.done, msg.total, performance.now() - st.running.startedMs), 'running');
+    },
     onResult(msg) {
       if (msg.id !== st.latest) return; // stale
+      st.running = null;
+      el.progress.hidden = true;
       el.run.disabled = false;
       render(msg.result);
     },
     onError(msg) {
       if (msg.id !== st.latest) return;
+      st.running = null;
+      el.progress.hidden = true;
       el.run.disabled = false;
       setStatus(`The solver cannot answer: ${msg.message}`, 'error');
     },
@@ -202,6 +216,8 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
       st.ready = false;
       st.latest = st.nextId++; // an answer in flight will never come
       el.run.disabled = true;
+      st.running = null;
+      el.progress.hidden = true;
       setStatus('waiting for the engine…');
     },
   };

@@ -2,6 +2,7 @@
 // tests/web/fit-view.test.mjs. fit-panel.js renders what these return; worker.js runs the
 // solver (wasm fit, the same function as `edgefit fit`).
 
+import * as P from './protocol.js';
 import { FIT_CONTEXTS, FIT_FAMILIES } from './protocol.js';
 
 /** Rows the table shows (the chart shows every passing configuration). */
@@ -113,4 +114,9 @@ export function chartData(rows) {
 /** Status text while the solver runs. */
 export function runningText(scopeLabel, deviceLabel) {
   return `estimating every configuration of ${scopeLabel} on ${deviceLabel}…`;
+}
+
+/** The running status with progress: "… 3 / 12 models · about 1.2 s left". */
+export function progressText(scopeLabel, deviceLabel, done, total, elapsedMs) {
+  return `${runningText(scopeLabel, deviceLabel)} ${done} / ${total} model${total === 1 ? '' : 's'}${P.timeLeft(done, total, elapsedMs)}`;
 }

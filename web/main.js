@@ -346,7 +346,7 @@ function onWorkerMessage(w, msg) {
       applyPendingLink();
       break;
     case P.FromWorker.MEASURING:
-      panel.onMeasuring();
+      panel.onMeasuring(msg);
       break;
     case P.FromWorker.ESTIMATE_RESULT:
       panel.onResult(msg);
@@ -359,6 +359,9 @@ function onWorkerMessage(w, msg) {
       break;
     case P.FromWorker.FIT_ERROR:
       fitPanel.onError(msg);
+      break;
+    case P.FromWorker.FIT_PROGRESS:
+      fitPanel.onProgress(msg);
       break;
     case P.FromWorker.ERROR:
       if (msg.fatal) {
@@ -742,10 +745,15 @@ function renderKernels(info) {
 function renderInfo(info) {
   el.modelInfo.replaceChildren();
   if (!info) {
-    const d = document.createElement('div');
-    d.className = 'muted';
-    d.textContent = 'No model loaded.';
-    el.modelInfo.append(d);
+    // A <dl> holds only dt/dd groups (screen readers announce it as a list of terms).
+    const div = document.createElement('div');
+    const dt = document.createElement('dt');
+    const dd = document.createElement('dd');
+    dt.textContent = 'Model';
+    dd.className = 'muted';
+    dd.textContent = 'No model loaded.';
+    div.append(dt, dd);
+    el.modelInfo.append(div);
     return;
   }
   const rows = [

@@ -77,7 +77,8 @@
 //                                            reason: "stop" | "length" | "stopped" (user Stop)
 //   catalog   {presets, devices, kvFormats?} [{id, name}] lists and the KV format ids (wasm
 //                                            kvFormats(), in order), sent once after booted
-//   measuring {}                             the this-browser micro-benchmarks are running (~1 s)
+//   measuring {done, total}                  the this-browser micro-benchmarks are running (~1 s):
+//                                            `done` of `total` probes have run
 //   estimate-result {id, purpose, report, device, measurements}
 //                                            device: {id, name, units, default_unit};
 //                                            measurements: BrowserMeasurements or null
@@ -86,6 +87,7 @@
 //                                            device_name, tried, failed: {memory, ttft, sustained,
 //                                            temperature, invalid}, rows: [FitRow], models: [id]}
 //   fit-error  {id, message}                 the solver (or the request) was refused; message says why
+//   fit-progress {id, done, total}           `done` of the request's `total` models are searched
 //   prune-progress {stage, done, total}      stage: "fetching" (the calibration text), "calibrating"
 //                                            (done/total tokens), "pruning", "exporting",
 //                                            "evaluating"; done/total null when unknown
@@ -134,6 +136,7 @@ export const FromWorker = Object.freeze({
   EXPORTED: 'exported',
   FIT_RESULT: 'fit-result',
   FIT_ERROR: 'fit-error',
+  FIT_PROGRESS: 'fit-progress',
 });
 
 /** The context lengths the fit panel offers (the solver's defaults, as `edgefit fit` uses them). */
@@ -723,8 +726,10 @@ export function catalog(presets, devices, kvFormats) {
   return m;
 }
 
-export function measuring() {
-  return { type: FromWorker.MEASURING };
+export function measuring(done, total) {
+  const m = { type: FromWorker.MEASURING, done, total };
+  must(validateFromWorker(m));
+  return m;
 }
 
 export function estimateResult(id, purpose, report, device, measurements = null) {
@@ -752,6 +757,12 @@ export function fitResult(id, result) {
     id,
     result: { device: r.device, device_name: r.device_name, tried: r.tried, failed: r.failed, rows: r.rows, models },
   };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function fitProgress(id, done, total) {
+  const m = { type: FromWorker.FIT_PROGRESS, id, done, total };
   must(validateFromWorker(m));
   return m;
 }
@@ -926,6 +937,13 @@ export function checkInfo(info) {
   return null;
 }
 
+/** `done` of `total` (progress): non-negative integers, done ≤ total, total > 0. */
+function checkCount(what, done, total) {
+  if (!isNonNegInt(done) || !isNonNegInt(total) || total === 0 || done > total)
+    return `${what}: done/total must be integers with 0 ≤ done ≤ total and total > 0, got ${fmtValue(done)}/${fmtValue(total)}`;
+  return null;
+}
+
 /** Returns null if `msg` is a well-formed worker -> page message, else an error string. */
 export function validateFromWorker(msg) {
   if (!isObject(msg)) return 'message must be an object';
@@ -980,7 +998,7 @@ export function validateFromWorker(msg) {
       return e ? `catalog: ${e}` : null;
     }
     case FromWorker.MEASURING:
-      return null;
+      return checkCount('measuring', msg.done, msg.total);
     case FromWorker.ESTIMATE_RESULT: {
       if (!isNonNegInt(msg.id)) return `estimate-result: id must be a non-negative integer, got ${fmtValue(msg.id)}`;
       if (!ESTIMATE_PURPOSES.includes(msg.purpose)) return `estimate-result: bad purpose ${fmtValue(msg.purpose)}`;
@@ -1000,6 +1018,9 @@ export function validateFromWorker(msg) {
       const e = checkFitResult(msg.result);
       return e ? `fit-result: ${e}` : null;
     }
+    case FromWorker.FIT_PROGRESS:
+      if (!isNonNegInt(msg.id)) return `fit-progress: id must be a non-negative integer, got ${fmtValue(msg.id)}`;
+      return checkCount('fit-progress', msg.done, msg.total);
     case FromWorker.FIT_ERROR:
       if (!isNonNegInt(msg.id)) return `fit-error: id must be a non-negative integer, got ${fmtValue(msg.id)}`;
       return typeof msg.message === 'string' && msg.message !== '' ? null : 'fit-error: message must be a non-empty string';

@@ -403,8 +403,13 @@ function specFor(model) {
 function deviceFor(device) {
   if (device.kind === 'this-browser') {
     if (!browserDevice) {
-      post(P.measuring());
-      const m = wasm.measureBrowser();
+      // One probe at a time, each followed by a progress message (the page shows a bar).
+      const bench = new wasm.BrowserBench();
+      const total = bench.total();
+      post(P.measuring(0, total));
+      while (bench.step()) post(P.measuring(bench.done(), total));
+      const m = bench.finish();
+      post(P.measuring(total, total));
       browserDevice = wasm.thisBrowserDevice(m);
       browserMeasurements = JSON.parse(m);
     }
@@ -460,7 +465,18 @@ async function runFit(msg) {
   try {
     const request = { models: fitModels(msg.scope), contexts: msg.context === null ? [] : [msg.context] };
     const devJson = deviceFor(msg.device);
-    const result = JSON.parse(wasm.fit(JSON.stringify(request), devJson));
+    // Model by model, each followed by a progress message (the page shows a bar with time left).
+    const search = new wasm.FitSearch(JSON.stringify(request), devJson);
+    try {
+      const total = search.models();
+      post(P.fitProgress(msg.id, 0, total));
+      while (search.step()) post(P.fitProgress(msg.id, search.modelsDone(), total));
+      post(P.fitProgress(msg.id, total, total));
+    } catch (e) {
+      search.free(); // finish() frees it otherwise
+      throw e;
+    }
+    const result = JSON.parse(search.finish());
     post(P.fitResult(msg.id, result));
   } catch (e) {
     if (isPanic(e)) {

@@ -115,6 +115,14 @@ test('estimate vs measured: this browser + the loaded model after a generation',
   await page.waitForFunction(() => /^(done|error:)/.test(document.querySelector('[data-testid="status"]').textContent), null, { timeout: GEN_TIMEOUT });
   assert.equal(await text(page, 'status'), 'done');
 
+  // The micro-benchmarks report progress probe by probe (a bar and "k / n probes").
+  await page.evaluate(() => {
+    window.__probeNotes = [];
+    const note = document.querySelector('[data-testid="est-device-note"]');
+    const bar = document.querySelector('[data-testid="est-measure-progress"]');
+    new MutationObserver(() => window.__probeNotes.push({ text: note.textContent, value: bar.value, max: bar.max, hidden: bar.hidden }))
+      .observe(note, { childList: true, characterData: true, subtree: true });
+  });
   await page.getByTestId('device-picker').selectOption('this-browser');
   await page.getByTestId('preset-picker').selectOption('@loaded');
   const cmp = page.getByTestId('est-compare');
@@ -129,6 +137,11 @@ test('estimate vs measured: this browser + the loaded model after a generation',
   assert.ok(Math.abs(rows.weights) < 5, `weights bytes agree (${rows.weights} %)`);
   const note = await text(page, 'est-device-note');
   assert.match(note, /Measured in this tab/);
+  const probes = (await page.evaluate(() => window.__probeNotes)).filter((n) => /\d+ \/ \d+ probes/.test(n.text));
+  assert.ok(probes.length >= 2, `the note counted probes while measuring: ${JSON.stringify(probes)}`);
+  assert.equal(probes[0].value, 0, 'the first probe message starts at 0');
+  assert.ok(probes.some((p) => !p.hidden && p.value > 0 && p.value < p.max), `the bar showed a probe in between: ${JSON.stringify(probes)}`);
+  assert.equal(await page.getByTestId('est-measure-progress').isHidden(), true, 'the bar hides once measured');
   assert.match(await cmp.textContent(), /KV cache int8/);
   await page.getByTestId('est-decode-tps').click();
   await page.screenshot({ path: path.join(SHOT_DIR, 'estimator.png'), fullPage: true });

@@ -41,6 +41,14 @@ async function runFit(page, scope = 'all', context = '') {
   await page.getByTestId('device-picker').selectOption(DEVICE);
   await page.getByTestId('fit-scope').selectOption(scope);
   await page.getByTestId('fit-context').selectOption(context);
+  // Every status text and progress value while it runs (the progress bar, model by model).
+  await page.evaluate(() => {
+    window.__fitSeen = [];
+    const status = document.querySelector('[data-testid="fit-status"]');
+    const bar = document.querySelector('[data-testid="fit-progress"]');
+    new MutationObserver(() => window.__fitSeen.push({ text: status.textContent, value: bar.value, max: bar.max, hidden: bar.hidden }))
+      .observe(status, { childList: true, characterData: true, subtree: true });
+  });
   const t0 = Date.now();
   await page.getByTestId('fit-run').click();
   await page.waitForFunction(
@@ -51,6 +59,13 @@ async function runFit(page, scope = 'all', context = '') {
   const ms = Date.now() - t0;
   const status = await text(page, 'fit-status');
   assert.equal(await page.getByTestId('fit-status').getAttribute('data-state'), 'done', `the search finished: ${status}`);
+  const seen = await page.evaluate(() => window.__fitSeen);
+  const counted = seen.filter((s) => / \d+ \/ \d+ models?/.test(s.text));
+  assert.ok(counted.length > 0, `the status counted models while searching: ${JSON.stringify(seen.slice(0, 5))}`);
+  const last = counted.at(-1);
+  assert.equal(last.value, last.max, `the bar reached its end: ${JSON.stringify(last)}`);
+  assert.equal(last.hidden, false, 'the bar showed while searching');
+  assert.equal(await page.getByTestId('fit-progress').isHidden(), true, 'the bar hides once done');
   return ms;
 }
 

@@ -173,5 +173,9 @@ test('estimate messages: constructors and validators', () => {
   assert.equal(P.estimateError(3, 'panel', '').message, 'unknown error');
   assert.equal(P.validateFromWorker(P.catalog([{ id: 'a', name: 'A' }], [{ id: 'd', name: 'D' }])), null);
   assert.throws(() => P.catalog([{ id: 1 }], []), TypeError);
-  assert.equal(P.validateFromWorker(P.measuring()), null);
+  assert.equal(P.validateFromWorker(P.measuring(0, 7)), null);
+  assert.equal(P.validateFromWorker(P.measuring(7, 7)), null);
+  assert.throws(() => P.measuring(), TypeError, 'progress needs done and total');
+  assert.throws(() => P.measuring(8, 7), TypeError, 'done cannot pass total');
+  assert.match(P.validateFromWorker({ type: 'measuring', done: 1, total: 0 }), /measuring: done\/total/);
 });

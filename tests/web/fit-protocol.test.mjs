@@ -126,3 +126,15 @@ test('fit-view: scope and context options', () => {
   assert.equal(F.parseContext('4000'), null);
   assert.equal(F.LOADED_ID, LOADED_MODEL, "the fit's loaded id is the estimator picker's value");
 });
+
+test('fit progress: counts validated; the status line counts models and gives the time left', () => {
+  assert.equal(P.validateFromWorker(P.fitProgress(4, 0, 12)), null);
+  assert.equal(P.validateFromWorker(P.fitProgress(4, 12, 12)), null);
+  for (const [id, done, total] of [[-1, 0, 1], [1, 2, 1], [1, 0, 0], [1, 0.5, 2], [1, '1', 2]]) {
+    assert.throws(() => P.fitProgress(id, done, total), TypeError, `${id} ${done}/${total}`);
+  }
+  assert.match(P.validateFromWorker({ type: 'fit-progress', id: 1, done: 3, total: 2 }), /fit-progress: done\/total/);
+  const text = F.progressText('all presets', 'Snapdragon 8 Gen 3', 3, 12, 600);
+  assert.equal(text, `${F.runningText('all presets', 'Snapdragon 8 Gen 3')} 3 / 12 models · about 1.8 s left`);
+  assert.equal(F.progressText('a', 'd', 0, 1, 0), `${F.runningText('a', 'd')} 0 / 1 model`);
+});

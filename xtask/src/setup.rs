@@ -210,7 +210,8 @@ fn mtime(path: &Path) -> Option<std::time::SystemTime> {
 }
 
 /// Files the rest of xtask relies on inside node_modules.
-const NODE_FILES: [&str; 4] = [
+const NODE_FILES: [&str; 5] = [
+    "node_modules/axe-core/axe.min.js",
     "node_modules/.bin/wasm-opt",
     "node_modules/uplot/dist/uPlot.iife.min.js",
     "node_modules/uplot/dist/uPlot.min.css",

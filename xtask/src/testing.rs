@@ -361,12 +361,11 @@ fn web_tests() -> Result<()> {
         .args(files.iter().map(|f| f.strip_prefix(&root).unwrap_or(f)))
         .env("EDGEFIT_URL", &server.url)
         .env("EDGEFIT_BUILD_DIR", &build_dir)
+        // fit.test.mjs compares the page's "What fits?" with the CLI the build step made; the
+        // page unit tests that load the built wasm read it from the served site.
         .env("EDGEFIT_CLI", util::target_dir().join("release/edgefit"))
         .env("EDGEFIT_SITE_DIR", root.join("dist"))
         .env("CHROMIUM", &chromium)
-        // fit.test.mjs compares the page's "What fits?" with the CLI the build step made.
-        .env("EDGEFIT_CLI", util::target_dir().join("release/edgefit"))
-        .env("EDGEFIT_SITE_DIR", root.join("dist"))
         .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
     let result = run(&mut cmd);
     drop(server);

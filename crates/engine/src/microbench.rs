@@ -1,6 +1,6 @@
 //! Short micro-benchmarks that fill the estimator's `this-browser` device profile with figures
 //! measured on the machine running the engine (in a browser tab through the wasm facade's
-//! `measureBrowser()`, or natively).
+//! `BrowserBench`, or natively).
 //!
 //! Three kinds of probe, each bounded in time (≤ [`MicrobenchConfig::budget_ms`], 250 ms by
 //! default; the weight-rate probes get half that per format):
@@ -191,17 +191,66 @@ pub fn measure(
     cfg: &MicrobenchConfig,
     wasm_limit_bytes: Option<u64>,
 ) -> BrowserMeasurements {
-    let read_bandwidth_gbs = read_bandwidth_gbs(p, cfg);
-    let f32_gflops = f32_gemm_gflops(p, cfg);
-    let weight_rate_gws = MEASURED_FORMATS
-        .into_iter()
-        .filter_map(|f| gemv_weight_rate_gws(p, cfg, f).map(|r| (f, r)))
-        .collect();
-    BrowserMeasurements {
-        read_bandwidth_gbs,
-        f32_gflops,
-        weight_rate_gws,
-        wasm_limit_bytes,
+    let mut run = MeasureRun::new(*cfg, wasm_limit_bytes);
+    while run.step(p) {}
+    run.finish()
+}
+
+/// The probes of [`measure`], one at a time (read bandwidth, f32 GEMM, then the GEMV of each
+/// format in [`MEASURED_FORMATS`]), so that a caller can report progress between them.
+#[derive(Clone, Debug)]
+pub struct MeasureRun {
+    cfg: MicrobenchConfig,
+    next: usize,
+    result: BrowserMeasurements,
+}
+
+impl MeasureRun {
+    /// A run with nothing measured yet.
+    pub fn new(cfg: MicrobenchConfig, wasm_limit_bytes: Option<u64>) -> MeasureRun {
+        MeasureRun {
+            cfg,
+            next: 0,
+            result: BrowserMeasurements {
+                read_bandwidth_gbs: 0.0,
+                f32_gflops: 0.0,
+                weight_rate_gws: Default::default(),
+                wasm_limit_bytes,
+            },
+        }
+    }
+
+    /// Probes in all.
+    pub fn total(&self) -> usize {
+        2 + MEASURED_FORMATS.len()
+    }
+
+    /// Probes run so far.
+    pub fn done(&self) -> usize {
+        self.next
+    }
+
+    /// Runs the next probe; `false` once all have run (then it does nothing).
+    pub fn step(&mut self, p: &dyn Platform) -> bool {
+        match self.next {
+            0 => self.result.read_bandwidth_gbs = read_bandwidth_gbs(p, &self.cfg),
+            1 => self.result.f32_gflops = f32_gemm_gflops(p, &self.cfg),
+            i => match MEASURED_FORMATS.get(i - 2) {
+                Some(&f) => {
+                    if let Some(r) = gemv_weight_rate_gws(p, &self.cfg, f) {
+                        self.result.weight_rate_gws.insert(f, r);
+                    }
+                }
+                None => return false,
+            },
+        }
+        self.next += 1;
+        self.next < self.total()
+    }
+
+    /// What was measured (call after the last `step`).
+    pub fn finish(self) -> BrowserMeasurements {
+        self.result
     }
 }
 
@@ -290,6 +339,29 @@ mod tests {
         // follows from the fake time, not the real one.
         let expect = 1536.0 * 576.0 / (1e6 * 1.0);
         assert!(m.weight_rate_gws[&WeightFormat::F32] >= expect * 0.9);
+    }
+
+    #[test]
+    fn a_run_steps_through_every_probe_and_counts_them() {
+        let cfg = MicrobenchConfig {
+            buffer_bytes: 1 << 16,
+            max_calls_per_batch: 4,
+            max_batches: 2,
+            ..MicrobenchConfig::default()
+        };
+        let p = NativePlatform::default();
+        let mut run = MeasureRun::new(cfg, Some(7));
+        assert_eq!((run.done(), run.total()), (0, 2 + MEASURED_FORMATS.len()));
+        let mut done = vec![];
+        while run.step(&p) {
+            done.push(run.done());
+        }
+        done.push(run.done());
+        assert_eq!(done, (1..=run.total()).collect::<Vec<_>>());
+        assert!(!run.step(&p), "a finished run stays finished");
+        let m = run.finish();
+        assert_sane(&m);
+        assert_eq!(m.wasm_limit_bytes, Some(7));
     }
 
     #[test]

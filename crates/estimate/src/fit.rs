@@ -224,13 +224,57 @@ impl FitRequest {
 
 /// Runs the search (module docs) for `device`.
 pub fn fit(request: &FitRequest, device: &DeviceProfile) -> Result<FitResult> {
-    let req = request.resolved();
-    req.validate()?;
-    device.validate()?;
-    let mut failed = FailCounts::default();
-    let mut rows = Vec::new();
-    let mut tried = 0;
-    for m in &req.models {
+    let mut search = FitSearch::new(request, device)?;
+    while search.step()? {}
+    Ok(search.finish())
+}
+
+/// The search of [`fit`], one model at a time, so that a caller (the page's worker) can report
+/// progress between models. `fit` is `new`, `step` until it returns `false`, then `finish`.
+#[derive(Clone, Debug)]
+pub struct FitSearch {
+    req: FitRequest,
+    device: DeviceProfile,
+    next_model: usize,
+    failed: FailCounts,
+    rows: Vec<FitRow>,
+    tried: usize,
+}
+
+impl FitSearch {
+    /// Validates the request and the device; nothing is estimated yet.
+    pub fn new(request: &FitRequest, device: &DeviceProfile) -> Result<FitSearch> {
+        let req = request.resolved();
+        req.validate()?;
+        device.validate()?;
+        Ok(FitSearch {
+            req,
+            device: device.clone(),
+            next_model: 0,
+            failed: FailCounts::default(),
+            rows: Vec::new(),
+            tried: 0,
+        })
+    }
+
+    /// Models in the request.
+    pub fn models(&self) -> usize {
+        self.req.models.len()
+    }
+
+    /// Models searched so far.
+    pub fn models_done(&self) -> usize {
+        self.next_model
+    }
+
+    /// Searches the next model's configurations; `false` once every model is done (then it
+    /// does nothing).
+    pub fn step(&mut self) -> Result<bool> {
+        let Some(m) = self.req.models.get(self.next_model) else {
+            return Ok(false);
+        };
+        let (req, device) = (&self.req, &self.device);
+        let (failed, rows, tried) = (&mut self.failed, &mut self.rows, &mut self.tried);
         m.spec.validate()?;
         let full_params = m.spec.params().total;
         for &level in &req.prune_levels {
@@ -244,7 +288,7 @@ pub fn fit(request: &FitRequest, device: &DeviceProfile) -> Result<FitResult> {
             for &context in &req.contexts {
                 for &weights in &req.weights {
                     for &kv in &req.kv {
-                        tried += 1;
+                        *tried += 1;
                         let dep = Deployment {
                             weights,
                             kv,
@@ -296,17 +340,25 @@ pub fn fit(request: &FitRequest, device: &DeviceProfile) -> Result<FitResult> {
                 }
             }
         }
+        self.next_model += 1;
+        Ok(self.next_model < self.req.models.len())
     }
-    rank(&mut rows);
-    mark_frontier(&mut rows);
-    Ok(FitResult {
-        device: device.id.clone(),
-        device_name: device.name.clone(),
-        tried,
-        failed,
-        rows,
-        request: req,
-    })
+
+    /// The ranked result with its frontier (call after the last `step`; models not yet searched
+    /// are simply not in it).
+    pub fn finish(self) -> FitResult {
+        let mut rows = self.rows;
+        rank(&mut rows);
+        mark_frontier(&mut rows);
+        FitResult {
+            device: self.device.id.clone(),
+            device_name: self.device.name.clone(),
+            tried: self.tried,
+            failed: self.failed,
+            rows,
+            request: self.req,
+        }
+    }
 }
 
 /// Sorts best first (module docs) and numbers the rows.
@@ -364,6 +416,28 @@ mod tests {
                 .collect(),
             ..FitRequest::default()
         }
+    }
+
+    #[test]
+    fn searching_model_by_model_reports_progress_and_equals_fit() {
+        let req = request(&["smollm2-135m", "llama-3.2-1b", "qwen2.5-0.5b"]);
+        let dev = device("snapdragon-8-gen3").unwrap();
+        let mut search = FitSearch::new(&req, &dev).unwrap();
+        assert_eq!((search.models_done(), search.models()), (0, 3));
+        let mut seen = vec![];
+        while search.step().unwrap() {
+            seen.push(search.models_done());
+        }
+        seen.push(search.models_done());
+        assert_eq!(seen, vec![1, 2, 3]);
+        assert!(!search.step().unwrap(), "a finished search stays finished");
+        let stepped = serde_json::to_string(&search.finish()).unwrap();
+        let whole = serde_json::to_string(&fit(&req, &dev).unwrap()).unwrap();
+        assert_eq!(stepped, whole);
+        assert!(
+            FitSearch::new(&request(&[]), &dev).is_err(),
+            "no models is refused up front"
+        );
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub use deploy::{Deployment, Policy, Thresholds, MAX_BATCH, MAX_CONTEXT};
 pub use device::{device, device_ids, BrowserMeasurements, DeviceProfile, Loader, UnitProfile};
 pub use error::{EstimateError, Result};
 pub use explain::Explanation;
-pub use fit::{fit, FailCounts, FitModel, FitRequest, FitResult, FitRow};
+pub use fit::{fit, FailCounts, FitModel, FitRequest, FitResult, FitRow, FitSearch};
 pub use format::{
     kv_bytes, kv_bytes_per_token, ComputeDtype, ComputeUnit, KvFormat, WeightFormat,
     DEFAULT_KV_FORMAT, KIVI_BLOCK,

@@ -514,6 +514,48 @@ pub fn fit(request_json: &str, device_json: &str) -> Result<String, JsError> {
     serde_json::to_string(&res).map_err(js_err)
 }
 
+/// The search of [`fit`] one model at a time, so the page can show progress with time left:
+/// `new FitSearch(request, device)` validates (throwing like `fit`), `step()` searches the next
+/// model and returns whether more remain, `models()` / `modelsDone()` count them, `finish()`
+/// returns the same `FitResult` JSON as `fit`.
+#[wasm_bindgen]
+pub struct FitSearch {
+    inner: edgefit_estimate::FitSearch,
+}
+
+#[wasm_bindgen]
+impl FitSearch {
+    #[wasm_bindgen(constructor)]
+    pub fn new(request_json: &str, device_json: &str) -> Result<FitSearch, JsError> {
+        let req: edgefit_estimate::FitRequest = serde_json::from_str(request_json)
+            .map_err(|e| JsError::new(&format!("fit request: {e}")))?;
+        let dev = edgefit_estimate::DeviceProfile::from_json(device_json).map_err(js_err)?;
+        let inner = edgefit_estimate::FitSearch::new(&req, &dev).map_err(js_err)?;
+        Ok(FitSearch { inner })
+    }
+
+    /// Models in the request.
+    pub fn models(&self) -> usize {
+        self.inner.models()
+    }
+
+    /// Models searched so far.
+    #[wasm_bindgen(js_name = modelsDone)]
+    pub fn models_done(&self) -> usize {
+        self.inner.models_done()
+    }
+
+    /// Searches the next model; `false` once all are done.
+    pub fn step(&mut self) -> Result<bool, JsError> {
+        self.inner.step().map_err(js_err)
+    }
+
+    /// The ranked `FitResult` JSON (consumes the search).
+    pub fn finish(self) -> Result<String, JsError> {
+        serde_json::to_string(&self.inner.finish()).map_err(js_err)
+    }
+}
+
 /// A `ModelSpec` (JSON) pruned TransAct-style at `level` (the fit solver's recipe: MLP width,
 /// per-head Q/K dims and per-head V dims each lose the fraction `level` in every layer; heads,
 /// depth and hidden size stay), rounded exactly as the engine prunes. Level 0 returns the spec
@@ -539,17 +581,47 @@ pub fn pruned_spec(spec_json: &str, level: f64) -> Result<String, JsError> {
 /// wasm32 linear memory is addressed with 32 bits: at most 4 GiB.
 const WASM32_LIMIT_BYTES: u64 = 4 << 30;
 
-/// Runs the `this-browser` micro-benchmarks in this tab (streaming read bandwidth, f32 GEMM
+/// The `this-browser` micro-benchmarks in this tab (streaming read bandwidth, f32 GEMM
 /// throughput, the engine's GEMV weight rate in f32, w4g32, w4g128, q4_1 and q8_0; about a
-/// second in all) and returns the
-/// `BrowserMeasurements` JSON that [`this_browser_device`] takes. Allocates a 64 MiB buffer for
-/// the bandwidth probe, so the wasm memory grows by that much (it never shrinks).
-#[wasm_bindgen(js_name = measureBrowser)]
-pub fn measure_browser() -> Result<String, JsError> {
-    let m = edgefit_engine::microbench::measure(
-        &BrowserPlatform,
-        &edgefit_engine::microbench::MicrobenchConfig::default(),
-        Some(WASM32_LIMIT_BYTES),
-    );
-    serde_json::to_string(&m).map_err(js_err)
+/// second in all), one probe per `step()` so the page can show progress: `step()` returns whether
+/// probes remain, `done()` / `total()` count them, `finish()` returns the `BrowserMeasurements`
+/// JSON that [`this_browser_device`] takes. Allocates a 64 MiB buffer for the bandwidth probe, so
+/// the wasm memory grows by that much (it never shrinks).
+#[wasm_bindgen]
+pub struct BrowserBench {
+    run: edgefit_engine::microbench::MeasureRun,
+}
+
+#[wasm_bindgen]
+impl BrowserBench {
+    #[wasm_bindgen(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> BrowserBench {
+        BrowserBench {
+            run: edgefit_engine::microbench::MeasureRun::new(
+                edgefit_engine::microbench::MicrobenchConfig::default(),
+                Some(WASM32_LIMIT_BYTES),
+            ),
+        }
+    }
+
+    /// Probes in all.
+    pub fn total(&self) -> usize {
+        self.run.total()
+    }
+
+    /// Probes run so far.
+    pub fn done(&self) -> usize {
+        self.run.done()
+    }
+
+    /// Runs the next probe; `false` once all have run.
+    pub fn step(&mut self) -> bool {
+        self.run.step(&BrowserPlatform)
+    }
+
+    /// The `BrowserMeasurements` JSON (consumes the run).
+    pub fn finish(self) -> Result<String, JsError> {
+        serde_json::to_string(&self.run.finish()).map_err(js_err)
+    }
 }

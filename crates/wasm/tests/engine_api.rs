@@ -180,7 +180,19 @@ fn estimates_the_loaded_model_and_presets() {
 
 #[wasm_bindgen_test]
 fn measures_this_browser_and_builds_its_profile() {
-    let m = json(&edgefit_wasm::measure_browser().unwrap_or_else(|_| panic!("measure")));
+    let mut bench = edgefit_wasm::BrowserBench::new();
+    let total = bench.total();
+    let mut steps = 0;
+    while bench.step() {
+        steps += 1;
+        assert_eq!(bench.done(), steps);
+    }
+    assert_eq!(
+        (steps + 1, bench.done()),
+        (total, total),
+        "one step per probe"
+    );
+    let m = json(&bench.finish().unwrap_or_else(|_| panic!("measure")));
     for v in [
         m["read_bandwidth_gbs"].as_f64().unwrap(),
         m["f32_gflops"].as_f64().unwrap(),
@@ -281,6 +293,14 @@ fn fit_ranks_passing_configurations_and_names_bad_requests() {
     assert!(edgefit_wasm::fit(&bad, &dev).is_err());
     assert!(edgefit_wasm::fit(r#"{"models":[]}"#, &dev).is_err());
     assert!(edgefit_wasm::fit("not json", &dev).is_err());
+    // Model by model (the page's progress bar): the same result, refused the same way.
+    let mut search = edgefit_wasm::FitSearch::new(&req, &dev).unwrap_or_else(|_| panic!("search"));
+    assert_eq!((search.models_done(), search.models()), (0, 1));
+    assert!(!search.step().unwrap_or_else(|_| panic!("step")));
+    assert_eq!(search.models_done(), 1);
+    let stepped = json(&search.finish().unwrap_or_else(|_| panic!("finish")));
+    assert_eq!(stepped, res);
+    assert!(edgefit_wasm::FitSearch::new(&bad, &dev).is_err());
 }
 
 #[wasm_bindgen_test]
