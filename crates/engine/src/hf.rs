@@ -58,9 +58,7 @@ impl HfConfig {
             if shown.len() > 60 {
                 shown = format!("{}...", shown.chars().take(60).collect::<String>());
             }
-            EngineError::Config(format!(
-                "config.json `{key}` = {shown} is not {expected}"
-            ))
+            EngineError::Config(format!("config.json `{key}` = {shown} is not {expected}"))
         };
         let present = |key: &str| obj.get(key).filter(|v| !v.is_null());
         let opt_usize = |key: &str| -> Result<Option<usize>> {
@@ -109,7 +107,10 @@ impl HfConfig {
             rope_theta: opt_f32("rope_theta")?,
             max_position_embeddings: opt_usize("max_position_embeddings")?,
             tie_word_embeddings: present("tie_word_embeddings")
-                .map(|v| v.as_bool().ok_or_else(|| bad("tie_word_embeddings", v, "a bool")))
+                .map(|v| {
+                    v.as_bool()
+                        .ok_or_else(|| bad("tie_word_embeddings", v, "a bool"))
+                })
                 .transpose()?,
             hidden_act: opt_str("hidden_act")?,
             rope_scaling: present("rope_scaling").cloned(),

@@ -4,8 +4,8 @@
 //! chat template; its weights are deterministic pseudo-random numbers, so it generates noise,
 //! but every code path of loading, tokenizing, the forward pass and generation runs.
 
-pub use candle_core::quantized::gguf_file::Value;
 use candle_core::quantized::gguf_file;
+pub use candle_core::quantized::gguf_file::Value;
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 

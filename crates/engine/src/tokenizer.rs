@@ -205,7 +205,8 @@ impl TextTokenizer {
         tokenizer_config: Option<&str>,
         eos_from_config: Option<u32>,
     ) -> Result<Self> {
-        let inner = Tokenizer::from_bytes(tokenizer_json).map_err(tok_err)?;
+        let inner = Tokenizer::from_bytes(tokenizer_json)
+            .map_err(|e| EngineError::Tokenizer(format!("tokenizer.json: {e}")))?;
         let cfg: serde_json::Value = match tokenizer_config {
             Some(s) => serde_json::from_str(s)
                 .map_err(|e| EngineError::Tokenizer(format!("tokenizer_config.json: {e}")))?,

@@ -660,7 +660,10 @@ impl MemoryNeed {
         let mut parts = [
             ("weights".to_string(), self.weights),
             ("embedding".to_string(), self.embedding),
-            (format!("KV cache ({} tokens)", self.kv_tokens), self.kv_cache),
+            (
+                format!("KV cache ({} tokens)", self.kv_tokens),
+                self.kv_cache,
+            ),
             ("scratch".to_string(), self.scratch),
             ("norms".to_string(), self.norms),
         ];

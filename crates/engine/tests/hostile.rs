@@ -58,7 +58,9 @@ fn judge<T>(
             }
             let missing: Vec<&String> = needles.iter().filter(|n| !msg.contains(*n)).collect();
             if !missing.is_empty() || msg.lines().count() != 1 {
-                return Some(format!("{name}: {missing:?} missing from (or not one line): {msg}"));
+                return Some(format!(
+                    "{name}: {missing:?} missing from (or not one line): {msg}"
+                ));
             }
             None
         }
@@ -222,11 +224,17 @@ fn a_header_claiming_a_big_model_is_refused_before_reading_tensors() {
     .expect_err("over budget");
     let msg = err.to_string();
     println!("claims 4096 hidden x 500 layers, budget 1 GiB: {msg}");
-    let EngineError::OverBudget { needed, budget: b, .. } = err else {
+    let EngineError::OverBudget {
+        needed, budget: b, ..
+    } = err
+    else {
         panic!("expected OverBudget, got {msg}");
     };
     assert_eq!(b, budget);
-    assert!(needed > 40 << 30, "500 layers of 4096 × 16384 MLPs: {needed}");
+    assert!(
+        needed > 40 << 30,
+        "500 layers of 4096 × 16384 MLPs: {needed}"
+    );
     assert!(
         msg.contains(&format!("needs {needed} bytes"))
             && msg.contains(&format!("budget is {budget} bytes"))

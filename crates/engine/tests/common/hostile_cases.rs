@@ -182,7 +182,10 @@ fn with_key(key: &str, value: Value) -> Vec<u8> {
 }
 
 fn without_key(key: &str) -> Vec<u8> {
-    gguf_bytes_with(SEED, SyntheticDType::Q8_0, |md| md.retain(|(k, _)| k != key)).unwrap()
+    gguf_bytes_with(SEED, SyntheticDType::Q8_0, |md| {
+        md.retain(|(k, _)| k != key)
+    })
+    .unwrap()
 }
 
 /// Patches the synthetic file of `dtype` in place with `patch(bytes, layout)`.
@@ -196,7 +199,7 @@ fn patched(dtype: SyntheticDType, patch: impl FnOnce(&mut Vec<u8>, &Layout)) -> 
 /// Every hostile GGUF case (truncations are tested separately, at many offsets).
 pub fn gguf_cases() -> Vec<GgufCase> {
     use Kind::*;
-    use SyntheticDType::{Q8_0, F32};
+    use SyntheticDType::{F32, Q8_0};
     let mut v = vec![
         case("empty file", Vec::new(), Format, &["0 bytes", "too short"]),
         case(
@@ -241,7 +244,9 @@ pub fn gguf_cases() -> Vec<GgufCase> {
         ),
         case(
             "string length past the end",
-            patched(Q8_0, |b, l| set_u64(b, l.kv("general.name").value_at, 1 << 50)),
+            patched(Q8_0, |b, l| {
+                set_u64(b, l.kv("general.name").value_at, 1 << 50)
+            }),
             Format,
             &["general.name", "1125899906842624 bytes", "file ends"],
         ),
@@ -279,13 +284,17 @@ pub fn gguf_cases() -> Vec<GgufCase> {
         ),
         case(
             "unknown tensor dtype",
-            patched(Q8_0, |b, l| set_u32(b, l.tensor("blk.0.attn_q.weight").dtype_at, 99)),
+            patched(Q8_0, |b, l| {
+                set_u32(b, l.tensor("blk.0.attn_q.weight").dtype_at, 99)
+            }),
             Format,
             &["dtype", "99"],
         ),
         case(
             "tensor with 5 dims",
-            patched(Q8_0, |b, l| set_u32(b, l.tensor("token_embd.weight").n_dims_at, 5)),
+            patched(Q8_0, |b, l| {
+                set_u32(b, l.tensor("token_embd.weight").n_dims_at, 5)
+            }),
             Format,
             &["token_embd.weight", "5 dimensions"],
         ),
@@ -305,7 +314,11 @@ pub fn gguf_cases() -> Vec<GgufCase> {
                 set_u64(b, l.tensor("output_norm.weight").offset_at, u64::MAX - 8)
             }),
             Tensor,
-            &["output_norm.weight", "18446744073709551607", "run past the end"],
+            &[
+                "output_norm.weight",
+                "18446744073709551607",
+                "run past the end",
+            ],
         ),
         case(
             "overlapping tensors",
@@ -334,7 +347,11 @@ pub fn gguf_cases() -> Vec<GgufCase> {
                 set_u64(b, t.dims_at[1], 1_600_000);
             }),
             Tensor,
-            &["token_embd.weight", "111411200000 bytes", "run past the end"],
+            &[
+                "token_embd.weight",
+                "111411200000 bytes",
+                "run past the end",
+            ],
         ),
         case(
             "NaN in a norm weight",
@@ -386,7 +403,10 @@ pub fn gguf_cases() -> Vec<GgufCase> {
             "hidden not divisible by heads",
             with_key("llama.attention.head_count", Value::U32(5)),
             Config,
-            &["llama.embedding_length` = 64", "llama.attention.head_count` = 5"],
+            &[
+                "llama.embedding_length` = 64",
+                "llama.attention.head_count` = 5",
+            ],
         ),
         case(
             "head_dim 0",
@@ -432,7 +452,10 @@ pub fn gguf_cases() -> Vec<GgufCase> {
         ),
         case(
             "NaN RMSNorm epsilon",
-            with_key("llama.attention.layer_norm_rms_epsilon", Value::F32(f32::NAN)),
+            with_key(
+                "llama.attention.layer_norm_rms_epsilon",
+                Value::F32(f32::NAN),
+            ),
             Config,
             &["RMSNorm epsilon = NaN"],
         ),
@@ -670,7 +693,7 @@ pub fn hf_cases() -> Vec<HfCase> {
                 f
             },
             Tokenizer,
-            &["tokenizer"],
+            &["tokenizer.json"],
         ),
         hf_case(
             "safetensors truncated",
@@ -711,7 +734,8 @@ pub fn hf_cases() -> Vec<HfCase> {
         hf_case(
             "safetensors overlapping tensors",
             with_st(|h, _| {
-                let other = h["model.layers.0.post_attention_layernorm.weight"]["data_offsets"].clone();
+                let other =
+                    h["model.layers.0.post_attention_layernorm.weight"]["data_offsets"].clone();
                 h[norm]["data_offsets"] = other;
             }),
             Format,
