@@ -811,13 +811,15 @@ fn check_layout(content: &Content, file_len: u64) -> Result<()> {
         let start = content.tensor_data_offset.checked_add(info.offset);
         match start.and_then(|s| s.checked_add(len).map(|e| (s, e))) {
             Some((start, end)) if end <= file_len => spans.push((start, end, name)),
-            _ => return Err(EngineError::tensor(
-                name,
-                format!(
+            _ => {
+                return Err(EngineError::tensor(
+                    name,
+                    format!(
                     "{len} bytes at offset {} + {} run past the end of the file ({file_len} bytes)",
                     content.tensor_data_offset, info.offset
                 ),
-            )),
+                ))
+            }
         }
     }
     spans.sort();

@@ -667,7 +667,7 @@ impl MemoryNeed {
             ("scratch".to_string(), self.scratch),
             ("norms".to_string(), self.norms),
         ];
-        parts.sort_by(|a, b| b.1.cmp(&a.1));
+        parts.sort_by_key(|p| std::cmp::Reverse(p.1));
         let parts = parts
             .iter()
             .filter(|p| p.1 > 0)

@@ -576,7 +576,7 @@ pub fn st_split(st: &[u8]) -> (serde_json::Value, Vec<u8>) {
 
 pub fn st_join(header: &serde_json::Value, data: &[u8]) -> Vec<u8> {
     let mut h = header.to_string().into_bytes();
-    while h.len() % 8 != 0 {
+    while !h.len().is_multiple_of(8) {
         h.push(b' ');
     }
     let mut out = (h.len() as u64).to_le_bytes().to_vec();
