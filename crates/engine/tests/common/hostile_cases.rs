@@ -511,6 +511,15 @@ pub fn gguf_cases() -> Vec<GgufCase> {
             &["tokenizer.ggml.eos_token_id", "8589934592"],
         ),
         case(
+            "per-layer shape array of the wrong length",
+            with_key(
+                "edgefit.layers.head_count",
+                Value::Array(vec![Value::U32(4)]),
+            ),
+            Metadata,
+            &["edgefit.layers.head_count", "1 entries for 2 layers"],
+        ),
+        case(
             "tokens not strings",
             with_key(
                 "tokenizer.ggml.tokens",
