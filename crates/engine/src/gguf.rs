@@ -53,7 +53,7 @@ pub fn load_gguf<R: Read + Seek>(
 }
 
 /// [`load_gguf`], refusing with [`EngineError::OverBudget`] (before reading any tensor) a model
-/// whose weights, KV cache at its full context and load-time scratch need more than
+/// whose weights, KV cache at its full context and scratch need more than
 /// `memory_budget` bytes ([`crate::weights::MemoryNeed`]).
 pub fn load_gguf_within<R: Read + Seek>(
     reader: &mut R,

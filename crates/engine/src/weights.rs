@@ -565,8 +565,13 @@ pub enum LayerPart {
 /// - `kv_cache`: the KV cache at the model's whole context in the engine's default KV format
 ///   ([`edgefit_estimate::DEFAULT_KV_FORMAT`]); the cache grows in steps, so this is what a
 ///   conversation reaches at the context limit;
-/// - `scratch`: while loading, the largest tensor twice at f32 (its bytes as read and its f32
-///   conversion), and the forward pass's logits and activations.
+/// - `load_scratch`: while loading, the largest tensor twice at f32 (its bytes as read, at
+///   most f32, and its f32 conversion);
+/// - `run_scratch`: while generating, the logits and a few activation rows, plus one row of
+///   attention scores over the whole context.
+///
+/// Loading and generating do not overlap, so [`total`](MemoryNeed::total) is the weights plus
+/// the larger of `load_scratch` and `kv_cache + run_scratch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct MemoryNeed {
     pub weights: u64,
@@ -574,7 +579,8 @@ pub struct MemoryNeed {
     pub norms: u64,
     pub kv_cache: u64,
     pub kv_tokens: u64,
-    pub scratch: u64,
+    pub load_scratch: u64,
+    pub run_scratch: u64,
 }
 
 /// Bytes of a `rows × cols` matrix in `format` (an upper bound for 4-bit; see [`MemoryNeed`]).
@@ -624,11 +630,9 @@ impl MemoryNeed {
             edgefit_estimate::DEFAULT_KV_FORMAT,
             kv_tokens,
         );
-        // Loading: one tensor's bytes as read plus its f32 form; running: logits and a few
-        // activation rows, plus one row of attention scores over the whole context.
-        let scratch = largest
-            .saturating_mul(8)
-            .saturating_add((widest as u64).saturating_mul(4 * 8))
+        let load_scratch = largest.saturating_mul(8);
+        let run_scratch = (widest as u64)
+            .saturating_mul(4 * 8)
             .saturating_add(kv_tokens.saturating_mul(4));
         MemoryNeed {
             weights,
@@ -636,13 +640,17 @@ impl MemoryNeed {
             norms,
             kv_cache,
             kv_tokens,
-            scratch,
+            load_scratch,
+            run_scratch,
         }
     }
 
-    /// The sum of the parts.
+    /// Weights, embedding and norms, plus the larger of loading's and generating's extra.
     pub fn total(&self) -> u64 {
-        [self.embedding, self.norms, self.kv_cache, self.scratch]
+        let extra = self
+            .load_scratch
+            .max(self.kv_cache.saturating_add(self.run_scratch));
+        [self.embedding, self.norms, extra]
             .iter()
             .fold(self.weights, |a, b| a.saturating_add(*b))
     }
@@ -664,7 +672,8 @@ impl MemoryNeed {
                 format!("KV cache ({} tokens)", self.kv_tokens),
                 self.kv_cache,
             ),
-            ("scratch".to_string(), self.scratch),
+            ("loading scratch".to_string(), self.load_scratch),
+            ("generation scratch".to_string(), self.run_scratch),
             ("norms".to_string(), self.norms),
         ];
         parts.sort_by_key(|p| std::cmp::Reverse(p.1));

@@ -302,3 +302,46 @@ fn preflight_passes_at_the_need_and_refuses_one_byte_below() {
         Err(EngineError::OverBudget { .. })
     ));
 }
+
+/// The real model (SmolLM2-135M Q4_1) through the same checks: its header passes the prescan
+/// and layout checks, its preflight need is at least what the loaded weights hold and fits
+/// the 4 GiB a wasm32 memory can grow to, and under a 64 MB budget it is refused before any
+/// tensor is read.
+#[test]
+fn the_real_model_passes_the_checks_and_its_need_fits_a_browser() {
+    let path = std::env::var_os("EDGEFIT_MODEL")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../models/smollm2-135m-instruct-q4_1.gguf")
+        });
+    let open = || {
+        std::io::BufReader::new(std::fs::File::open(&path).unwrap_or_else(|e| {
+            panic!(
+                "the default model is needed at {} ({e}); `cargo xtask setup` fetches it",
+                path.display()
+            )
+        }))
+    };
+    let options = LoadOptions::default();
+    let wasm32_memory = 4u64 << 30;
+    let (model, _) =
+        load_gguf_within(&mut open(), options, Some(wasm32_memory), &mut |_, _| {}).unwrap();
+    let need = MemoryNeed::of(&model.config, &options);
+    println!(
+        "SmolLM2-135M, default options: need {} bytes = {need:?}; loaded weights {} bytes",
+        need.total(),
+        model.weights.bytes()
+    );
+    assert!(need.weights + need.embedding + need.norms >= model.weights.bytes());
+    assert!(need.total() < wasm32_memory);
+    let mut tensors_read = 0;
+    let err = load_gguf_within(&mut open(), options, Some(64 << 20), &mut |done, _| {
+        tensors_read = done
+    })
+    .map(|_| ())
+    .unwrap_err();
+    println!("SmolLM2-135M under 64 MiB: {err}");
+    assert!(matches!(err, EngineError::OverBudget { .. }), "{err}");
+    assert_eq!(tensors_read, 0);
+}
