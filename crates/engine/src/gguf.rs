@@ -12,7 +12,7 @@
 //! without keeping anything: magic, version (2 or 3), counts and array lengths under the caps
 //! below, every length inside the file, and `general.alignment` a power of two (candle divides
 //! by it). After candle's parse, every tensor's byte range is computed with checked arithmetic
-//! and must lie inside the file without overlapping another ([`check_layout`]), all before any
+//! and must lie inside the file without overlapping another (`check_layout`), all before any
 //! tensor is read. With a memory budget ([`load_gguf_within`]) the model's whole need is
 //! compared with it ([`crate::weights::MemoryNeed`]) before the first tensor is allocated.
 //!
@@ -590,7 +590,7 @@ fn read_content<R: Read + Seek>(reader: &mut R) -> Result<(Content, u64)> {
 }
 
 /// Reads the header's fields in order, keeping only a small buffer, and refuses what candle's
-/// parser would panic on or over-allocate for (see [`read_content`]).
+/// parser would panic on or over-allocate for (see `read_content`).
 pub fn prescan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<()> {
     let mut s = Scan {
         r: reader,
