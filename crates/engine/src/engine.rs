@@ -199,8 +199,22 @@ impl Engine {
         options: LoadOptions,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Self> {
+        Self::load_gguf_within(reader, platform, options, None, progress)
+    }
+
+    /// [`load_gguf`](Self::load_gguf) under a memory budget: a model needing more than
+    /// `memory_budget` bytes is refused before any tensor is allocated
+    /// ([`crate::gguf::load_gguf_within`]).
+    pub fn load_gguf_within<R: Read + Seek>(
+        reader: &mut R,
+        platform: Box<dyn Platform>,
+        options: LoadOptions,
+        memory_budget: Option<u64>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Self> {
         let t0 = platform.now_ms();
-        let (model, tokenizer) = crate::gguf::load_gguf(reader, options, progress)?;
+        let (model, tokenizer) =
+            crate::gguf::load_gguf_within(reader, options, memory_budget, progress)?;
         let load_ms = platform.now_ms() - t0;
         Ok(Engine::new(model, tokenizer, platform, load_ms))
     }

@@ -44,6 +44,20 @@ pub enum EngineError {
     /// `step` was called with no generation started.
     #[error("no generation in progress: call start first")]
     NotStarted,
+    /// The model would need more memory than the budget allows (checked before any tensor is
+    /// allocated; see [`crate::weights::MemoryNeed`]).
+    #[error(
+        "the model needs {needed} bytes ({needed_h}) but the memory budget is {budget} bytes \
+         ({budget_h}): {parts}"
+    )]
+    OverBudget {
+        needed: u64,
+        budget: u64,
+        needed_h: String,
+        budget_h: String,
+        /// The biggest parts, largest first, e.g. `weights 3.1 GB, KV cache (8192 tokens) 1.2 GB`.
+        parts: String,
+    },
     /// Reading a file failed.
     #[error("reading {path}: {source}")]
     Io {

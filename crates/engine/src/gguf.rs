@@ -8,6 +8,14 @@
 //! tensor's bytes are read, so a hostile header cannot make the loader allocate more than the
 //! model it claims to be.
 //!
+//! A GGUF file is untrusted input. Before candle parses the header, [`prescan`] walks it once
+//! without keeping anything: magic, version (2 or 3), counts and array lengths under the caps
+//! below, every length inside the file, and `general.alignment` a power of two (candle divides
+//! by it). After candle's parse, every tensor's byte range is computed with checked arithmetic
+//! and must lie inside the file without overlapping another (`check_layout`), all before any
+//! tensor is read. With a memory budget ([`load_gguf_within`]) the model's whole need is
+//! compared with it ([`crate::weights::MemoryNeed`]) before the first tensor is allocated.
+//!
 //! A structurally pruned model (written by [`crate::export::gguf_bytes`]) keeps the unpruned
 //! shape in the usual `{arch}.*` keys and adds one u32 array per layer field, each with one
 //! entry per layer: `edgefit.layers.head_count`, `edgefit.layers.head_count_kv`,
@@ -29,20 +37,31 @@ use crate::config::{LayerShape, LlamaConfig};
 use crate::error::{EngineError, Result};
 use crate::model::{LayerPart, Model, TensorRole, Weights};
 use crate::tokenizer::{GgufTokenizerFields, TextTokenizer};
-use crate::weights::{LoadOptions, RawTensor};
+use crate::weights::{LoadOptions, MemoryNeed, RawTensor};
 
 /// Architectures whose GGUF tensors follow the llama naming and layout.
 const LLAMA_ARCHS: [&str; 2] = ["llama", "mistral"];
 
 /// Reads a GGUF model and its tokenizer. `progress(done, total)` is called after each tensor
-/// with the number of tensors read.
+/// with the number of tensors read. No memory budget: see [`load_gguf_within`].
 pub fn load_gguf<R: Read + Seek>(
     reader: &mut R,
     options: LoadOptions,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Model, TextTokenizer)> {
-    let content = Content::read(reader)
-        .map_err(|e| EngineError::Format(format!("GGUF header: {}", candle_msg(&e))))?;
+    load_gguf_within(reader, options, None, progress)
+}
+
+/// [`load_gguf`], refusing with [`EngineError::OverBudget`] (before reading any tensor) a model
+/// whose weights, KV cache at its full context and scratch need more than
+/// `memory_budget` bytes ([`crate::weights::MemoryNeed`]).
+pub fn load_gguf_within<R: Read + Seek>(
+    reader: &mut R,
+    options: LoadOptions,
+    memory_budget: Option<u64>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<(Model, TextTokenizer)> {
+    let (content, file_len) = read_content(reader)?;
     let md = &content.metadata;
     let arch = get_str(md, "general.architecture")?;
     if !LLAMA_ARCHS.contains(&arch.as_str()) {
@@ -58,22 +77,16 @@ pub fn load_gguf<R: Read + Seek>(
     let n_kv_heads = opt_usize(md, &key("attention.head_count_kv"))?.unwrap_or(n_heads);
     let head_dim = match opt_usize(md, &key("attention.key_length"))? {
         Some(d) => d,
+        None if n_heads > 0 && !hidden.is_multiple_of(n_heads) => {
+            return Err(EngineError::Config(format!(
+                "`{}` = {hidden} is not a multiple of `{}` = {n_heads} (and no `{}` gives the head size)",
+                key("embedding_length"),
+                key("attention.head_count"),
+                key("attention.key_length")
+            )));
+        }
         None => hidden.checked_div(n_heads).unwrap_or(0),
     };
-    if let Some(v) = opt_usize(md, &key("attention.value_length"))? {
-        if v != head_dim {
-            return Err(EngineError::Unsupported(format!(
-                "value head size {v} differs from key head size {head_dim}"
-            )));
-        }
-    }
-    if let Some(r) = opt_usize(md, &key("rope.dimension_count"))? {
-        if r != head_dim {
-            return Err(EngineError::Unsupported(format!(
-                "partial RoPE ({r} of {head_dim} dimensions per head)"
-            )));
-        }
-    }
     if content.tensor_infos.contains_key("rope_freqs.weight") {
         return Err(EngineError::Unsupported(
             "RoPE frequency scaling (rope_freqs.weight, as in Llama 3.1+)".to_string(),
@@ -101,6 +114,20 @@ pub fn load_gguf<R: Read + Seek>(
         layers: None,
     };
     config.validate()?;
+    if let Some(v) = opt_usize(md, &key("attention.value_length"))? {
+        if v != head_dim {
+            return Err(EngineError::Unsupported(format!(
+                "value head size {v} differs from key head size {head_dim}"
+            )));
+        }
+    }
+    if let Some(r) = opt_usize(md, &key("rope.dimension_count"))? {
+        if r != head_dim {
+            return Err(EngineError::Unsupported(format!(
+                "partial RoPE ({r} of {head_dim} dimensions per head)"
+            )));
+        }
+    }
     if let Some(layers) = layer_shapes(md, config.n_layers)? {
         config.layers = Some(layers);
         config.validate().map_err(|e| match e {
@@ -108,19 +135,12 @@ pub fn load_gguf<R: Read + Seek>(
             other => other,
         })?;
     }
-    if tokenizer.vocab_size() > config.vocab {
-        return Err(EngineError::Config(format!(
-            "tokenizer has {} tokens but the model's vocabulary is {}",
-            tokenizer.vocab_size(),
-            config.vocab
-        )));
-    }
+    tokenizer.check_fits(config.vocab)?;
+
+    MemoryNeed::of(&config, &options).check(memory_budget)?;
 
     let total = 2 + usize::from(!config.tied_embeddings) + 9 * config.n_layers;
     let mut done = 0usize;
-    let file_len = reader
-        .seek(SeekFrom::End(0))
-        .map_err(|e| EngineError::Format(format!("seeking to the end of the file: {e}")))?;
     let mut read = |name: String, rows: usize, cols: usize| -> Result<(String, RawTensor)> {
         let v = read_tensor(&content, reader, file_len, &name, rows, cols)?;
         done += 1;
@@ -208,7 +228,9 @@ fn read_tensor<R: Read + Seek>(
             );
             return Err(EngineError::tensor(name, problem));
         }
-        let mut bytes = vec![0u8; len as usize];
+        let n = usize::try_from(len)
+            .map_err(|_| EngineError::tensor(name, format!("{len} bytes do not fit in memory")))?;
+        let mut bytes = vec![0u8; n];
         reader
             .seek(SeekFrom::Start(start))
             .and_then(|_| reader.read_exact(&mut bytes))
@@ -222,9 +244,18 @@ fn read_tensor<R: Read + Seek>(
                 check_finite(name, &v)?;
                 RawTensor::F32(v)
             }
-            1 => RawTensor::Q4_0(bytes),
-            2 => RawTensor::Q4_1(bytes),
-            _ => RawTensor::Q8_0(bytes),
+            1 => {
+                check_block_scales(name, &bytes, 18, 1)?;
+                RawTensor::Q4_0(bytes)
+            }
+            2 => {
+                check_block_scales(name, &bytes, 20, 2)?;
+                RawTensor::Q4_1(bytes)
+            }
+            _ => {
+                check_block_scales(name, &bytes, 34, 1)?;
+                RawTensor::Q8_0(bytes)
+            }
         });
     }
     let q = info
@@ -237,6 +268,27 @@ fn read_tensor<R: Read + Seek>(
         .map_err(|e| EngineError::tensor(name, format!("dequantizing {dtype:?}: {e}")))?;
     check_finite(name, &t)?;
     Ok(RawTensor::F32(t))
+}
+
+/// The f16 scale (and, for Q4_1, minimum) at the start of each `block_bytes`-byte block of 32
+/// values must be finite; the error names the first value index the bad block covers.
+fn check_block_scales(name: &str, bytes: &[u8], block_bytes: usize, halves: usize) -> Result<()> {
+    for (b, block) in bytes.chunks_exact(block_bytes).enumerate() {
+        for h in block[..2 * halves].chunks_exact(2) {
+            let v = half::f16::from_le_bytes([h[0], h[1]]);
+            if !v.is_finite() {
+                return Err(EngineError::tensor(
+                    name,
+                    format!(
+                        "block scale {v} for values {}..{} is not finite",
+                        b * 32,
+                        b * 32 + 32
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_finite(name: &str, t: &[f32]) -> Result<()> {
@@ -286,7 +338,14 @@ fn tokenizer_fields(md: &HashMap<String, Value>) -> Result<GgufTokenizerFields> 
             })
             .collect::<Result<_>>()?,
     };
-    let id = |key: &str| -> Result<Option<u32>> { opt_usize(md, key).map(|o| o.map(|v| v as u32)) };
+    let id = |key: &str| -> Result<Option<u32>> {
+        opt_usize(md, key)?
+            .map(|v| {
+                u32::try_from(v)
+                    .map_err(|_| EngineError::metadata(key, format!("{v} is not a token id")))
+            })
+            .transpose()
+    };
     Ok(GgufTokenizerFields {
         model: get_str(md, "tokenizer.ggml.model")?,
         pre: opt_str(md, "tokenizer.ggml.pre").unwrap_or_default(),
@@ -442,8 +501,7 @@ fn opt_f32(md: &HashMap<String, Value>, key: &str) -> Result<Option<f32>> {
 /// Reads only a GGUF file's header (metadata and tensor list, no tensor data) in the form the
 /// estimator takes, so `edgefit estimate --model file.gguf` sizes exactly the file's shape.
 pub fn read_estimate_metadata<R: Read + Seek>(reader: &mut R) -> Result<GgufMetadata> {
-    let content = Content::read(reader)
-        .map_err(|e| EngineError::Format(format!("GGUF header: {}", candle_msg(&e))))?;
+    let (content, _) = read_content(reader)?;
     let kv = content
         .metadata
         .iter()
@@ -498,4 +556,292 @@ fn estimate_value(key: &str, v: &Value) -> GgufValue {
         Value::String(x) => GgufValue::String(x.clone()),
         Value::Array(a) => GgufValue::ArrayLen(a.len() as u64),
     }
+}
+
+/// Caps on what a GGUF header may declare. Far above any model a phone or a browser tab holds
+/// (a 512-layer model has under 5 000 tensors; the largest vocabularies, ~256k tokens, have as
+/// many merges), they bound the work and memory the header parse can be made to do: candle
+/// keeps every array element as a 32-byte value, so an uncapped array of one-byte elements
+/// would cost 32 times its size in the file.
+pub const MAX_TENSORS: u64 = 1 << 16;
+/// Most metadata entries.
+pub const MAX_METADATA: u64 = 1 << 16;
+/// Longest metadata key, in bytes.
+pub const MAX_KEY_LEN: u64 = 1 << 16;
+/// Most elements in one metadata array.
+pub const MAX_ARRAY_LEN: u64 = 1 << 24;
+/// Largest `general.alignment`.
+pub const MAX_ALIGNMENT: u64 = 1 << 16;
+/// Deepest nesting of arrays in arrays.
+const MAX_DEPTH: usize = 4;
+
+/// Prescans, parses (candle) and checks the tensor layout of a GGUF file from its start;
+/// returns the parse and the file's length.
+fn read_content<R: Read + Seek>(reader: &mut R) -> Result<(Content, u64)> {
+    let io = |e: std::io::Error| EngineError::Format(format!("reading the GGUF header: {e}"));
+    let file_len = reader.seek(SeekFrom::End(0)).map_err(io)?;
+    reader.seek(SeekFrom::Start(0)).map_err(io)?;
+    prescan(reader, file_len)?;
+    reader.seek(SeekFrom::Start(0)).map_err(io)?;
+    let content = Content::read(reader)
+        .map_err(|e| EngineError::Format(format!("GGUF header: {}", candle_msg(&e))))?;
+    check_layout(&content, file_len)?;
+    Ok((content, file_len))
+}
+
+/// Reads the header's fields in order, keeping only a small buffer, and refuses what candle's
+/// parser would panic on or over-allocate for (see `read_content`).
+pub fn prescan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<()> {
+    let mut s = Scan {
+        r: reader,
+        pos: 0,
+        len: file_len,
+        buf: Vec::new(),
+    };
+    if file_len < 4 {
+        return Err(EngineError::Format(format!(
+            "the file is {file_len} bytes, too short for a GGUF header"
+        )));
+    }
+    let magic = s.take(4, "magic")?;
+    if magic != b"GGUF" {
+        return Err(EngineError::Format(format!(
+            "the file starts with {magic:02x?}, not the GGUF magic `GGUF`"
+        )));
+    }
+    let version = s.u32("version")?;
+    if !(version == 2 || version == 3) {
+        return Err(EngineError::Unsupported(format!(
+            "GGUF version {version} (supported: 2, 3)"
+        )));
+    }
+    let tensors = s.u64("tensor count")?;
+    if tensors > MAX_TENSORS {
+        return Err(EngineError::Format(format!(
+            "GGUF header declares {tensors} tensors (at most {MAX_TENSORS})"
+        )));
+    }
+    let entries = s.u64("metadata count")?;
+    if entries > MAX_METADATA {
+        return Err(EngineError::Format(format!(
+            "GGUF header declares {entries} metadata entries (at most {MAX_METADATA})"
+        )));
+    }
+    for i in 0..entries {
+        let key_len = s.u64("metadata key length")?;
+        if key_len > MAX_KEY_LEN {
+            return Err(EngineError::Format(format!(
+                "GGUF metadata entry {i}: key of {key_len} bytes (at most {MAX_KEY_LEN})"
+            )));
+        }
+        let key = String::from_utf8_lossy(s.take(key_len, "metadata key")?).into_owned();
+        let ty = s.u32("metadata value type")?;
+        if key == "general.alignment" {
+            let bytes = match ty {
+                0 | 1 => 1,
+                2 | 3 => 2,
+                4 | 5 => 4,
+                _ => {
+                    return Err(EngineError::metadata(
+                        &key,
+                        format!("has value type {ty}; expected an integer of 32 bits or fewer"),
+                    ))
+                }
+            };
+            let raw = s.take(bytes, &key)?;
+            let mut le = [0u8; 8];
+            le[..raw.len()].copy_from_slice(raw);
+            let mut v = i64::from_le_bytes(le);
+            if ty % 2 == 1 {
+                // Signed: sign-extend from `bytes` bytes.
+                let shift = 64 - 8 * bytes as u32;
+                v = (v << shift) >> shift;
+            }
+            if !(v > 0 && (v as u64).is_power_of_two() && v as u64 <= MAX_ALIGNMENT) {
+                return Err(EngineError::metadata(
+                    &key,
+                    format!("{v} is not a power of two from 1 to {MAX_ALIGNMENT}"),
+                ));
+            }
+        } else {
+            s.skip_value(&key, ty, 0)?;
+        }
+    }
+    Ok(())
+}
+
+/// A reading position in a GGUF header, with the file's length for bounds checks.
+struct Scan<'a, R> {
+    r: &'a mut R,
+    pos: u64,
+    len: u64,
+    buf: Vec<u8>,
+}
+
+impl<R: Read + Seek> Scan<'_, R> {
+    fn short(&self, n: u64, what: &str) -> EngineError {
+        EngineError::Format(format!(
+            "GGUF header: {what} at byte {} needs {n} bytes but the file ends at byte {}",
+            self.pos, self.len
+        ))
+    }
+
+    /// Reads `n` bytes (small ones only; see [`Scan::skip`]).
+    fn take(&mut self, n: u64, what: &str) -> Result<&[u8]> {
+        if self.len.saturating_sub(self.pos) < n || n > MAX_KEY_LEN {
+            return Err(self.short(n, what));
+        }
+        self.buf.resize(n as usize, 0);
+        self.r
+            .read_exact(&mut self.buf)
+            .map_err(|e| EngineError::Format(format!("GGUF header: reading {what}: {e}")))?;
+        self.pos += n;
+        Ok(&self.buf)
+    }
+
+    /// Moves past `n` bytes: read through a small buffer (a seek would drop a `BufReader`'s
+    /// buffer, and a vocabulary has ~50k short strings), seek when long.
+    fn skip(&mut self, n: u64, what: &str) -> Result<()> {
+        if self.len.saturating_sub(self.pos) < n {
+            return Err(self.short(n, what));
+        }
+        if n <= 4096 {
+            self.take(n, what)?;
+            return Ok(());
+        }
+        let to = self.pos + n;
+        self.r
+            .seek(SeekFrom::Start(to))
+            .map_err(|e| EngineError::Format(format!("GGUF header: skipping {what}: {e}")))?;
+        self.pos = to;
+        Ok(())
+    }
+
+    fn u32(&mut self, what: &str) -> Result<u32> {
+        let b = self.take(4, what)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64> {
+        let b = self.take(8, what)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    /// Moves past one value of GGUF type `ty` belonging to `key`.
+    fn skip_value(&mut self, key: &str, ty: u32, depth: usize) -> Result<()> {
+        match scalar_size(ty) {
+            Some(n) => return self.skip(n, key),
+            None if ty == 8 => {
+                let n = self.u64(key)?;
+                return self.skip(n, key);
+            }
+            None if ty == 9 => {}
+            None => {
+                return Err(EngineError::metadata(
+                    key,
+                    format!("value type {ty} is not a GGUF type"),
+                ))
+            }
+        }
+        if depth >= MAX_DEPTH {
+            return Err(EngineError::metadata(
+                key,
+                format!("arrays nested more than {MAX_DEPTH} deep"),
+            ));
+        }
+        let elem = self.u32(key)?;
+        let n = self.u64(key)?;
+        if n > MAX_ARRAY_LEN {
+            return Err(EngineError::metadata(
+                key,
+                format!("array of {n} elements (at most {MAX_ARRAY_LEN})"),
+            ));
+        }
+        match scalar_size(elem) {
+            Some(size) => self.skip(n * size, key),
+            None => {
+                // Strings and arrays: each at least an 8-byte length.
+                if self.len.saturating_sub(self.pos) / 8 < n {
+                    return Err(self.short(n * 8, key));
+                }
+                (0..n).try_for_each(|_| self.skip_value(key, elem, depth + 1))
+            }
+        }
+    }
+}
+
+/// Size of a GGUF scalar type, `None` for strings, arrays and unknown types.
+fn scalar_size(ty: u32) -> Option<u64> {
+    match ty {
+        0 | 1 | 7 => Some(1),
+        2 | 3 => Some(2),
+        4..=6 => Some(4),
+        10..=12 => Some(8),
+        _ => None,
+    }
+}
+
+/// Every tensor's bytes, computed with checked arithmetic, lie inside the file and overlap no
+/// other tensor's.
+fn check_layout(content: &Content, file_len: u64) -> Result<()> {
+    let mut infos: Vec<_> = content.tensor_infos.iter().collect();
+    infos.sort_by_key(|(name, info)| (info.offset, name.as_str()));
+    let mut spans: Vec<(u64, u64, &str)> = Vec::with_capacity(infos.len());
+    for (name, info) in infos {
+        let dims = info.shape.dims();
+        let elems = dims
+            .iter()
+            .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
+            .ok_or_else(|| {
+                EngineError::tensor(name, format!("dims {dims:?} multiply past 2^64"))
+            })?;
+        let dtype = info.ggml_dtype;
+        let block = dtype.block_size() as u64;
+        if !elems.is_multiple_of(block) {
+            return Err(EngineError::tensor(
+                name,
+                format!("{elems} values is not a whole number of {dtype:?} blocks of {block}"),
+            ));
+        }
+        let len = (elems / block)
+            .checked_mul(dtype.type_size() as u64)
+            .ok_or_else(|| EngineError::tensor(name, format!("size of dims {dims:?} overflows")))?;
+        let start = content.tensor_data_offset.checked_add(info.offset);
+        match start.and_then(|s| s.checked_add(len).map(|e| (s, e))) {
+            Some((start, end)) if end <= file_len => spans.push((start, end, name)),
+            _ => {
+                return Err(EngineError::tensor(
+                    name,
+                    format!(
+                    "{len} bytes at offset {} + {} run past the end of the file ({file_len} bytes)",
+                    content.tensor_data_offset, info.offset
+                ),
+                ))
+            }
+        }
+    }
+    spans.sort();
+    let mut last: Option<(u64, u64, &str)> = None;
+    for span in spans {
+        if span.0 == span.1 {
+            continue;
+        }
+        if let Some(prev) = last {
+            if span.0 < prev.1 {
+                return Err(EngineError::tensor(
+                    span.2,
+                    format!(
+                        "bytes {}..{} overlap tensor `{}` at {}..{}",
+                        span.0, span.1, prev.2, prev.0, prev.1
+                    ),
+                ));
+            }
+        }
+        if last.is_none_or(|prev| span.1 > prev.1) {
+            last = Some(span);
+        }
+    }
+    Ok(())
 }

@@ -14,18 +14,15 @@
 use std::collections::HashMap;
 
 use safetensors::{Dtype, SafeTensors};
-use serde::Deserialize;
 
 use crate::config::{LayerShape, LlamaConfig};
 use crate::error::{EngineError, Result};
 use crate::model::{LayerPart, Model, TensorRole, Weights};
 use crate::tokenizer::TextTokenizer;
-use crate::weights::{LoadOptions, RawTensor};
+use crate::weights::{LoadOptions, MemoryNeed, RawTensor};
 
-#[derive(Debug, Deserialize)]
 struct HfConfig {
     model_type: Option<String>,
-    #[serde(rename = "_name_or_path")]
     name: Option<String>,
     hidden_size: usize,
     num_hidden_layers: usize,
@@ -45,8 +42,97 @@ struct HfConfig {
     edgefit_layers: Option<serde_json::Value>,
 }
 
+impl HfConfig {
+    /// Reads the fields one by one so an error names the field and the value it has.
+    fn parse(text: &str) -> Result<HfConfig> {
+        let v: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| EngineError::Config(format!("config.json is not JSON: {e}")))?;
+        let serde_json::Value::Object(obj) = v else {
+            return Err(EngineError::Config(format!(
+                "config.json is {}, not a JSON object",
+                json_kind(&v)
+            )));
+        };
+        let bad = |key: &str, v: &serde_json::Value, expected: &str| {
+            let mut shown = v.to_string();
+            if shown.len() > 60 {
+                shown = format!("{}...", shown.chars().take(60).collect::<String>());
+            }
+            EngineError::Config(format!("config.json `{key}` = {shown} is not {expected}"))
+        };
+        let present = |key: &str| obj.get(key).filter(|v| !v.is_null());
+        let opt_usize = |key: &str| -> Result<Option<usize>> {
+            present(key)
+                .map(|v| {
+                    v.as_u64()
+                        .and_then(|n| usize::try_from(n).ok())
+                        .ok_or_else(|| bad(key, v, "a non-negative integer"))
+                })
+                .transpose()
+        };
+        let req_usize = |key: &str| -> Result<usize> {
+            opt_usize(key)?
+                .ok_or_else(|| EngineError::Config(format!("config.json has no `{key}`")))
+        };
+        let opt_f32 = |key: &str| -> Result<Option<f32>> {
+            present(key)
+                .map(|v| {
+                    v.as_f64()
+                        .map(|f| f as f32)
+                        .filter(|f| f.is_finite())
+                        .ok_or_else(|| bad(key, v, "a finite number"))
+                })
+                .transpose()
+        };
+        let opt_str = |key: &str| -> Result<Option<String>> {
+            present(key)
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| bad(key, v, "a string"))
+                })
+                .transpose()
+        };
+        Ok(HfConfig {
+            model_type: opt_str("model_type")?,
+            name: opt_str("_name_or_path")?,
+            hidden_size: req_usize("hidden_size")?,
+            num_hidden_layers: req_usize("num_hidden_layers")?,
+            num_attention_heads: req_usize("num_attention_heads")?,
+            num_key_value_heads: opt_usize("num_key_value_heads")?,
+            head_dim: opt_usize("head_dim")?,
+            intermediate_size: req_usize("intermediate_size")?,
+            vocab_size: req_usize("vocab_size")?,
+            rms_norm_eps: opt_f32("rms_norm_eps")?,
+            rope_theta: opt_f32("rope_theta")?,
+            max_position_embeddings: opt_usize("max_position_embeddings")?,
+            tie_word_embeddings: present("tie_word_embeddings")
+                .map(|v| {
+                    v.as_bool()
+                        .ok_or_else(|| bad("tie_word_embeddings", v, "a bool"))
+                })
+                .transpose()?,
+            hidden_act: opt_str("hidden_act")?,
+            rope_scaling: present("rope_scaling").cloned(),
+            eos_token_id: present("eos_token_id").cloned(),
+            edgefit_layers: present("edgefit_layers").cloned(),
+        })
+    }
+}
+
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a bool",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
 /// Builds a model from HF files already in memory. `shards` are the bytes of each
-/// `.safetensors` file.
+/// `.safetensors` file. No memory budget: see [`load_hf_within`].
 pub fn load_hf(
     config_json: &str,
     tokenizer_json: &[u8],
@@ -54,8 +140,28 @@ pub fn load_hf(
     shards: &[&[u8]],
     options: LoadOptions,
 ) -> Result<(Model, TextTokenizer)> {
-    let hf: HfConfig = serde_json::from_str(config_json)
-        .map_err(|e| EngineError::Config(format!("config.json: {e}")))?;
+    load_hf_within(
+        config_json,
+        tokenizer_json,
+        tokenizer_config_json,
+        shards,
+        options,
+        None,
+    )
+}
+
+/// [`load_hf`], refusing with [`EngineError::OverBudget`] (before converting any tensor) a
+/// model that needs more than `memory_budget` bytes ([`crate::weights::MemoryNeed`]; the
+/// shards' own bytes are the caller's).
+pub fn load_hf_within(
+    config_json: &str,
+    tokenizer_json: &[u8],
+    tokenizer_config_json: Option<&str>,
+    shards: &[&[u8]],
+    options: LoadOptions,
+    memory_budget: Option<u64>,
+) -> Result<(Model, TextTokenizer)> {
+    let hf = HfConfig::parse(config_json)?;
     let arch = hf.model_type.clone().unwrap_or_default();
     if !["llama", "mistral"].contains(&arch.as_str()) {
         return Err(EngineError::Unsupported(format!(
@@ -73,6 +179,15 @@ pub fn load_hf(
         return Err(EngineError::Unsupported(
             "rope_scaling in config.json".to_string(),
         ));
+    }
+    if hf.head_dim.is_none()
+        && hf.num_attention_heads > 0
+        && !hf.hidden_size.is_multiple_of(hf.num_attention_heads)
+    {
+        return Err(EngineError::Config(format!(
+            "config.json `hidden_size` = {} is not a multiple of `num_attention_heads` = {} (and no `head_dim` gives the head size)",
+            hf.hidden_size, hf.num_attention_heads
+        )));
     }
     let mut config = LlamaConfig {
         name: hf.name.clone().unwrap_or_default(),
@@ -106,11 +221,23 @@ pub fn load_hf(
         })?;
     }
     let eos = match &hf.eos_token_id {
-        Some(serde_json::Value::Number(n)) => n.as_u64().map(|v| v as u32),
-        Some(serde_json::Value::Array(a)) => a.first().and_then(|v| v.as_u64()).map(|v| v as u32),
+        Some(serde_json::Value::Number(n)) => n.as_u64(),
+        Some(serde_json::Value::Array(a)) => a.first().and_then(|v| v.as_u64()),
         _ => None,
     };
+    let eos = match eos {
+        Some(id) if id < config.vocab as u64 => Some(id as u32),
+        Some(id) => {
+            return Err(EngineError::Config(format!(
+                "config.json `eos_token_id` = {id} is not below `vocab_size` = {}",
+                config.vocab
+            )))
+        }
+        None => None,
+    };
     let tokenizer = TextTokenizer::from_hf(tokenizer_json, tokenizer_config_json, eos)?;
+    tokenizer.check_fits(config.vocab)?;
+    MemoryNeed::of(&config, &options).check(memory_budget)?;
 
     let mut files = Vec::with_capacity(shards.len());
     for (i, s) in shards.iter().enumerate() {

@@ -4,7 +4,8 @@
 //! chat template; its weights are deterministic pseudo-random numbers, so it generates noise,
 //! but every code path of loading, tokenizing, the forward pass and generation runs.
 
-use candle_core::quantized::gguf_file::{self, Value};
+use candle_core::quantized::gguf_file;
+pub use candle_core::quantized::gguf_file::Value;
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 
@@ -139,6 +140,17 @@ fn candle_err(e: candle_core::Error) -> EngineError {
 
 /// The synthetic model as GGUF bytes, matrices stored as `dtype` (norms stay F32).
 pub fn gguf_bytes(seed: u64, dtype: SyntheticDType) -> Result<Vec<u8>> {
+    gguf_bytes_with(seed, dtype, |_| {})
+}
+
+/// [`gguf_bytes`] with the metadata edited by `edit` before writing (keys set, changed or
+/// removed; the hostile-file tests build inconsistent files this way). [`Value`] is candle's
+/// GGUF value type.
+pub fn gguf_bytes_with(
+    seed: u64,
+    dtype: SyntheticDType,
+    edit: impl FnOnce(&mut Vec<(String, Value)>),
+) -> Result<Vec<u8>> {
     let tf = tokenizer_fields();
     let strings = |v: &[String]| Value::Array(v.iter().map(|s| Value::String(s.clone())).collect());
     let u32v = |v: usize| Value::U32(v as u32);
@@ -173,6 +185,11 @@ pub fn gguf_bytes(seed: u64, dtype: SyntheticDType) -> Result<Vec<u8>> {
             Value::String(CHAT_TEMPLATE.into()),
         ),
     ];
+    let mut metadata: Vec<(String, Value)> = metadata
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    edit(&mut metadata);
     let mut qtensors = Vec::new();
     for (name, rows, cols, v) in tensors(seed) {
         let (shape, dt) = if rows == 1 {
@@ -183,7 +200,7 @@ pub fn gguf_bytes(seed: u64, dtype: SyntheticDType) -> Result<Vec<u8>> {
         let t = Tensor::from_vec(v, shape, &Device::Cpu).map_err(candle_err)?;
         qtensors.push((name, QTensor::quantize(&t, dt).map_err(candle_err)?));
     }
-    let md: Vec<(&str, &Value)> = metadata.iter().map(|(k, v)| (*k, v)).collect();
+    let md: Vec<(&str, &Value)> = metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let ts: Vec<(&str, &QTensor)> = qtensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let mut cursor = std::io::Cursor::new(Vec::new());
     gguf_file::write(&mut cursor, &md, &ts).map_err(candle_err)?;

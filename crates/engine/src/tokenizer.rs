@@ -128,7 +128,11 @@ impl TextTokenizer {
         let bpe = BPE::builder()
             .vocab_and_merges(vocab, merges)
             .build()
-            .map_err(tok_err)?;
+            .map_err(|e| {
+                EngineError::Tokenizer(format!(
+                    "`tokenizer.ggml.tokens` and `tokenizer.ggml.merges` do not make a BPE vocabulary: {e}"
+                ))
+            })?;
         let byte_level =
             |use_regex| PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, use_regex));
         let split = |re: &str| -> Result<PreTokenizerWrapper> {
@@ -201,7 +205,8 @@ impl TextTokenizer {
         tokenizer_config: Option<&str>,
         eos_from_config: Option<u32>,
     ) -> Result<Self> {
-        let inner = Tokenizer::from_bytes(tokenizer_json).map_err(tok_err)?;
+        let inner = Tokenizer::from_bytes(tokenizer_json)
+            .map_err(|e| EngineError::Tokenizer(format!("tokenizer.json: {e}")))?;
         let cfg: serde_json::Value = match tokenizer_config {
             Some(s) => serde_json::from_str(s)
                 .map_err(|e| EngineError::Tokenizer(format!("tokenizer_config.json: {e}")))?,
@@ -255,6 +260,19 @@ impl TextTokenizer {
     /// Vocabulary size, special tokens included.
     pub fn vocab_size(&self) -> usize {
         self.inner.get_vocab_size(true)
+    }
+
+    /// Refuses a tokenizer that can produce a token id the model has no embedding row for:
+    /// every id (special tokens included) must be below `vocab`.
+    pub fn check_fits(&self, vocab: usize) -> Result<()> {
+        let vocab_map = self.inner.get_vocab(true);
+        match vocab_map.iter().max_by_key(|(_, id)| **id) {
+            Some((text, &id)) if id as usize >= vocab => Err(EngineError::Config(format!(
+                "tokenizer has {} tokens, up to id {id} ({text:?}), but the model's vocabulary is {vocab}",
+                vocab_map.len()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Summary for display.

@@ -552,3 +552,159 @@ pub enum LayerPart {
     Up,
     Down,
 }
+
+/// What a model will need in memory once loaded, by part, computed from its shape alone (no
+/// tensor read), so a loader can refuse a model over a memory budget before allocating it.
+/// An upper bound, with the same formats the load produces:
+///
+/// - `weights`: the linear layers in [`LoadOptions::weights`] (4-bit counted with a scale and a
+///   minimum per group, as GGUF Q4_1 kept exactly is; Q8_0 34 bytes per 32 values);
+/// - `embedding`: the embedding, and the output head when untied, in
+///   [`LoadOptions::embedding_format`];
+/// - `norms`: the f32 norm vectors;
+/// - `kv_cache`: the KV cache at the model's whole context in the engine's default KV format
+///   ([`edgefit_estimate::DEFAULT_KV_FORMAT`]); the cache grows in steps, so this is what a
+///   conversation reaches at the context limit;
+/// - `load_scratch`: while loading, the largest tensor twice at f32 (its bytes as read, at
+///   most f32, and its f32 conversion);
+/// - `run_scratch`: while generating, the logits and a few activation rows, plus one row of
+///   attention scores over the whole context.
+///
+/// Loading and generating do not overlap, so [`total`](MemoryNeed::total) is the weights plus
+/// the larger of `load_scratch` and `kv_cache + run_scratch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MemoryNeed {
+    pub weights: u64,
+    pub embedding: u64,
+    pub norms: u64,
+    pub kv_cache: u64,
+    pub kv_tokens: u64,
+    pub load_scratch: u64,
+    pub run_scratch: u64,
+}
+
+/// Bytes of a `rows × cols` matrix in `format` (an upper bound for 4-bit; see [`MemoryNeed`]).
+pub fn matrix_bytes(format: WeightsFormat, rows: usize, cols: usize) -> u64 {
+    let (rows, cols) = (rows as u64, cols as u64);
+    let per_row = match format {
+        WeightsFormat::F32 => cols.saturating_mul(4),
+        WeightsFormat::F16 => cols.saturating_mul(2),
+        WeightsFormat::Q8_0 => cols.div_ceil(32).saturating_mul(34),
+        WeightsFormat::W4g32 | WeightsFormat::W4g64 | WeightsFormat::W4g128 => {
+            let g = format.w4_group().unwrap_or(32) as u64;
+            cols.div_ceil(g).saturating_mul(g / 2 + 4)
+        }
+    };
+    rows.saturating_mul(per_row)
+}
+
+impl MemoryNeed {
+    /// The need of `config` loaded with `options`.
+    pub fn of(config: &LlamaConfig, options: &LoadOptions) -> MemoryNeed {
+        let (h, vocab) = (config.hidden, config.vocab);
+        let lin = options.weights;
+        let mut weights = 0u64;
+        let mut largest = (vocab as u64).saturating_mul(h as u64);
+        let mut widest = h.max(vocab);
+        for l in config.layer_shapes() {
+            for (rows, cols) in [
+                (l.q_width(), h),
+                (l.k_width(), h),
+                (l.v_width(), h),
+                (h, l.o_width()),
+                (l.ffn, h),
+                (l.ffn, h),
+                (h, l.ffn),
+            ] {
+                weights = weights.saturating_add(matrix_bytes(lin, rows, cols));
+                largest = largest.max((rows as u64).saturating_mul(cols as u64));
+            }
+            widest = widest.max(l.ffn).max(l.q_width());
+        }
+        let heads = if config.tied_embeddings { 1 } else { 2 };
+        let embedding = matrix_bytes(options.embedding_format(), vocab, h).saturating_mul(heads);
+        let norms = ((2 * config.n_layers + 1) as u64).saturating_mul(4 * h as u64);
+        let kv_tokens = config.context_length as u64;
+        let kv_cache = edgefit_estimate::kv_bytes(
+            &config.to_spec(),
+            edgefit_estimate::DEFAULT_KV_FORMAT,
+            kv_tokens,
+        );
+        let load_scratch = largest.saturating_mul(8);
+        let run_scratch = (widest as u64)
+            .saturating_mul(4 * 8)
+            .saturating_add(kv_tokens.saturating_mul(4));
+        MemoryNeed {
+            weights,
+            embedding,
+            norms,
+            kv_cache,
+            kv_tokens,
+            load_scratch,
+            run_scratch,
+        }
+    }
+
+    /// Weights, embedding and norms, plus the larger of loading's and generating's extra.
+    pub fn total(&self) -> u64 {
+        let extra = self
+            .load_scratch
+            .max(self.kv_cache.saturating_add(self.run_scratch));
+        [self.embedding, self.norms, extra]
+            .iter()
+            .fold(self.weights, |a, b| a.saturating_add(*b))
+    }
+
+    /// `Ok` when `budget` is `None` or at least [`total`](Self::total); else
+    /// [`EngineError::OverBudget`] with the numbers and the parts, largest first.
+    pub fn check(&self, budget: Option<u64>) -> Result<()> {
+        let Some(budget) = budget else {
+            return Ok(());
+        };
+        let needed = self.total();
+        if needed <= budget {
+            return Ok(());
+        }
+        let mut parts = [
+            ("weights".to_string(), self.weights),
+            ("embedding".to_string(), self.embedding),
+            (
+                format!("KV cache ({} tokens)", self.kv_tokens),
+                self.kv_cache,
+            ),
+            ("loading scratch".to_string(), self.load_scratch),
+            ("generation scratch".to_string(), self.run_scratch),
+            ("norms".to_string(), self.norms),
+        ];
+        parts.sort_by_key(|p| std::cmp::Reverse(p.1));
+        let parts = parts
+            .iter()
+            .filter(|p| p.1 > 0)
+            .map(|(what, b)| format!("{what} {}", human_bytes(*b)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Err(EngineError::OverBudget {
+            needed,
+            budget,
+            needed_h: human_bytes(needed),
+            budget_h: human_bytes(budget),
+            parts,
+        })
+    }
+}
+
+/// `1234567` → `1.2 MB` (powers of 1000, one decimal).
+pub fn human_bytes(b: u64) -> String {
+    let units = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1000.0 && u + 1 < units.len() {
+        v /= 1000.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{json_error, EstimateError, Result};
+use crate::error::{json_error_in, EstimateError, Result};
 use crate::format::{ComputeDtype, ComputeUnit, WeightFormat};
 
 /// How the runtime gets the weights from the file into memory; decides the loader duplication.
@@ -207,7 +207,7 @@ impl DeviceProfile {
     /// Parses and validates a profile (the JSON form of the files in `models/devices/`).
     pub fn from_json(text: &str) -> Result<DeviceProfile> {
         let p: DeviceProfile =
-            serde_json::from_str(text).map_err(|e| json_error("device profile", e))?;
+            serde_json::from_str(text).map_err(|e| json_error_in("device profile", text, e))?;
         p.validate()?;
         Ok(p)
     }
@@ -385,6 +385,52 @@ impl DeviceProfile {
         pos("thermal.die_to_body_k_per_w", t.die_to_body_k_per_w)?;
         pos("thermal.body_to_ambient_k_per_w", t.body_to_ambient_k_per_w)?;
         pos("thermal.poll_s", t.poll_s)?;
+        // The simulation steps by a tenth of the fastest time constant (at most 0.1 s): a
+        // hostile profile with near-zero constants would make it take billions of steps, so
+        // each figure has a physical range and the fastest constant is at least 0.1 s (real
+        // phones: seconds to minutes), which bounds a day's simulation to 8.64 million steps.
+        for (field, v, lo, hi) in [
+            (
+                "thermal.die_capacity_j_per_k",
+                t.die_capacity_j_per_k,
+                0.01,
+                1e5,
+            ),
+            (
+                "thermal.body_capacity_j_per_k",
+                t.body_capacity_j_per_k,
+                0.01,
+                1e5,
+            ),
+            (
+                "thermal.die_to_body_k_per_w",
+                t.die_to_body_k_per_w,
+                0.01,
+                1e3,
+            ),
+            (
+                "thermal.body_to_ambient_k_per_w",
+                t.body_to_ambient_k_per_w,
+                0.01,
+                1e3,
+            ),
+            ("thermal.poll_s", t.poll_s, 0.01, 3600.0),
+        ] {
+            if !(lo..=hi).contains(&v) {
+                return Err(bad(field, format!("{v} must be in [{lo}, {hi}]")));
+            }
+        }
+        let tau = (t.die_capacity_j_per_k * t.die_to_body_k_per_w)
+            .min(t.body_capacity_j_per_k * t.body_to_ambient_k_per_w)
+            .min(t.die_capacity_j_per_k * t.body_to_ambient_k_per_w);
+        if tau < 0.1 {
+            return Err(bad(
+                "thermal",
+                format!(
+                    "fastest time constant {tau} s (capacity × resistance) must be at least 0.1 s"
+                ),
+            ));
+        }
         if !(t.hysteresis_c.is_finite() && t.hysteresis_c >= 0.0) {
             return Err(bad(
                 "thermal.hysteresis_c",
@@ -435,6 +481,89 @@ impl UnitProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hostile profiles (the JSON a user gives `--device`): each refused with an error naming
+    /// the field and the value, and a thermal model that would take billions of simulation
+    /// steps is among them.
+    #[test]
+    fn hostile_device_profiles_are_named_errors() {
+        let base = serde_json::to_value(device("snapdragon-8-gen3").unwrap()).unwrap();
+        DeviceProfile::from_json(&base.to_string()).unwrap();
+        let cases: [(&str, &str, serde_json::Value, &[&str]); 9] = [
+            (
+                "thermal",
+                "die_capacity_j_per_k",
+                1e-9.into(),
+                &["thermal.die_capacity_j_per_k", "0.000000001 must be in"],
+            ),
+            ("thermal", "poll_s", 0.into(), &["thermal.poll_s", "0"]),
+            (
+                "thermal",
+                "body_to_ambient_k_per_w",
+                1e300.into(),
+                &["thermal.body_to_ambient_k_per_w"],
+            ),
+            (
+                "thermal",
+                "trip_c",
+                (-1000).into(),
+                &["thermal.trip_c", "-1000"],
+            ),
+            (
+                "memory",
+                "usable_bytes",
+                0.into(),
+                &["memory.usable_bytes", "0 must be"],
+            ),
+            (
+                "memory",
+                "fragmentation",
+                7.into(),
+                &["memory.fragmentation", "7"],
+            ),
+            ("power", "idle_w", (-2).into(), &["power.idle_w", "-2"]),
+            (
+                "memory",
+                "usable_bytes",
+                (-5).into(),
+                &["device profile", "-5", "field \"usable_bytes\""],
+            ),
+            (
+                "power",
+                "idle_w",
+                "lots".into(),
+                &["device profile", "lots", "field \"idle_w\""],
+            ),
+        ];
+        for (section, field, value, needles) in cases {
+            let mut v = base.clone();
+            v[section][field] = value.clone();
+            let err = DeviceProfile::from_json(&v.to_string())
+                .expect_err(&format!("{section}.{field} = {value}"));
+            let msg = err.to_string();
+            for n in needles {
+                assert!(
+                    msg.contains(n),
+                    "{section}.{field} = {value}: `{n}` not in {msg}"
+                );
+            }
+        }
+        // A fast but physical thermal model: each figure in range, the product too small.
+        let mut v = base.clone();
+        v["thermal"]["die_capacity_j_per_k"] = 0.05.into();
+        v["thermal"]["die_to_body_k_per_w"] = 0.05.into();
+        let msg = DeviceProfile::from_json(&v.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("time constant"), "{msg}");
+        for garbage in ["", "{", "[]", "null", "{\"id\": 5}"] {
+            assert!(DeviceProfile::from_json(garbage).is_err(), "{garbage:?}");
+        }
+        // Bundled profiles pass.
+        for id in device_ids() {
+            device(id).unwrap().validate().unwrap();
+        }
+    }
 
     #[test]
     fn this_browser_merges_measured_weight_rates_into_the_bundled_ones() {

@@ -130,3 +130,40 @@ pub(crate) fn json_error(what: impl Into<String>, e: serde_json::Error) -> Estim
         message: e.to_string(),
     }
 }
+
+/// [`json_error`] for text that parsed as JSON but not into the expected shape: serde names the
+/// line and column but not the field, so the message adds the last key before that position
+/// (e.g. `invalid value: integer `-5`, expected u64 at line 1 column 721 (field "usable_bytes")`).
+pub(crate) fn json_error_in(
+    what: impl Into<String>,
+    text: &str,
+    e: serde_json::Error,
+) -> EstimateError {
+    let mut message = e.to_string();
+    if let Some(key) = key_before(text, e.line(), e.column()) {
+        message.push_str(&format!(" (field {key:?})"));
+    }
+    EstimateError::Json {
+        what: what.into(),
+        message,
+    }
+}
+
+/// The last `"key":` in `text` before 1-based `line` and `column` (a char count), if any.
+fn key_before(text: &str, line: usize, column: usize) -> Option<String> {
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(line.checked_sub(1)?)
+        .map(str::len)
+        .sum();
+    let rest = text.get(line_start..)?;
+    let col = rest
+        .char_indices()
+        .nth(column)
+        .map_or(rest.len(), |(i, _)| i);
+    let before = text.get(..line_start + col)?;
+    let colon = before.rfind("\":")?;
+    let open = before[..colon].rfind('"')?;
+    let key = &before[open + 1..colon];
+    (key.len() <= 100).then(|| key.to_string())
+}

@@ -184,7 +184,9 @@ impl Engine {
     ///
     /// The bytes stay on the JS side: the loader reads them through a small buffer one piece at
     /// a time, so the wasm memory holds the converted weights plus one tensor in flight, never a
-    /// second copy of the whole file.
+    /// second copy of the whole file. A model that would not fit what is left of the 4 GiB a
+    /// wasm32 memory can hold ([`memory_budget`]) is refused before any tensor is allocated,
+    /// with the bytes needed and the budget.
     #[wasm_bindgen(js_name = loadGguf)]
     pub fn load_gguf(
         bytes: &js_sys::Uint8Array,
@@ -200,10 +202,11 @@ impl Engine {
             requantize: false,
         };
         let mut reader = std::io::BufReader::with_capacity(1 << 16, JsBytes::new(bytes));
-        let inner = edgefit_engine::Engine::load_gguf(
+        let inner = edgefit_engine::Engine::load_gguf_within(
             &mut reader,
             Box::new(BrowserPlatform),
             options,
+            Some(memory_budget()),
             &mut |_, _| {},
         )
         .map_err(js_err)?;
@@ -578,8 +581,23 @@ pub fn pruned_spec(spec_json: &str, level: f64) -> Result<String, JsError> {
     serde_json::to_string(&spec.pruned(&pruning).map_err(js_err)?).map_err(js_err)
 }
 
-/// wasm32 linear memory is addressed with 32 bits: at most 4 GiB.
+/// wasm32 linear memory is addressed with 32 bits: at most 4 GiB (65 536 pages of 64 KiB).
 const WASM32_LIMIT_BYTES: u64 = 4 << 30;
+
+/// Bytes a model may still take in this wasm instance: the 4 GiB a wasm32 memory can grow to
+/// ([`WASM32_LIMIT_BYTES`]) minus what it has grown to already (`memory.size`). Memory the
+/// allocator has freed but the instance keeps (wasm memory never shrinks) counts as used, so
+/// the figure is on the safe side. [`Engine::load_gguf`] refuses a model whose preflight need
+/// (weights, KV cache at its full context, scratch; `edgefit_engine::weights::MemoryNeed`) is
+/// over it, with the numbers, before allocating any tensor. Natively (the tests) the instance's
+/// size is not known and the whole 4 GiB is the budget.
+pub fn memory_budget() -> u64 {
+    #[cfg(target_arch = "wasm32")]
+    let grown = core::arch::wasm32::memory_size(0) as u64 * 65_536;
+    #[cfg(not(target_arch = "wasm32"))]
+    let grown = 0u64;
+    WASM32_LIMIT_BYTES.saturating_sub(grown)
+}
 
 /// The `this-browser` micro-benchmarks in this tab (streaming read bandwidth, f32 GEMM
 /// throughput, the engine's GEMV weight rate in f32, w4g32, w4g128, q4_1 and q8_0; about a
