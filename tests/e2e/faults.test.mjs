@@ -67,10 +67,10 @@ test('a panic in the worker mid-generation is reported, the worker is replaced, 
   await page.getByTestId('generate').click();
   const s = await waitStatus(page, 'done', GEN_TIMEOUT);
   t.diagnostic(`shown after the panic: ${s}`);
-  assert.match(s, /^error: generating: the engine crashed \(RuntimeError: unreachable/, 'the crash is reported as such');
+  assert.match(s, /^error: generating: the engine crashed \((RuntimeError: )?unreachable/, 'the crash is reported as such');
   assert.match(s, /the engine was restarted, load the model again$/, 'and says what happened and what to do');
   assert.equal(await page.getByTestId('error-box').isVisible(), true, 'the error box shows it');
-  assert.equal(Number(await text(page, 'metric-generated-tokens')), 3, 'three tokens came out before the panic');
+  assert.equal(Number(await text(page, 'metric-generated-tokens')), 4, 'steps 0 to 3 ran: four tokens came out before the panic');
   const tap = await page.evaluate(() => window.__tap);
   assert.equal(tap.errors.length, 1, `one error from the worker: ${JSON.stringify(tap.errors)}`);
   assert.equal(tap.errors[0].fatal, true, 'the panic is fatal to that worker');
@@ -101,28 +101,35 @@ test('Stop during the prefill of a long prompt ends the turn right after it; the
   const { page, consoleErrors, pageErrors } = await open(t);
   await loadDefault(page);
   assert.equal(await page.evaluate(() => typeof window.edgefitInjectFault), 'undefined', 'no fault hook without ?faults=1');
-  // About 1,500 prompt tokens: the prefill (one wasm call) takes a while, and Stop is pressed
+  // About 100 prompt tokens: the prefill (one wasm call) takes a while, and Stop is pressed
   // while it runs, before any token is out.
-  const long = 'The quick brown fox jumps over the lazy dog near the old river bank. '.repeat(100);
+  const long = 'The quick brown fox jumps over the lazy dog near the old river bank. '.repeat(7);
   await setKnobs(page, { prompt: long, maxTokens: 200 });
+  await page.evaluate(() => {
+    window.__tap.received.length = 0;
+  });
   await page.getByTestId('generate').click();
+  // The worker says "started" just before the prefill's step; Stop is pressed 150 ms later.
+  await page.waitForFunction(() => window.__tap.received.some(([type]) => type === 'started'), null, { timeout: GEN_TIMEOUT, polling: 5 });
+  await new Promise((r) => setTimeout(r, 150));
   const before = await page.evaluate(() => {
     const n = document.querySelector('[data-testid="metric-generated-tokens"]').textContent;
     const stop = document.querySelector('[data-testid="stop"]');
-    const state = { tokensAtStop: n, stopEnabled: !stop.disabled };
+    const state = { tokensAtStop: n, stopEnabled: !stop.disabled, piecesAtStop: window.__tap.received.filter(([type]) => type === 'piece').length };
     stop.click();
     return state;
   });
+  assert.equal(before.piecesAtStop, 0, 'no token had come out when Stop was pressed: the prefill was running');
   assert.equal(before.stopEnabled, true, 'Stop is enabled during the prefill');
   assert.equal(before.tokensAtStop, '', 'no token was out when Stop was pressed (the prefill was running)');
   const t0 = Date.now();
   assert.equal(await waitStatus(page, 'done', GEN_TIMEOUT), 'done');
   const generated = Number(await text(page, 'metric-generated-tokens'));
   const prompt = Number(await text(page, 'metric-prompt-tokens'));
-  t.diagnostic(`stopped during a ${prompt}-token prefill: ${generated} token(s) out, done ${Date.now() - t0} ms after Stop`);
-  assert.ok(prompt > 1000, `a long prompt: ${prompt} tokens`);
+  t.diagnostic(`stopped during a ${prompt}-token prefill (${await text(page, 'metric-prefill-tps')} tokens/s): ${generated} token(s) out, done ${Date.now() - t0} ms after Stop`);
+  assert.ok(prompt > 90, `a long prompt: ${prompt} tokens`);
   assert.equal(await text(page, 'finish-reason'), 'stopped');
-  assert.ok(generated <= 2, `Stop takes effect when the prefill returns: at most the token it yields and one more, got ${generated}`);
+  assert.ok(generated >= 1 && generated <= 2, `Stop takes effect when the prefill (one wasm call) returns: its token and at most one more, got ${generated}`);
   assert.equal(await page.getByTestId('stop').isDisabled(), true, 'not stuck: stop is disabled');
   assert.equal(await page.getByTestId('generate').isEnabled(), true, 'not stuck: generate is enabled');
   const out = await generate(page, { prompt: 'The capital of France is', maxTokens: 6 });
@@ -220,30 +227,41 @@ test('double clicks on Load, Generate and Prune start one job each', async (t) =
   assert.deepEqual(consoleErrors, []);
 });
 
-test('a tab in the background keeps generating and finishes', async (t) => {
+test('a frozen background tab: the generation keeps going and, thawed, the page shows all of it', async (t) => {
+  // Headless Chromium keeps every page visible (another page in front, a minimized window: still
+  // "visible"), so the test applies what a browser does to a background tab at its most severe:
+  // it freezes the page (Page Lifecycle "frozen", as Chrome's tab freezing), its worker with it.
+  // Timer throttling alone cannot slow the generation: the worker uses no timer (it yields
+  // through a MessageChannel), and the page only draws the chart on an animation frame, which
+  // it catches up on at the end.
   const { page, consoleErrors, pageErrors } = await open(t);
   await loadDefault(page);
   const n = 48;
-  await setKnobs(page, { prompt: 'Once upon a time, in a small village by the sea,', maxTokens: n });
+  const knobs = { prompt: 'Once upon a time, in a small village by the sea,', maxTokens: n };
+  const reference = await generate(page, knobs);
+  await page.evaluate(() => {
+    window.__tap.tokenMs.length = 0;
+  });
+  await setKnobs(page, knobs);
   await page.getByTestId('generate').click();
-  assert.equal(await waitTokens(page, 2), 'generating…');
-  const other = await page.context().newPage();
-  await other.goto('about:blank');
-  await other.bringToFront();
-  const hidden = await page.evaluate(() => document.visibilityState);
-  const atHide = Number(await text(page, 'metric-generated-tokens'));
-  t.diagnostic(`page visibility with another tab in front: ${hidden}; ${atHide} tokens out then`);
-  assert.equal(hidden, 'hidden', 'the first page is in the background');
-  assert.equal(await waitStatus(page, 'done', GEN_TIMEOUT), 'done', 'the generation finishes in the background');
-  assert.equal(await page.evaluate(() => document.visibilityState), 'hidden', 'and it finished while hidden');
+  assert.equal(await waitTokens(page, 4), 'generating…');
+  const cdp = await page.context().newCDPSession(page);
+  const atFreeze = Number(await text(page, 'metric-generated-tokens'));
+  await cdp.send('Page.setWebLifecycleState', { state: 'frozen' });
+  await new Promise((r) => setTimeout(r, 2000));
+  await cdp.send('Page.setWebLifecycleState', { state: 'active' });
+  const atThaw = Number(await text(page, 'metric-generated-tokens'));
+  assert.equal(await waitStatus(page, 'done', GEN_TIMEOUT), 'done', 'the generation finishes after the thaw');
   assert.equal(Number(await text(page, 'metric-generated-tokens')), n, 'every token was generated');
   assert.equal(await text(page, 'finish-reason'), 'reached max tokens');
-  t.diagnostic(`decode in the background: ${await text(page, 'metric-decode-tps')} tokens/s`);
-  await page.bringToFront();
-  await other.close();
-  assert.equal(await page.evaluate(() => document.visibilityState), 'visible');
+  assert.equal(await text(page, 'output'), reference, 'the same text as an undisturbed run: no piece lost or doubled');
+  const tokenMs = await page.evaluate(() => window.__tap.tokenMs);
+  const slowest = Math.max(...tokenMs);
+  t.diagnostic(`frozen 2 s at ${atFreeze} tokens, ${atThaw} right after the thaw; slowest token ${slowest.toFixed(0)} ms ` +
+    `(${slowest > 1500 ? 'the worker was paused with the page' : 'the worker kept going'}); decode ${await text(page, 'metric-decode-tps')} tokens/s`);
+  assert.equal(tokenMs.length, n - 1, 'every decoded token’s time reached the chart (the first token is the prefill’s)');
   const out = await generate(page, { prompt: 'The capital of France is', maxTokens: 4 });
-  assert.ok(out.trim().length > 0);
+  assert.ok(out.trim().length > 0, 'the page generates again');
   assert.deepEqual(pageErrors, []);
   assert.deepEqual(consoleErrors, []);
 });
