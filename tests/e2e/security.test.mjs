@@ -116,7 +116,7 @@ test('the Content-Security-Policy is in force and a full use of the page violate
   await page.getByTestId('load-default').click();
   assert.equal(await waitStatus(page, 'ready', LOAD_TIMEOUT), 'ready');
   await generate(page, { prompt: 'The capital of France is', maxTokens: 12 });
-  assert.ok(await page.locator('[data-testid="chart"] canvas').count() > 0, 'the latency chart (uPlot) is drawn');
+  assert.ok(await page.locator('[data-testid="token-chart"] canvas').count() > 0, 'the latency chart (uPlot) is drawn');
   await page.locator('[data-testid="prune-panel"] > summary').click();
   await page.waitForFunction(() => document.querySelector('[data-testid="prune-panel"]').dataset.texts, null, { timeout: 30_000 });
   assert.equal(await waitStatus(page, 'ready', JOB_TIMEOUT), 'ready');
@@ -137,13 +137,13 @@ test('model output that is markup is shown as inert text', async (t) => {
   await page.getByTestId('load-default').click();
   assert.equal(await waitStatus(page, 'ready', LOAD_TIMEOUT), 'ready');
   const imgsBefore = await page.evaluate(() => document.querySelectorAll('img, script, iframe').length);
-  // A list of <img onerror> items: the model goes on writing more of them.
-  const prompt = [1, 2, 3].map((i) => `<li><img src=x onerror="window.__pwned=${i}">item ${i}</li>`).join('\n') + '\n<li>';
-  await generate(page, { prompt, maxTokens: 40 });
+  // Greedy, the instruct model repeats the payload: an <img> whose onerror would set __pwned.
+  const prompt = 'Repeat this HTML exactly, nothing else: <img src=x onerror="window.__pwned=1">';
+  await generate(page, { prompt, maxTokens: 30, chat: true });
   const out = await text(page, 'output');
   t.diagnostic(`the model wrote: ${JSON.stringify(out)}`);
   assert.ok(out.includes('<'), 'the output contains markup');
-  assert.match(out, /<\/?[a-z]+/i, 'the output contains a tag');
+  assert.match(out, /<img[^>]*onerror=/, 'the output is an <img> tag with an onerror handler');
   await new Promise((r) => setTimeout(r, 300)); // an image's onerror would have fired by now
   const dom = await page.evaluate(() => ({
     pwned: window.__pwned,
