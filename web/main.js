@@ -141,6 +141,7 @@ function spawnWorker() {
   const workerUrl = new URL('./worker.js', import.meta.url);
   const forced = new URLSearchParams(location.search).get('wasm');
   if (forced !== null) workerUrl.searchParams.set('wasm', forced);
+  if (FAULTS) workerUrl.searchParams.set('faults', '1');
   const w = new Worker(workerUrl, { type: 'module', name: 'edgefit-engine' });
   w.onmessage = (ev) => onWorkerMessage(w, ev.data);
   w.onerror = (ev) => {
@@ -149,6 +150,17 @@ function spawnWorker() {
   };
   w.onmessageerror = () => onFatal(w, 'the engine worker sent a message that could not be read');
   return w;
+}
+
+/**
+ * Fault injection for the page's tests (tests/e2e/faults.test.mjs), inert in normal use: only
+ * with `?faults=1` in the address does the page pass the flag to the worker and offer
+ * `window.edgefitInjectFault(step)`, which makes the wasm panic before that step of the running
+ * or next generation (protocol.js injectFault).
+ */
+const FAULTS = new URLSearchParams(location.search).get('faults') === '1';
+if (FAULTS) {
+  window.edgefitInjectFault = (step) => send(P.injectFault(step));
 }
 
 function ensureWorker() {
@@ -878,6 +890,7 @@ function startLoad(source, label) {
 }
 
 el.loadDefault.addEventListener('click', () => {
+  if (isBusy() || el.loadDefault.disabled) return; // disabled while busy: a click that slips through is dropped
   startLoad({ kind: 'url', url: new URL(DEFAULT_MODEL_URL, document.baseURI).href }, 'download');
 });
 
@@ -908,6 +921,13 @@ probeDefaultModel();
 el.modelFile.addEventListener('change', () => {
   const file = el.modelFile.files?.[0];
   if (!file) return;
+  if (isBusy()) {
+    // The input is disabled while busy; a file that slips through (e.g. a change event fired
+    // by script) is refused with a note, never queued or mixed into the running job.
+    el.modelFile.value = '';
+    el.progressText.textContent = `${file.name} not loaded: the engine is busy; load it when it is done`;
+    return;
+  }
   startLoad({ kind: 'file', file }, file.name);
   el.modelFile.value = ''; // choosing the same file again fires change again
 });

@@ -112,6 +112,9 @@ export const ToWorker = Object.freeze({
   PERPLEXITY: 'perplexity',
   EXPORT_GGUF: 'export-gguf',
   FIT: 'fit',
+  // Fault injection for the page's tests (see injectFault): inert unless the worker's URL carries
+  // faults=1.
+  INJECT_FAULT: 'inject-fault',
 });
 
 export const FromWorker = Object.freeze({
@@ -407,6 +410,17 @@ export function stop() {
   return { type: ToWorker.STOP };
 }
 
+/**
+ * Fault injection, for the page's tests only: the worker panics inside the wasm (a real trap,
+ * as an engine bug would) before step `step` of the running or next generation (0: before the
+ * prefill). The worker honours it only when its URL carries `faults=1` (the page passes that on
+ * from its own `?faults=1`) and refuses it otherwise.
+ */
+export function injectFault(step) {
+  if (!Number.isSafeInteger(step) || step < 0) fail(`inject-fault: step must be a whole number >= 0, got ${fmtValue(step)}`);
+  return { type: ToWorker.INJECT_FAULT, fault: 'panic', step };
+}
+
 /** Checks a PrunePlan as the page sends it. Returns an error string or null. */
 export function checkPrunePlan(plan, nLayers = null) {
   if (!isObject(plan)) return 'plan must be an object';
@@ -618,6 +632,9 @@ export function validateToWorker(msg) {
       const e = checkFitRequest(msg);
       return e ? `fit: ${e}` : null;
     }
+    case ToWorker.INJECT_FAULT:
+      if (msg.fault !== 'panic') return `inject-fault: fault must be "panic", got ${fmtValue(msg.fault)}`;
+      return Number.isSafeInteger(msg.step) && msg.step >= 0 ? null : `inject-fault: step must be a whole number >= 0, got ${fmtValue(msg.step)}`;
     default:
       return `unknown message type ${fmtValue(msg.type)}`;
   }

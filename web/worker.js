@@ -24,6 +24,10 @@ let specJson = null; // the loaded model's ModelSpec JSON (for kvBytes), read on
 let busy = false; // a load or a generation is running
 let stopRequested = false;
 let poisoned = false;
+// Fault injection for the page's tests (protocol.js injectFault): only with faults=1 in this
+// worker's URL; faultAtStep is the generation step before which the wasm is made to panic.
+const faultsEnabled = new URL(self.location.href).searchParams.get('faults') === '1';
+let faultAtStep = null;
 
 /** The fit's model id of the loaded model (the page's estimator picker uses the same value). */
 const LOADED_ID = '@loaded';
@@ -235,6 +239,7 @@ async function generate(p) {
   }
   stopRequested = false;
   let sentMs = 0;
+  let steps = 0;
   try {
     engine.start(p.prompt, p.chat, p.maxTokens, p.temperature, p.topP, p.seed, p.keep === true);
     post(P.started());
@@ -246,6 +251,11 @@ async function generate(p) {
         post(P.done('stopped', m, kvEstimate(m)));
         return;
       }
+      if (faultAtStep !== null && steps >= faultAtStep) {
+        faultAtStep = null;
+        wasm.faultPanic(); // traps: reported as a crash below, as a real engine bug would be
+      }
+      steps += 1;
       const text = engine.step();
       const m = JSON.parse(engine.metrics());
       if (text === undefined || text === null) {
@@ -497,6 +507,12 @@ self.onmessage = (ev) => {
   }
   if (msg.type === P.ToWorker.STOP) {
     stopRequested = true;
+    return;
+  }
+  if (msg.type === P.ToWorker.INJECT_FAULT) {
+    // Applies to the running generation too, so it is handled before the busy check.
+    if (!faultsEnabled) post(P.error('fault injection is off (it needs faults=1 in the page address)', false));
+    else faultAtStep = msg.step;
     return;
   }
   if (poisoned) {

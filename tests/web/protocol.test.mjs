@@ -56,7 +56,7 @@ test('message type constants are distinct and frozen', () => {
   assert.equal(new Set(to).size, to.length);
   assert.equal(new Set(from).size, from.length);
   assert.ok(Object.isFrozen(P.ToWorker) && Object.isFrozen(P.FromWorker));
-  assert.deepEqual(to.sort(), ['estimate', 'export-gguf', 'fit', 'generate', 'load-file', 'load-url', 'perplexity', 'prune', 'restore', 'set-kernel', 'set-kv-format', 'stop']);
+  assert.deepEqual(to.sort(), ['estimate', 'export-gguf', 'fit', 'generate', 'inject-fault', 'load-file', 'load-url', 'perplexity', 'prune', 'restore', 'set-kernel', 'set-kv-format', 'stop']);
   assert.ok(from.includes('kernel-set'));
 });
 

@@ -643,3 +643,11 @@ impl BrowserBench {
         serde_json::to_string(&self.run.finish()).map_err(js_err)
     }
 }
+
+/// Fault injection for the page's tests, never called in normal use: the worker calls it only
+/// when its URL carries `faults=1` and the page asked for a panic (`inject-fault`). Panics, so
+/// the instance traps (a `WebAssembly.RuntimeError`) exactly as a real engine bug would.
+#[wasm_bindgen(js_name = faultPanic)]
+pub fn fault_panic() {
+    panic!("deliberate panic (fault injection for tests)");
+}

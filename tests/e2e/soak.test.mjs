@@ -1,0 +1,128 @@
+// Soak test in headless Chromium (issue 8, item 5, the page's half): one conversation of many
+// turns and a few thousand generated tokens on the real model, reading the engine's metrics
+// after every turn (the same numbers the page shows: weights, KV, the wasm memory's size as
+// peak_bytes). The wasm memory minus the KV cache's reserved bytes must stay flat; then a turn
+// that does not fit the context gets the documented "context full" message and changes nothing
+// (README, "Multi-turn chat"). Prints the figures before and after as diagnostics.
+// Environment: EDGEFIT_URL (required), EDGEFIT_BUILD_DIR, CHROMIUM.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { launchBrowser, openPage, text, waitStatus } from './helpers.mjs';
+import { tapWorkers } from './worker-tap.mjs';
+
+const LOAD_TIMEOUT = 120_000;
+const TURN_TIMEOUT = 120_000;
+const TURNS = 10;
+const TOKENS_PER_TURN = 200;
+// The engine's KV cache grows in chunks of 256 tokens (README, "KV cache"); the wasm memory grows
+// in 64 KiB pages and never shrinks, so when the cache grows, the blocks it leaves behind can add
+// allocator slack (measured: about 1 MiB per 3 MiB of cache growth). The strict check: across
+// turns where the cache did not grow, the wasm memory does not grow at all; the loose one: what
+// is not the cache moves by less than FLAT_SLACK_BYTES in the whole run.
+const FLAT_SLACK_BYTES = 4 << 20;
+
+let browser;
+
+before(async () => {
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+const MiB = (b) => `${(b / 2 ** 20).toFixed(2)} MiB`;
+
+async function turn(page, prompt, maxTokens) {
+  await page.getByTestId('prompt').fill(prompt);
+  await page.getByTestId('max-tokens').fill(String(maxTokens));
+  await page.getByTestId('generate').click();
+  return waitStatus(page, 'done', TURN_TIMEOUT);
+}
+
+/** The metrics of the last finished turn, checked against what the page shows. */
+async function lastTurn(page) {
+  const m = await page.evaluate(() => window.__tap.done.at(-1));
+  assert.equal(await text(page, 'metric-peak-bytes'), String(m.peak_bytes), 'the page shows the engine’s peak bytes');
+  assert.equal(await text(page, 'metric-kv-tokens'), String(m.kv_tokens), 'the page shows the tokens the cache holds');
+  return m;
+}
+
+test('soak: many turns, thousands of tokens: memory minus the KV cache stays flat; the context limit is a clear error', async (t) => {
+  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { onPage: tapWorkers });
+  await page.getByTestId('load-default').click();
+  assert.equal(await waitStatus(page, 'ready', LOAD_TIMEOUT), 'ready');
+  const loaded = await page.evaluate(() => window.__tap.last);
+  await page.getByTestId('chat').setChecked(false);
+  await page.getByTestId('keep-context').setChecked(true);
+  await page.getByTestId('temperature').fill('0.8');
+  await page.getByTestId('top-p').fill('0.95');
+  await page.getByTestId('seed').fill('7');
+
+  const rows = [];
+  const t0 = Date.now();
+  let generated = 0;
+  for (let i = 0; i < TURNS; i++) {
+    const s = await turn(page, `\n\nChapter ${i + 1}. The next morning,`, TOKENS_PER_TURN);
+    assert.equal(s, 'done', `turn ${i + 1} ends: ${s}`);
+    const m = await lastTurn(page);
+    generated += m.generated_tokens;
+    rows.push({ turn: i + 1, generated: m.generated_tokens, kvTokens: m.kv_tokens, reused: m.reused_tokens, kvBytes: m.kv_bytes,
+      kvReserved: m.kv_reserved_bytes, weights: m.weights_bytes, peak: m.peak_bytes, notKv: m.peak_bytes - m.kv_reserved_bytes, decode: m.decode_tok_s });
+  }
+  const seconds = (Date.now() - t0) / 1000;
+  for (const r of rows) {
+    t.diagnostic(`turn ${r.turn}: +${r.generated} tokens, cache ${r.kvTokens} tokens (${r.reused} reused), kv ${r.kvBytes} B ` +
+      `(reserved ${r.kvReserved} B), weights ${r.weights} B, wasm memory ${r.peak} B, memory minus KV reserved ${r.notKv} B, ${r.decode.toFixed(1)} tok/s`);
+  }
+  const first = rows[0];
+  const last = rows.at(-1);
+  t.diagnostic(`soak: ${TURNS} turns, ${generated} tokens generated in ${seconds.toFixed(1)} s; after load: wasm memory ${loaded.peak_bytes} B (${MiB(loaded.peak_bytes)})`);
+  t.diagnostic(`soak: wasm memory ${first.peak} B -> ${last.peak} B (${MiB(first.peak)} -> ${MiB(last.peak)}); KV reserved ${first.kvReserved} -> ${last.kvReserved} B; ` +
+    `memory minus KV reserved ${first.notKv} B -> ${last.notKv} B (${MiB(first.notKv)} -> ${MiB(last.notKv)}, max ${MiB(Math.max(...rows.map((r) => r.notKv)))})`);
+
+  assert.ok(generated >= 2000, `a few thousand tokens: ${generated}`);
+  assert.ok(last.kvTokens > first.kvTokens && last.reused > 0, 'one conversation: the cache kept growing and was reused');
+  for (const r of rows) {
+    assert.equal(r.weights, first.weights, `turn ${r.turn}: the weights do not change`);
+    assert.ok(r.kvReserved >= r.kvBytes, `turn ${r.turn}: the reserved cache holds its bytes`);
+  }
+  const steady = rows.slice(1).filter((r, i) => r.kvReserved === rows[i].kvReserved);
+  for (const r of steady) {
+    assert.equal(r.peak, rows[r.turn - 2].peak, `turn ${r.turn}: the cache did not grow and neither did the wasm memory`);
+  }
+  t.diagnostic(`turns where the cache did not grow: ${steady.map((r) => r.turn).join(', ') || 'none'} (wasm memory unchanged across each)`);
+  const drift = Math.max(...rows.map((r) => r.notKv)) - first.notKv;
+  assert.ok(drift <= FLAT_SLACK_BYTES, `memory minus the KV cache stays flat: it grew by ${drift} B (${MiB(drift)}) over ${TURNS} turns`);
+
+  // The context limit (README, "Multi-turn chat"): a turn that does not fit fails with "context
+  // full: … start a new conversation or ask for fewer tokens", the page adds what to press, and
+  // nothing changes: the next turn still continues the same cache.
+  const limit = Number(await text(page, 'metric-kv-limit'));
+  assert.equal(limit, 8192, 'SmolLM2’s context');
+  const words = Math.max(500, limit - 4096 - last.kvTokens + 500);
+  const s = await turn(page, ' word'.repeat(words), 4096);
+  t.diagnostic(`a turn of about ${words} prompt tokens and 4096 new ones on top of ${last.kvTokens} cached: ${s}`);
+  const full = s.match(/^error: context full: (\d+) tokens needed but the context holds (\d+); start a new conversation or ask for fewer tokens — press “New conversation” to start over with an empty cache$/);
+  assert.ok(full, `the documented message: ${s}`);
+  assert.ok(Number(full[1]) > limit && Number(full[2]) === limit, `needed ${full[1]} > limit ${full[2]}`);
+  assert.equal(await page.getByTestId('error-box').isVisible(), true);
+  assert.equal(await page.locator('[data-testid="transcript"] [data-testid="turn-user"]').last().getAttribute('data-state'), 'failed',
+    'the refused turn is marked failed in the transcript');
+  assert.equal(await page.getByTestId('generate').isEnabled(), true, 'not stuck');
+  assert.equal(await page.getByTestId('new-conversation').isEnabled(), true);
+
+  assert.equal(await turn(page, '\n\nThe end.', 8), 'done', 'a turn that fits still runs');
+  const after = await lastTurn(page);
+  assert.ok(after.reused_tokens >= last.kvTokens - 1, `the refused turn changed nothing: ${after.reused_tokens} of ${last.kvTokens} cached tokens reused`);
+  assert.equal(after.peak_bytes, last.peak, 'the refused turn and a short one allocated nothing new');
+  await page.getByTestId('new-conversation').click();
+  assert.equal(await turn(page, 'Once upon a time', 8), 'done');
+  const fresh = await lastTurn(page);
+  assert.equal(fresh.reused_tokens, 0, 'New conversation starts over');
+  assert.equal(fresh.peak_bytes, last.peak, 'a new conversation reuses the memory: the wasm memory did not grow');
+  t.diagnostic(`after New conversation: cache ${fresh.kv_tokens} tokens, reserved ${fresh.kv_reserved_bytes} B, wasm memory ${fresh.peak_bytes} B`);
+  assert.deepEqual(pageErrors, []);
+  assert.deepEqual(consoleErrors, []);
+});
