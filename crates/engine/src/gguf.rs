@@ -667,8 +667,32 @@ pub fn prescan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<()> {
             s.skip_value(&key, ty, 0)?;
         }
     }
+    // The tensor infos: name, dimension count, dimensions, ggml type, offset. A file cut inside
+    // them is named here (candle would only say that it failed to fill a buffer).
+    for i in 0..tensors {
+        let name_len = s.u64("tensor name length")?;
+        if name_len > MAX_KEY_LEN {
+            return Err(EngineError::Format(format!(
+                "GGUF tensor info {i}: name of {name_len} bytes (at most {MAX_KEY_LEN})"
+            )));
+        }
+        let name = String::from_utf8_lossy(s.take(name_len, "tensor name")?).into_owned();
+        let dims = s.u32(&format!("tensor `{name}` dimension count"))?;
+        if dims > MAX_TENSOR_DIMS {
+            return Err(EngineError::Format(format!(
+                "GGUF header: tensor `{name}` has {dims} dimensions (at most {MAX_TENSOR_DIMS})"
+            )));
+        }
+        s.skip(
+            u64::from(dims) * 8 + 4 + 8,
+            &format!("tensor `{name}` dimensions, type and offset"),
+        )?;
+    }
     Ok(())
 }
+
+/// Dimensions a GGUF tensor may have (candle's limit too).
+const MAX_TENSOR_DIMS: u32 = 4;
 
 /// A reading position in a GGUF header, with the file's length for bounds checks.
 struct Scan<'a, R> {

@@ -156,6 +156,12 @@ fn truncated_at_every_header_offset_and_across_the_data() {
                                 && msg.contains("run past the end of the file"),
                             "{dtype:?} cut at {cut}: {msg}"
                         );
+                    } else if (4..l.header_end).contains(&cut) {
+                        // Inside the header: the prescan names what the file ends in.
+                        assert!(
+                            msg.contains("but the file ends at byte"),
+                            "{dtype:?} cut at {cut}: {msg}"
+                        );
                     }
                 }
             }
