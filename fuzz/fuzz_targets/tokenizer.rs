@@ -3,6 +3,7 @@
 //!   (`[0][u16 LE length][tokenizer_config.json][tokenizer.json]`, `TextTokenizer::from_hf`);
 //! * odd: the GGUF tokenizer fields (`TextTokenizer::from_gguf`) as JSON (`[1][fields JSON]`,
 //!   see [`Fields`]), the form the GGUF loader hands over.
+//!
 //! A tokenizer that builds then encodes, decodes (also ids past the vocabulary) and renders its
 //! chat template (a template from the file: minijinja must not hang or panic on it).
 #![no_main]
