@@ -75,9 +75,13 @@ const bool = () => ({
   parse: (s) => (s === '1' ? { value: true } : s === '0' ? { value: false } : null),
 });
 
+// A UTF-16 surrogate without its pair: decodeURIComponent never makes one, but a raw one in the
+// fragment would pass through it, and encodeURIComponent (writing the link again) throws on it.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 const text = (maxChars, bad, what) => ({
   hint: `${what} of at most ${maxChars} characters`,
-  parse: (s) => ([...s].length <= maxChars && !bad.test(s) ? { value: s } : null),
+  parse: (s) => ([...s].length <= maxChars && !bad.test(s) && !LONE_SURROGATE.test(s) ? { value: s } : null),
 });
 
 const modelId = () => ({

@@ -9,6 +9,7 @@ mod bench;
 mod bench_kv;
 mod bench_prune;
 mod build;
+mod fuzz;
 mod serve;
 mod setup;
 mod testing;
@@ -31,6 +32,11 @@ commands:
   test [--from N]                setup, then run every check and test (native, wasm in Node,
                                  wasm in headless Chromium, the page end to end); --from N
                                  starts at step N (setup always runs)
+  fuzz [--seconds N] [--target T]  build every cargo-fuzz target in fuzz/ (nightly; installs
+                                 cargo-fuzz and nightly when missing), write the seeds, run
+                                 each target N seconds (default 60; T: one of gguf_load,
+                                 gguf_estimate, hf_load, tokenizer, device_preset, wasm_json)
+                                 and print executions, corpus and crashes; fails on a crash
   bench [kernels|e2e|kv|prune|all]  release benchmarks, one thread (not part of test; default all):
         [--quick] [--runs N]     kernels: every edgefit kernel and weight format vs candle-core
                                  and a streaming-read probe, natively and in headless Chromium
@@ -81,13 +87,14 @@ fn run() -> Result<()> {
         }
         "test" => testing::test(from_step(&rest)?),
         "bench" => bench::bench(&rest),
+        "fuzz" => fuzz::fuzz(&fuzz::parse_args(&rest)?),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())
         }
         other => {
             eprint!("{USAGE}");
-            bail!("unknown command `{other}`: the commands are setup, build, serve, demo, test, bench")
+            bail!("unknown command `{other}`: the commands are setup, build, site, serve, demo, test, fuzz, bench")
         }
     }
 }

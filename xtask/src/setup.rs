@@ -172,6 +172,60 @@ fn wasm_bindgen_cli() -> Result<()> {
     Ok(())
 }
 
+/// The cargo-fuzz release `cargo xtask fuzz` installs when none is on PATH.
+const CARGO_FUZZ_VERSION: &str = "0.13.2";
+
+/// What `cargo xtask fuzz` (and the fuzz step of `cargo xtask test`) needs: a nightly
+/// toolchain (libFuzzer's instrumentation needs nightly rustc flags) and cargo-fuzz. Checked and
+/// installed on demand, not by `setup`: the page and the CLI need neither.
+pub fn fuzz_tools() -> Result<()> {
+    print!("[setup fuzz 1/2] nightly toolchain: ");
+    let hand = "rustup toolchain install nightly --profile minimal";
+    match capture(Command::new("rustup").args(["run", "nightly", "rustc", "--version"])) {
+        Some(v) => already(v.trim()),
+        None => {
+            installing("the nightly toolchain (minimal profile) with rustup");
+            by_hand(
+                run(Command::new("rustup").args([
+                    "toolchain",
+                    "install",
+                    "nightly",
+                    "--profile",
+                    "minimal",
+                ])),
+                hand,
+            )?;
+        }
+    }
+    print!("[setup fuzz 2/2] cargo-fuzz: ");
+    let hand = format!("cargo install cargo-fuzz --version {CARGO_FUZZ_VERSION} --locked");
+    let version = || capture(Command::new("cargo-fuzz").arg("--version"));
+    if let Some(v) = version() {
+        already(v.trim());
+        return Ok(());
+    }
+    installing(format!(
+        "cargo-fuzz {CARGO_FUZZ_VERSION} with `cargo install` (about a minute)"
+    ));
+    by_hand(
+        run(util::cargo().args([
+            "install",
+            "cargo-fuzz",
+            "--version",
+            CARGO_FUZZ_VERSION,
+            "--locked",
+        ])),
+        &hand,
+    )?;
+    if version().is_none() {
+        bail!(
+            "installed cargo-fuzz but `cargo-fuzz --version` does not run: is ~/.cargo/bin on \
+             PATH?"
+        );
+    }
+    Ok(())
+}
+
 fn is_root() -> bool {
     capture(Command::new("id").arg("-u")).is_some_and(|s| s.trim() == "0")
 }

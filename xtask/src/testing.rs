@@ -1,6 +1,7 @@
 //! `cargo xtask test`: every check and test, in order, stopping at the first failure.
 //!
-//! After setup: rustfmt; clippy native; clippy wasm32; native tests; wasm tests in Node; the
+//! After setup: rustfmt; clippy native; clippy wasm32; native tests; a short fuzz pass (every
+//! cargo-fuzz target for [`crate::fuzz::TEST_SECONDS`] s); wasm tests in Node; the
 //! same wasm tests in headless Chromium (Debian's chromium + chromedriver, never a downloaded
 //! browser); the publishable site (`dist/`, simd128 and baseline wasm) and the release CLI; the
 //! page's own tests with `node --test` against `dist/` served by Python's `http.server` under a
@@ -45,6 +46,10 @@ pub fn test(from: usize) -> Result<()> {
         ("clippy (native)", Box::new(clippy_native)),
         ("clippy (wasm32)", Box::new(clippy_wasm)),
         ("native tests", Box::new(native_tests)),
+        (
+            "fuzz pass (cargo xtask fuzz --seconds 10)",
+            Box::new(crate::fuzz::test_pass),
+        ),
         ("wasm tests in Node", Box::new(wasm_tests_node)),
         (
             "wasm tests in headless Chromium",

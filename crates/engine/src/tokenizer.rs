@@ -205,6 +205,7 @@ impl TextTokenizer {
         tokenizer_config: Option<&str>,
         eos_from_config: Option<u32>,
     ) -> Result<Self> {
+        check_tokenizer_json(tokenizer_json)?;
         let inner = Tokenizer::from_bytes(tokenizer_json)
             .map_err(|e| EngineError::Tokenizer(format!("tokenizer.json: {e}")))?;
         let cfg: serde_json::Value = match tokenizer_config {
@@ -353,6 +354,34 @@ impl TextTokenizer {
         })
         .map_err(|e| EngineError::ChatTemplate(e.to_string()))
     }
+}
+
+/// What `tokenizers` would panic on rather than return an error for (found by fuzzing, see
+/// crates/engine/tests/fuzz_regressions.rs): its `decoder` deserializer `expect`s that the
+/// value parses as JSON, so a syntax error inside `"decoder"` panics instead of failing; and its
+/// `Precompiled` normalizer `expect`s a well-formed SentencePiece charsmap. So `tokenizer.json`
+/// must be valid JSON before `tokenizers` reads it, and a `Precompiled` normalizer (T5-style
+/// unigram tokenizers, never a llama-family one) is refused.
+fn check_tokenizer_json(bytes: &[u8]) -> Result<()> {
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| EngineError::Tokenizer(format!("tokenizer.json: {e}")))?;
+    fn has_precompiled(v: &serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.get("type").and_then(|t| t.as_str()) == Some("Precompiled")
+                    || m.values().any(has_precompiled)
+            }
+            serde_json::Value::Array(a) => a.iter().any(has_precompiled),
+            _ => false,
+        }
+    }
+    if value.get("normalizer").is_some_and(has_precompiled) {
+        return Err(EngineError::Tokenizer(
+            "tokenizer.json: normalizer `Precompiled` (a SentencePiece charsmap) is not supported"
+                .to_string(),
+        ));
+    }
+    Ok(())
 }
 
 /// Turns a stream of token ids into a stream of text pieces, holding back bytes until they form
