@@ -61,36 +61,20 @@ pub fn parse_args(rest: &[String]) -> Result<Options> {
         seconds: DEFAULT_SECONDS,
         targets: Vec::new(),
     };
-    let mut it = rest.iter();
-    while let Some(arg) = it.next() {
-        let (key, inline) = match arg.split_once('=') {
-            Some((k, v)) => (k, Some(v.to_string())),
-            None => (arg.as_str(), None),
-        };
-        let mut value = || -> Result<String> {
-            match &inline {
-                Some(v) => Ok(v.clone()),
-                None => it
-                    .next()
-                    .cloned()
-                    .with_context(|| format!("`{key}` needs a value")),
-            }
-        };
-        match key {
+    for (key, v) in util::flag_values(rest)? {
+        match key.as_str() {
             "--seconds" => {
-                let v = value()?;
                 opts.seconds = v.parse().ok().filter(|&s| s >= 1).with_context(|| {
                     format!("`--seconds {v}`: expected a whole number, 1 or more")
                 })?;
             }
             "--target" => {
-                let v = value()?;
                 if !TARGETS.contains(&v.as_str()) {
                     bail!("`--target {v}`: the targets are {}", TARGETS.join(", "));
                 }
                 opts.targets.push(v);
             }
-            _ => bail!("unknown option `{arg}` for fuzz: expected --seconds N or --target NAME"),
+            _ => bail!("unknown option `{key}` for fuzz: expected --seconds N or --target NAME"),
         }
     }
     if opts.targets.is_empty() {

@@ -123,30 +123,15 @@ fn from_step(rest: &[String]) -> Result<usize> {
 fn host_port(rest: &[String]) -> Result<(String, u16)> {
     let mut host = "127.0.0.1".to_string();
     let mut port: u16 = 8080;
-    let mut it = rest.iter();
-    while let Some(arg) = it.next() {
-        let (key, inline) = match arg.split_once('=') {
-            Some((k, v)) => (k, Some(v.to_string())),
-            None => (arg.as_str(), None),
-        };
-        let mut value = || -> Result<String> {
-            match &inline {
-                Some(v) => Ok(v.clone()),
-                None => it
-                    .next()
-                    .cloned()
-                    .with_context(|| format!("`{key}` needs a value")),
-            }
-        };
-        match key {
+    for (key, v) in util::flag_values(rest)? {
+        match key.as_str() {
             "--port" => {
-                let v = value()?;
                 port = v
                     .parse()
                     .with_context(|| format!("`--port {v}` is not a port number (0-65535)"))?;
             }
-            "--host" => host = value()?,
-            _ => bail!("unknown option `{arg}`: expected --port P or --host H"),
+            "--host" => host = v,
+            _ => bail!("unknown option `{key}`: expected --port P or --host H"),
         }
     }
     Ok((host, port))

@@ -188,3 +188,22 @@ pub fn bytes(n: u64) -> String {
         format!("{n} bytes")
     }
 }
+
+/// Splits `--key value` and `--key=value` arguments into (key, value) pairs, in order (every
+/// option of xtask's commands takes a value). A key without a value is an error naming it.
+pub fn flag_values(rest: &[String]) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    let mut it = rest.iter();
+    while let Some(arg) = it.next() {
+        match arg.split_once('=') {
+            Some((k, v)) => out.push((k.to_string(), v.to_string())),
+            None => {
+                let v = it
+                    .next()
+                    .with_context(|| format!("`{arg}` needs a value"))?;
+                out.push((arg.clone(), v.clone()));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -207,17 +207,7 @@ fn read_tensor<R: Read + Seek>(
         _ => None,
     };
     if let Some(kind) = raw_kind {
-        let elems = rows as u64 * cols as u64;
-        let block = dtype.block_size() as u64;
-        if !elems.is_multiple_of(block) {
-            return Err(EngineError::tensor(
-                name,
-                format!("{elems} values is not a whole number of {dtype:?} blocks of {block}"),
-            ));
-        }
-        let len = (elems / block)
-            .checked_mul(dtype.type_size() as u64)
-            .ok_or_else(|| EngineError::tensor(name, "size overflows"))?;
+        let len = byte_len(name, dtype, rows as u64 * cols as u64)?;
         let start = content
             .tensor_data_offset
             .checked_add(info.offset)
@@ -807,6 +797,25 @@ fn scalar_size(ty: u32) -> Option<u64> {
     }
 }
 
+/// Bytes of `elems` values of `dtype` (whole blocks only), with checked arithmetic.
+fn byte_len(name: &str, dtype: GgmlDType, elems: u64) -> Result<u64> {
+    let block = dtype.block_size() as u64;
+    if !elems.is_multiple_of(block) {
+        return Err(EngineError::tensor(
+            name,
+            format!("{elems} values is not a whole number of {dtype:?} blocks of {block}"),
+        ));
+    }
+    (elems / block)
+        .checked_mul(dtype.type_size() as u64)
+        .ok_or_else(|| {
+            EngineError::tensor(
+                name,
+                format!("{elems} values of {dtype:?}: the size overflows"),
+            )
+        })
+}
+
 /// Every tensor's bytes, computed with checked arithmetic, lie inside the file and overlap no
 /// other tensor's.
 fn check_layout(content: &Content, file_len: u64) -> Result<()> {
@@ -821,17 +830,7 @@ fn check_layout(content: &Content, file_len: u64) -> Result<()> {
             .ok_or_else(|| {
                 EngineError::tensor(name, format!("dims {dims:?} multiply past 2^64"))
             })?;
-        let dtype = info.ggml_dtype;
-        let block = dtype.block_size() as u64;
-        if !elems.is_multiple_of(block) {
-            return Err(EngineError::tensor(
-                name,
-                format!("{elems} values is not a whole number of {dtype:?} blocks of {block}"),
-            ));
-        }
-        let len = (elems / block)
-            .checked_mul(dtype.type_size() as u64)
-            .ok_or_else(|| EngineError::tensor(name, format!("size of dims {dims:?} overflows")))?;
+        let len = byte_len(name, info.ggml_dtype, elems)?;
         let start = content.tensor_data_offset.checked_add(info.offset);
         match start.and_then(|s| s.checked_add(len).map(|e| (s, e))) {
             Some((start, end)) if end <= file_len => spans.push((start, end, name)),
