@@ -53,6 +53,11 @@ const LIBFUZZER_ARGS: [&str; 5] = [
 pub struct Options {
     pub seconds: u64,
     pub targets: Vec<String>,
+    /// Build unoptimized (`cargo fuzz build --dev`): a cold build in ~2.5 min instead of ~6.5
+    /// on this 2-core machine, at a fraction of the executions per second. The short pass of
+    /// `cargo xtask test` uses it (a smoke test that every target builds and survives its
+    /// seeds and a few seconds of mutation); `cargo xtask fuzz` builds optimized.
+    pub dev: bool,
 }
 
 /// Parses `[--seconds N] [--target NAME]` (also `--seconds=N`, `--target=NAME`).
@@ -60,6 +65,7 @@ pub fn parse_args(rest: &[String]) -> Result<Options> {
     let mut opts = Options {
         seconds: DEFAULT_SECONDS,
         targets: Vec::new(),
+        dev: false,
     };
     for (key, v) in util::flag_values(rest)? {
         match key.as_str() {
@@ -98,11 +104,11 @@ fn fuzz_dir() -> PathBuf {
     util::root().join("fuzz")
 }
 
-fn binary(target: &str) -> PathBuf {
+fn binary(target: &str, dev: bool) -> PathBuf {
     fuzz_dir()
         .join("target")
         .join(TRIPLE)
-        .join("release")
+        .join(if dev { "debug" } else { "release" })
         .join(target)
 }
 
@@ -129,7 +135,7 @@ fn nightly_cargo() -> Command {
 }
 
 /// The build command (all targets, or one).
-fn build_command(target: Option<&str>) -> Command {
+fn build_command(target: Option<&str>, dev: bool) -> Command {
     let mut cmd = nightly_cargo();
     cmd.args([
         "fuzz",
@@ -139,6 +145,9 @@ fn build_command(target: Option<&str>) -> Command {
         "--codegen-units",
         "16",
     ]);
+    if dev {
+        cmd.arg("--dev");
+    }
     cmd.args(target);
     cmd
 }
@@ -147,23 +156,24 @@ pub fn fuzz(opts: &Options) -> Result<()> {
     let started = Instant::now();
     setup::fuzz_tools()?;
     println!(
-        "== fuzz: building {} target(s) (nightly, optimized, debug assertions, no sanitizer)",
-        opts.targets.len()
+        "== fuzz: building {} target(s) (nightly, {}, debug assertions, no sanitizer)",
+        opts.targets.len(),
+        if opts.dev { "unoptimized" } else { "optimized" }
     );
     let t = Instant::now();
     let one = (opts.targets.len() == 1).then(|| opts.targets[0].as_str());
-    util::run(&mut build_command(one)).context("building the fuzz targets")?;
+    util::run(&mut build_command(one, opts.dev)).context("building the fuzz targets")?;
     println!("  built in {:.1} s", t.elapsed().as_secs_f64());
 
     let mut rows = Vec::new();
     for target in &opts.targets {
-        let seeds = write_seeds(target)?;
+        let seeds = write_seeds(target, opts.dev)?;
         println!(
             "== fuzz {target}: {} s from {seeds} seeds ({})",
             opts.seconds,
             rel(&fuzz_dir().join("seeds").join(target))
         );
-        let stats = run_target(target, opts.seconds)?;
+        let stats = run_target(target, opts.seconds, opts.dev)?;
         if stats.executions == 0 && stats.crashes.is_empty() {
             bail!(
                 "{target}: no `stat::number_of_executed_units` in libFuzzer's output (see \
@@ -211,9 +221,14 @@ pub fn fuzz(opts: &Options) -> Result<()> {
     for (target, s) in &crashed {
         for artifact in &s.crashes {
             println!("\n  CRASH in {target}: {}", rel(artifact));
-            println!("    reproduce: {} {}", rel(&binary(target)), rel(artifact));
             println!(
-                "    or:        cargo +nightly fuzz run --sanitizer none {target} {}",
+                "    reproduce: {} {}",
+                rel(&binary(target, opts.dev)),
+                rel(artifact)
+            );
+            println!(
+                "    or:        cargo +nightly fuzz run --sanitizer none{} {target} {}",
+                if opts.dev { " --dev" } else { "" },
                 rel(artifact)
             );
         }
@@ -238,12 +253,12 @@ fn rel(p: &Path) -> String {
 
 /// Runs the target binary with `EDGEFIT_FUZZ_WRITE_SEEDS` into a fresh `fuzz/seeds/<target>/`;
 /// returns how many seeds it wrote.
-fn write_seeds(target: &str) -> Result<usize> {
+fn write_seeds(target: &str, dev: bool) -> Result<usize> {
     let dir = fuzz_dir().join("seeds").join(target);
     if dir.exists() {
         fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
     }
-    let bin = binary(target);
+    let bin = binary(target, dev);
     let out = Command::new(&bin)
         .env("EDGEFIT_FUZZ_WRITE_SEEDS", &dir)
         .stdin(Stdio::null())
@@ -270,7 +285,7 @@ fn count_files(dir: &Path) -> usize {
         .unwrap_or(0)
 }
 
-fn run_target(target: &str, seconds: u64) -> Result<RunStats> {
+fn run_target(target: &str, seconds: u64, dev: bool) -> Result<RunStats> {
     let corpus = fuzz_dir().join("corpus").join(target);
     let seeds = fuzz_dir().join("seeds").join(target);
     let artifacts = fuzz_dir().join("artifacts").join(target);
@@ -282,7 +297,7 @@ fn run_target(target: &str, seconds: u64) -> Result<RunStats> {
     let log_path = logs.join(format!("{target}.log"));
     let log =
         fs::File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
-    let mut cmd = Command::new(binary(target));
+    let mut cmd = Command::new(binary(target, dev));
     cmd.arg(&corpus)
         .arg(&seeds)
         .arg(format!("-max_total_time={seconds}"))
@@ -295,7 +310,7 @@ fn run_target(target: &str, seconds: u64) -> Result<RunStats> {
     let t = Instant::now();
     let status = cmd
         .status()
-        .with_context(|| format!("running {}", binary(target).display()))?;
+        .with_context(|| format!("running {}", binary(target, dev).display()))?;
     let wall = t.elapsed().as_secs_f64();
     let text = fs::read_to_string(&log_path).unwrap_or_default();
     let mut stats = parse_stats(&text);
@@ -372,11 +387,12 @@ pub fn test_pass() -> Result<()> {
     fuzz(&Options {
         seconds: TEST_SECONDS,
         targets: TARGETS.iter().map(|t| t.to_string()).collect(),
+        dev: true,
     })
 }
 
 /// Seconds per target in `cargo xtask test`.
-pub const TEST_SECONDS: u64 = 10;
+pub const TEST_SECONDS: u64 = 5;
 
 #[cfg(test)]
 mod tests {

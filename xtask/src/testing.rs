@@ -47,7 +47,7 @@ pub fn test(from: usize) -> Result<()> {
         ("clippy (wasm32)", Box::new(clippy_wasm)),
         ("native tests", Box::new(native_tests)),
         (
-            "fuzz pass (cargo xtask fuzz --seconds 10)",
+            "fuzz pass (every target unoptimized, 5 s each)",
             Box::new(crate::fuzz::test_pass),
         ),
         ("wasm tests in Node", Box::new(wasm_tests_node)),
