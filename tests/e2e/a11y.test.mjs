@@ -8,22 +8,16 @@
 // A keyboard check walks the first screen with Tab and asserts every control it reaches shows a
 // visible focus indicator and has an accessible name.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { launchBrowser, openPage, SHOT_DIR } from './helpers.mjs';
+import { useBrowser, openPage, SHOT_DIR } from './helpers.mjs';
 
 const AXE_SOURCE = await readFile(path.resolve('node_modules/axe-core/axe.min.js'), 'utf8');
 const TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
 
-let browser;
-before(async () => {
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-});
+const browser = useBrowser(); // one Chromium for this file's tests
 
 /** Runs axe on the whole document; returns the violations as readable lines. */
 async function audit(page) {
@@ -55,7 +49,7 @@ async function waitReady(page) {
 }
 
 test('axe: first screen, What fits results, Compare, guided tour (desktop)', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t);
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t);
   await waitReady(page);
   await assertClean(page, t, 'first-screen');
 
@@ -80,7 +74,7 @@ test('axe: first screen, What fits results, Compare, guided tour (desktop)', asy
 });
 
 test('axe: after loading the real model and generating (metrics, transcript)', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t);
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t);
   await waitReady(page);
   await page.getByTestId('load-default').click();
   await page.waitForFunction(() => ['ready'].includes(document.querySelector('[data-testid="status"]').textContent) || document.querySelector('[data-testid="status"]').textContent.startsWith('error:'), null, { timeout: 120_000 });
@@ -99,7 +93,7 @@ test('axe: after loading the real model and generating (metrics, transcript)', a
 });
 
 test('axe at phone width; Tab reaches named controls with a visible focus ring', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t);
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t);
   await page.setViewportSize({ width: 390, height: 844 });
   await waitReady(page);
   await assertClean(page, t, 'phone');

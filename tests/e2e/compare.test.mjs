@@ -2,20 +2,12 @@
 // variant side by side, differences highlighted, columns removable and re-openable. Same
 // environment as the other e2e files: EDGEFIT_URL (required), EDGEFIT_BUILD_DIR, CHROMIUM.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { launchBrowser, openPage, SHOT_DIR, text } from './helpers.mjs';
+import { useBrowser, openPage, SHOT_DIR, text } from './helpers.mjs';
 
-let browser;
-
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-});
+const browser = useBrowser(); // one Chromium for this file's tests
 
 /** Waits until the estimator has answered for the current knobs (no request pending, no error). */
 async function settled(page) {
@@ -28,7 +20,7 @@ async function settled(page) {
 const cell = (page, row, col) => page.locator(`[data-testid="compare-table"] tr[data-row="${row}"] td`).nth(col);
 
 test('compare: Snapdragon 8 Gen 3 vs A17 Pro vs pruned, differences highlighted', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t);
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t);
   await settled(page);
   assert.equal(await page.getByTestId('compare-table').isHidden(), true, 'no table before anything is added');
 

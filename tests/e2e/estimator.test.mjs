@@ -2,23 +2,15 @@
 // chromium). Same environment as page.test.mjs: EDGEFIT_URL (required), EDGEFIT_BUILD_DIR,
 // CHROMIUM. Screenshot: $EDGEFIT_BUILD_DIR/e2e/estimator.png.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, openPage, SHOT_DIR, text } from './helpers.mjs';
+import { useBrowser, openPage, SHOT_DIR, text } from './helpers.mjs';
 import path from 'node:path';
 
 const LOAD_TIMEOUT = 120_000;
 const GEN_TIMEOUT = 120_000;
 
-let browser;
-
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-});
+const browser = useBrowser(); // one Chromium for this file's tests
 
 const num = async (page, id) => Number(await text(page, id));
 
@@ -42,7 +34,7 @@ async function waitReport(page) {
 }
 
 test('estimator panel: knobs change the numbers, verdicts, formulas, errors', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { requestFailures: false });
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t, { requestFailures: false });
   await waitReport(page);
   await page.getByTestId('device-picker').selectOption('snapdragon-8-gen3');
   await changeAndWait(page, () => page.getByTestId('preset-picker').selectOption('llama-3.2-1b'), 'est-weights-bytes');
@@ -100,7 +92,7 @@ test('estimator panel: knobs change the numbers, verdicts, formulas, errors', as
 });
 
 test('estimate vs measured: this browser + the loaded model after a generation', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { requestFailures: false });
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t, { requestFailures: false });
   await waitReport(page);
   await page.getByTestId('load-default').click();
   await page.waitForFunction(() => /^(ready|error:)/.test(document.querySelector('[data-testid="status"]').textContent), null, { timeout: LOAD_TIMEOUT });

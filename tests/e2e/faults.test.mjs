@@ -4,25 +4,17 @@
 // generation finishes unmixed, then the changes apply); double clicks start one job; a tab in the
 // background keeps generating. Environment: EDGEFIT_URL (required), EDGEFIT_BUILD_DIR, CHROMIUM.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, openPage, text, waitStatus, URL_ } from './helpers.mjs';
+import { useBrowser, openPage, text, waitStatus, URL_ } from './helpers.mjs';
 import { tapWorkers, sentCount } from './worker-tap.mjs';
 
 const LOAD_TIMEOUT = 120_000;
 const GEN_TIMEOUT = 120_000;
 
-let browser;
+const browser = useBrowser(); // one Chromium for this file's tests
 
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-});
-
-const open = (t, url = URL_) => openPage(browser, t, { url, onPage: tapWorkers });
+const open = (t, url = URL_) => openPage(browser(), t, { url, onPage: tapWorkers });
 
 async function loadDefault(page) {
   await page.getByTestId('load-default').click();

@@ -4,27 +4,19 @@
 // CHROMIUM, EDGEFIT_CLI (the release edgefit binary; default target/release/edgefit).
 // Screenshots: $EDGEFIT_BUILD_DIR/e2e/fit.png (desktop) and fit-phone.png (390×844).
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { launchBrowser, openPage, gotoSite, SHOT_DIR, text } from './helpers.mjs';
+import { useBrowser, openPage, gotoSite, SHOT_DIR, text } from './helpers.mjs';
 
 const DEVICE = 'snapdragon-8-gen3';
 const CLI = process.env.EDGEFIT_CLI || path.join('target', 'release', 'edgefit');
 const FIT_TIMEOUT = 120_000;
 
-let browser;
-
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-});
+const browser = useBrowser(); // one Chromium for this file's tests
 
 async function cliFit() {
   await access(CLI).catch(() => {
@@ -118,7 +110,7 @@ test('what fits: the page ranks exactly as `edgefit fit`, and Open shows four pa
   const cliMs = Date.now() - cliStarted;
   assert.ok(cli.rows.length > 50, `the CLI finds more than 50 passing configurations on ${DEVICE}, got ${cli.rows.length}`);
 
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { requestFailures: false });
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t, { requestFailures: false });
   const pageMs = await runFit(page);
 
   // Summary: the same counts as the CLI.
@@ -165,7 +157,7 @@ test('what fits: the page ranks exactly as `edgefit fit`, and Open shows four pa
 });
 
 test('what fits at 390 px: the table scrolls inside its box, the page does not', async (t) => {
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+  const context = await browser().newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
   t.after(() => context.close());
   const page = await context.newPage();
   const errors = [];

@@ -4,20 +4,12 @@
 // then the same at phone width. Same environment as the other e2e files: EDGEFIT_URL (required),
 // EDGEFIT_BUILD_DIR, CHROMIUM.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { launchBrowser, openPage, SHOT_DIR, text } from './helpers.mjs';
+import { useBrowser, openPage, SHOT_DIR, text } from './helpers.mjs';
 
-let browser;
-
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-});
+const browser = useBrowser(); // one Chromium for this file's tests
 
 const STEPS = 8;
 
@@ -71,7 +63,7 @@ const focusedTestId = (page) => page.evaluate(() => document.activeElement?.getA
 test('guide: every step quotes the live numbers; formulas open; Back; Escape restores the user’s scenario', async (t) => {
   // Request failures are not checked (as in estimator.test.mjs): a retried navigation aborts the
   // first one's requests (the default model's HEAD among them); console and page errors are.
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { requestFailures: false });
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t, { requestFailures: false });
   await settled(page);
 
   // The user's own scenario, different from the tour's in model, context, policy and pruning.
@@ -191,7 +183,7 @@ test('guide: every step quotes the live numbers; formulas open; Back; Escape res
 test('guide at phone width (390 × 844): a bottom sheet, no sideways scrolling, Close restores focus', async (t) => {
   // Request failures are not checked (as in estimator.test.mjs): a retried navigation aborts the
   // first one's requests (the default model's HEAD among them); console and page errors are.
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { requestFailures: false });
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t, { requestFailures: false });
   await page.setViewportSize({ width: 390, height: 844 });
   await settled(page);
   await page.getByTestId('guide-start').click();

@@ -4,6 +4,7 @@
 
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { before, after } from 'node:test';
 import { chromium } from 'playwright-core';
 
 export const URL_ = process.env.EDGEFIT_URL;
@@ -21,6 +22,21 @@ export async function launchBrowser() {
   });
   await mkdir(SHOT_DIR, { recursive: true });
   return browser;
+}
+
+/**
+ * One headless Chromium for the calling test file: launched before its tests, closed after them
+ * (registers node:test `before`/`after`). Returns a getter for it.
+ */
+export function useBrowser() {
+  let browser;
+  before(async () => {
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+  });
+  return () => browser;
 }
 
 /**

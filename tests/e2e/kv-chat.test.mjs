@@ -3,23 +3,15 @@
 // + the system chromium). Same environment as page.test.mjs: EDGEFIT_URL (required),
 // EDGEFIT_BUILD_DIR, CHROMIUM. Screenshot: $EDGEFIT_BUILD_DIR/e2e/kv-chat.png.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, openPage, SHOT_DIR, text, waitStatus } from './helpers.mjs';
+import { useBrowser, openPage, SHOT_DIR, text, waitStatus } from './helpers.mjs';
 import path from 'node:path';
 
 const LOAD_TIMEOUT = 120_000;
 const GEN_TIMEOUT = 120_000;
 
-let browser;
-
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-});
+const browser = useBrowser(); // one Chromium for this file's tests
 
 /** A metric element's plain integer (fails on anything else). */
 async function int(page, id) {
@@ -68,7 +60,7 @@ const LONG_PROMPT =
   'The capital of France is';
 
 test('KV format picker: each format runs, its measured KV bytes equal the estimator kvBytes, k8v16 is smaller', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t);
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t);
   const picker = page.getByTestId('kv-format');
   assert.ok((await picker.evaluate((e) => e.labels.length)) > 0, 'the KV picker has a <label>');
   // The list comes from the wasm (catalog), before any model is loaded.
@@ -120,7 +112,7 @@ test('KV format picker: each format runs, its measured KV bytes equal the estima
 });
 
 test('multi-turn chat keeps the cache; the transcript is text; New conversation starts over', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t);
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t);
   await loadDefault(page);
   // Continue conversation is on by default with the chat template.
   await page.getByTestId('chat').setChecked(false);

@@ -4,9 +4,9 @@
 // page.test.mjs: EDGEFIT_URL (required), EDGEFIT_BUILD_DIR, CHROMIUM. Screenshot:
 // $EDGEFIT_BUILD_DIR/e2e/prune.png.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, openPage, SHOT_DIR, text, waitStatus } from './helpers.mjs';
+import { useBrowser, openPage, SHOT_DIR, text, waitStatus } from './helpers.mjs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -17,15 +17,7 @@ const JOB_TIMEOUT = 120_000;
 // round(0.8 · 1536) = 1229 per layer, so 307 channels × (gate + up + down: 3 × 576) × 30 layers go.
 const MLP_REMOVED_PARAMS = 307 * 3 * 576 * 30;
 
-let browser;
-
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-});
+const browser = useBrowser(); // one Chromium for this file's tests
 
 async function int(page, id) {
   const s = await text(page, id);
@@ -46,7 +38,7 @@ async function estParams(page, want) {
 }
 
 test('pruning panel: prune MLP 20% in the worker, run it, estimate it, download it, reset', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { acceptDownloads: true });
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t, { acceptDownloads: true });
   await page.getByTestId('load-default').click();
   assert.equal(await waitStatus(page, 'ready', LOAD_TIMEOUT), 'ready', 'the default model loads');
   const paramsLoaded = await int(page, 'metric-params');

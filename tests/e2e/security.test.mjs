@@ -3,26 +3,18 @@
 // that is markup stays inert text; every request stays on the page's origin and none carries a
 // byte of the user's model file. Environment: EDGEFIT_URL (required), EDGEFIT_BUILD_DIR, CHROMIUM.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFile, link, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { launchBrowser, openPage, text, waitStatus, URL_, SHOT_DIR } from './helpers.mjs';
+import { useBrowser, openPage, text, waitStatus, URL_, SHOT_DIR } from './helpers.mjs';
 import { tapWorkers } from './worker-tap.mjs';
 
 const MODEL = 'models/smollm2-135m-instruct-q4_1.gguf';
 const LOAD_TIMEOUT = 120_000;
 const JOB_TIMEOUT = 120_000;
 
-let browser;
-
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-});
+const browser = useBrowser(); // one Chromium for this file's tests
 
 /** Records every securitypolicyviolation the document sees, from before the page's scripts run. */
 async function watchCsp(page) {
@@ -77,7 +69,7 @@ async function usePanels(page) {
 }
 
 test('the Content-Security-Policy is in force and a full use of the page violates none of it', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { onPage: watchCsp });
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t, { onPage: watchCsp });
   const csp = await page.evaluate(() => document.querySelector('meta[http-equiv="Content-Security-Policy"]')?.content ?? null);
   t.diagnostic(`CSP: ${csp}`);
   assert.ok(csp, 'index.html carries a CSP');
@@ -133,7 +125,7 @@ test('the Content-Security-Policy is in force and a full use of the page violate
 });
 
 test('model output that is markup is shown as inert text', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { onPage: watchCsp });
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t, { onPage: watchCsp });
   await page.getByTestId('load-default').click();
   assert.equal(await waitStatus(page, 'ready', LOAD_TIMEOUT), 'ready');
   const imgsBefore = await page.evaluate(() => document.querySelectorAll('img, script, iframe').length);
@@ -174,7 +166,7 @@ test('every request stays on the origin; a user file is read locally and never s
     });
     page.on('websocket', (ws) => sockets.push(ws.url()));
   };
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { onPage });
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t, { onPage });
   const origin = new URL(URL_).origin;
   // The user's file, under a name of its own (a hard link to the model, or a copy).
   const userFile = path.join(SHOT_DIR, 'private-user-model.gguf');

@@ -2,20 +2,12 @@
 // chromium). Same environment as page.test.mjs: EDGEFIT_URL (required), EDGEFIT_BUILD_DIR,
 // CHROMIUM. Screenshot: $EDGEFIT_BUILD_DIR/e2e/share.png.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { launchBrowser, openPage, SHOT_DIR, text, URL_ } from './helpers.mjs';
+import { useBrowser, openPage, SHOT_DIR, text, URL_ } from './helpers.mjs';
 
-let browser;
-
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-});
+const browser = useBrowser(); // one Chromium for this file's tests
 
 const PROMPT = 'Say <b>markup</b> & "quotes" — Grüße, 東京 🚀\nline two #v=2&device=x';
 
@@ -23,7 +15,7 @@ const PROMPT = 'Say <b>markup</b> & "quotes" — Grüße, 東京 🚀\nline two 
 async function open(t, url = URL_) {
   const origin = new URL(URL_).origin;
   const foreign = [];
-  const opened = await openPage(browser, t, {
+  const opened = await openPage(browser(), t, {
     requestFailures: false,
     url,
     onPage: (page) => page.context().on('request', (r) => {

@@ -5,26 +5,18 @@
 // model, and that a host without the model still gives a working page that asks for a file.
 // Environment: EDGEFIT_URL (required), EDGEFIT_BUILD_DIR, CHROMIUM.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, openPage, text, waitStatus, URL_ } from './helpers.mjs';
+import { useBrowser, openPage, text, waitStatus, URL_ } from './helpers.mjs';
 
 const LOAD_TIMEOUT = 180_000;
 
-let browser;
-
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-});
+const browser = useBrowser(); // one Chromium for this file's tests
 
 /** Opens the page at `url` recording every request's URL (page and workers) from the start. */
 async function openRecorded(t, url = URL_, options = {}) {
   const urls = [];
-  const opened = await openPage(browser, t, { ...options, url, onPage: (page) => page.context().on('request', (r) => urls.push(r.url())) });
+  const opened = await openPage(browser(), t, { ...options, url, onPage: (page) => page.context().on('request', (r) => urls.push(r.url())) });
   return { ...opened, urls };
 }
 
@@ -72,13 +64,13 @@ test('?wasm=baseline runs the no-SIMD build on the real model', async (t) => {
 });
 
 test('an unknown ?wasm= build is a clear error', async (t) => {
-  const { page } = await openPage(browser, t, { requestFailures: false, url: new URL('?wasm=sse9', URL_).href });
+  const { page } = await openPage(browser(), t, { requestFailures: false, url: new URL('?wasm=sse9', URL_).href });
   await page.getByTestId('error-box').waitFor({ state: 'visible', timeout: 30_000 });
   assert.match(await text(page, 'error-box'), /\?wasm=sse9 is not a wasm build \(simd128, baseline\)/);
 });
 
 test('a host without the model: the page says so, asks for a file, and the estimator works', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t, {
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t, {
     requestFailures: false,
     onPage: (p) => p.route('**/models/*', (route) => route.fulfill({ status: 404, body: 'not here' })),
   });

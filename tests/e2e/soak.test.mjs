@@ -6,9 +6,9 @@
 // (README, "Multi-turn chat"). Prints the figures before and after as diagnostics.
 // Environment: EDGEFIT_URL (required), EDGEFIT_BUILD_DIR, CHROMIUM.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser, openPage, text, waitStatus } from './helpers.mjs';
+import { useBrowser, openPage, text, waitStatus } from './helpers.mjs';
 import { tapWorkers } from './worker-tap.mjs';
 
 const LOAD_TIMEOUT = 120_000;
@@ -22,15 +22,7 @@ const TOKENS_PER_TURN = 200;
 // is not the cache moves by less than FLAT_SLACK_BYTES in the whole run.
 const FLAT_SLACK_BYTES = 4 << 20;
 
-let browser;
-
-before(async () => {
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-});
+const browser = useBrowser(); // one Chromium for this file's tests
 
 const MiB = (b) => `${(b / 2 ** 20).toFixed(2)} MiB`;
 
@@ -50,7 +42,7 @@ async function lastTurn(page) {
 }
 
 test('soak: many turns, thousands of tokens: memory minus the KV cache stays flat; the context limit is a clear error', async (t) => {
-  const { page, consoleErrors, pageErrors } = await openPage(browser, t, { onPage: tapWorkers });
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t, { onPage: tapWorkers });
   await page.getByTestId('load-default').click();
   assert.equal(await waitStatus(page, 'ready', LOAD_TIMEOUT), 'ready');
   const loaded = await page.evaluate(() => window.__tap.last);
