@@ -418,6 +418,7 @@ function renderMetrics(m, kvEstimateBytes = null) {
   $('metric-weights-mb').textContent = m.weights_bytes > 0 ? `(${P.formatMB(m.weights_bytes)})` : '';
   $('metric-kv-mb').textContent = m.kv_bytes > 0 ? `(${P.formatMB(m.kv_bytes)})` : '';
   $('metric-peak-mb').textContent = m.peak_bytes > 0 ? `(${P.formatMB(m.peak_bytes)})` : '';
+  $('metric-heap-mb').textContent = m.heap_bytes > 0 ? `(${P.formatMB(m.heap_bytes)})` : '';
   $('metric-weights-format').textContent = P.formatWeightsUsed(m);
   $('metric-kernel').textContent = m.kernel ?? '';
   // The KV cache, live: format, tokens held of the limit, measured bytes beside the estimator's.

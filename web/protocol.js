@@ -234,6 +234,13 @@ export const METRIC_NAME_KEYS = Object.freeze(['weights', 'embedding', 'kernel']
  */
 export const KV_METRIC_KEYS = Object.freeze(['kv_tokens', 'kv_reserved_bytes', 'reused_tokens', 'kv_limit']);
 
+/**
+ * Optional metric keys of memory: `heap_bytes`, the heap in use as the wasm build's allocator
+ * counts it (it falls when memory is freed; `peak_bytes`, the linear memory's size, never does).
+ * A non-negative integer when present; the CLI's engine leaves it out.
+ */
+export const MEMORY_METRIC_KEYS = Object.freeze(['heap_bytes']);
+
 /** Metric keys from `Engine.metrics()` that are plain numbers (token_ms and finish_reason aside). */
 export const METRIC_KEYS = Object.freeze([
   'load_ms',
@@ -915,7 +922,7 @@ export function checkMetrics(m) {
     return `metrics.finish_reason must be "stop", "length" or null, got ${fmtValue(m.finish_reason)}`;
   if ('token_ms' in m && !(Array.isArray(m.token_ms) && m.token_ms.every((x) => isFiniteNumber(x) && x >= 0)))
     return 'metrics.token_ms must be an array of non-negative numbers';
-  for (const k of KV_METRIC_KEYS) {
+  for (const k of [...KV_METRIC_KEYS, ...MEMORY_METRIC_KEYS]) {
     if (k in m && !isNonNegInt(m[k])) return `metrics.${k} must be a non-negative integer, got ${fmtValue(m[k])}`;
   }
   if ('kv_format' in m) {
@@ -1141,6 +1148,7 @@ export function metricCells(m) {
     'metric-weights-bytes': has('weights_bytes') && m.weights_bytes > 0 ? formatBytes(m.weights_bytes) : '',
     'metric-kv-bytes': has('kv_bytes') && m.kv_bytes > 0 ? formatBytes(m.kv_bytes) : '',
     'metric-peak-bytes': has('peak_bytes') && m.peak_bytes > 0 ? formatBytes(m.peak_bytes) : '',
+    'metric-heap-bytes': has('heap_bytes') && m.heap_bytes > 0 ? formatBytes(m.heap_bytes) : '',
     'metric-prompt-tokens': has('prompt_tokens') && m.prompt_tokens > 0 ? String(m.prompt_tokens) : '',
     'metric-generated-tokens': has('generated_tokens') ? String(m.generated_tokens) : '',
   };

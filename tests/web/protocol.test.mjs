@@ -18,6 +18,7 @@ const goodMetrics = () => ({
   kernel: 'simd128',
   kv_bytes: 506880,
   peak_bytes: 700055552,
+  heap_bytes: 650000000,
   finish_reason: 'length',
   token_ms: [45.1, 46.2, 44.9],
 });
@@ -307,6 +308,7 @@ test('metricCells: every cell is a plain number string or empty', () => {
     'metric-weights-bytes': '538060032',
     'metric-kv-bytes': '506880',
     'metric-peak-bytes': '700055552',
+    'metric-heap-bytes': '650000000',
     'metric-prompt-tokens': '6',
     'metric-generated-tokens': '16',
   });
@@ -355,4 +357,14 @@ test('the wasm build: simd128 when the engine validates the SIMD probe, baseline
   assert.match(P.chooseWasmBuild(false, 'simd128').error, /no WebAssembly SIMD/);
   assert.match(P.chooseWasmBuild(true, '<script>').error, /\?wasm=<script> is not a wasm build \(simd128, baseline\)/);
   assert.equal(P.WASM_BUILD_DIRS.baseline, './pkg-baseline/');
+});
+
+test('heap_bytes (the wasm allocator’s count) is optional, and a non-negative integer when present', () => {
+  assert.equal(P.checkMetrics(goodMetrics()), null);
+  const { heap_bytes: _dropped, ...cli } = goodMetrics();
+  assert.equal(P.checkMetrics(cli), null, 'the CLI’s engine does not count its heap');
+  assert.equal(P.metricCells(cli)['metric-heap-bytes'], '');
+  for (const bad of [-1, 1.5, '5', null]) {
+    assert.match(P.checkMetrics({ ...goodMetrics(), heap_bytes: bad }), /metrics\.heap_bytes must be a non-negative integer/, String(bad));
+  }
 });

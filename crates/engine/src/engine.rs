@@ -25,6 +25,12 @@ pub trait Platform {
     /// Peak memory of the process so far in bytes (peak RSS natively; the wasm linear memory
     /// size in a browser, which only grows).
     fn peak_bytes(&self) -> u64;
+    /// Bytes of heap in use right now, where the platform counts its allocations (the wasm
+    /// build's global allocator does; natively this is `None`). Unlike the peak, it falls when
+    /// memory is freed, so it shows what the engine holds between turns.
+    fn heap_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Settings of one generation.
@@ -97,6 +103,10 @@ pub struct Metrics {
     /// fails with "context full" (see [`Engine::start`]).
     pub kv_limit: usize,
     pub peak_bytes: u64,
+    /// Heap in use when the metrics were last read ([`Platform::heap_bytes`]); absent where the
+    /// platform does not count it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heap_bytes: Option<u64>,
     pub finish_reason: Option<FinishReason>,
     /// Milliseconds of each decode step (forward + sample), in order.
     pub token_ms: Vec<f64>,
@@ -174,6 +184,7 @@ impl Engine {
         let metrics = Metrics {
             load_ms,
             peak_bytes: platform.peak_bytes(),
+            heap_bytes: platform.heap_bytes(),
             ..Metrics::for_model(&model)
         };
         let mut engine = Engine {
@@ -385,7 +396,7 @@ impl Engine {
             finished: false,
         });
         self.refresh_kv();
-        self.metrics.peak_bytes = self.platform.peak_bytes();
+        self.metrics.read_memory(self.platform.as_ref());
         Ok(())
     }
 
@@ -408,7 +419,7 @@ impl Engine {
                 self.metrics.prefill_tok_s = rate(gen.prompt.len(), ms);
                 // Memory peaks at load and prefill; reading it (natively: /proc) is kept out of
                 // the decode loop and done again when the generation ends.
-                self.metrics.peak_bytes = self.platform.peak_bytes();
+                self.metrics.read_memory(self.platform.as_ref());
                 l
             }
             Some(tok) => {
@@ -435,7 +446,7 @@ impl Engine {
         if self.tokenizer.is_stop(next) {
             gen.finished = true;
             self.metrics.finish_reason = Some(FinishReason::Stop);
-            self.metrics.peak_bytes = self.platform.peak_bytes();
+            self.metrics.read_memory(self.platform.as_ref());
             let rest = gen.stream.flush(&self.tokenizer)?;
             gen.text.push_str(&rest);
             return Ok(if rest.is_empty() { None } else { Some(rest) });
@@ -445,7 +456,7 @@ impl Engine {
         if self.metrics.generated_tokens >= gen.options.max_tokens {
             gen.finished = true;
             self.metrics.finish_reason = Some(FinishReason::Length);
-            self.metrics.peak_bytes = self.platform.peak_bytes();
+            self.metrics.read_memory(self.platform.as_ref());
             piece.push_str(&gen.stream.flush(&self.tokenizer)?);
         } else {
             gen.pending = Some(next);
@@ -576,6 +587,7 @@ impl Engine {
         self.metrics = Metrics {
             load_ms: self.platform.now_ms() - t0,
             peak_bytes: self.platform.peak_bytes(),
+            heap_bytes: self.platform.heap_bytes(),
             ..Metrics::for_model(&self.model)
         };
         self.refresh_kv();
@@ -596,6 +608,12 @@ impl Engine {
 
 impl Metrics {
     /// Empty measurements naming `model`'s weights and kernel.
+    /// Reads the platform's memory figures: the peak, and the heap in use.
+    fn read_memory(&mut self, platform: &dyn Platform) {
+        self.peak_bytes = platform.peak_bytes();
+        self.heap_bytes = platform.heap_bytes();
+    }
+
     fn for_model(model: &Model) -> Metrics {
         Metrics {
             weights_bytes: model.weights.bytes(),

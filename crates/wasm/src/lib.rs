@@ -3,9 +3,12 @@
 //! The thin `#[wasm_bindgen]` facade the web page's worker calls: it turns JS values into engine
 //! calls and engine errors into JS `Error`s (`Result<_, JsError>`), installs a panic hook so a
 //! panic reaches the console with its message, and supplies the browser [`Platform`]
-//! (`performance.now()` and the wasm linear-memory size). It has no logic of its own: every
+//! (`performance.now()`, the wasm linear-memory size, and the heap in use, counted by this
+//! crate's global allocator, [`heap`]). It has no logic of its own: every
 //! number it returns is computed by `edgefit-engine` (and, from issue 3 on, `edgefit-estimate`),
 //! exactly as the CLI computes it.
+
+pub mod heap;
 
 use edgefit_engine::{GenerateOptions, Platform, SamplerConfig};
 use edgefit_estimate::KvFormat;
@@ -19,7 +22,7 @@ extern "C" {
 }
 
 /// Time from `performance.now()`, memory from the size of this module's linear memory (which
-/// only grows, so its current size is its peak).
+/// only grows, so its current size is its peak) and from [`heap::live_bytes`].
 struct BrowserPlatform;
 
 impl Platform for BrowserPlatform {
@@ -31,6 +34,11 @@ impl Platform for BrowserPlatform {
         let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
         let buffer: js_sys::ArrayBuffer = memory.buffer().unchecked_into();
         buffer.byte_length() as u64
+    }
+
+    fn heap_bytes(&self) -> Option<u64> {
+        // Only the wasm build installs the counting allocator.
+        cfg!(target_arch = "wasm32").then(heap::live_bytes)
     }
 }
 

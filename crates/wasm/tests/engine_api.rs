@@ -48,8 +48,45 @@ fn generates_with_measurements() {
     assert!(m["kv_bytes"].as_u64().unwrap() > 0);
     // The wasm memory holds at least the f32 weights.
     assert!(m["peak_bytes"].as_u64().unwrap() >= m["weights_bytes"].as_u64().unwrap());
+    // The heap in use holds the weights and the KV cache's reserved bytes, within the peak.
+    let heap = m["heap_bytes"]
+        .as_u64()
+        .expect("the wasm build counts its heap");
+    assert!(
+        heap >= m["weights_bytes"].as_u64().unwrap() + m["kv_reserved_bytes"].as_u64().unwrap(),
+        "heap {heap} B holds the weights and the cache: {m}"
+    );
+    assert!(
+        heap <= m["peak_bytes"].as_u64().unwrap(),
+        "heap {heap} B within the peak: {m}"
+    );
     // A finished generation keeps returning undefined.
     assert!(e.step().unwrap_or_else(|_| panic!("step")).is_none());
+    // Dropping the engine gives its weights and cache back: the count falls (the peak cannot).
+    let weights = m["weights_bytes"].as_u64().unwrap();
+    drop(e);
+    let after = edgefit_wasm::heap::live_bytes();
+    assert!(
+        after + weights <= heap,
+        "after dropping the engine the heap is {after} B, it was {heap} B with {weights} B of weights"
+    );
+}
+
+#[wasm_bindgen_test]
+fn the_heap_count_follows_allocations_and_frees() {
+    let before = edgefit_wasm::heap::live_bytes();
+    let mut v: Vec<u8> = std::hint::black_box(Vec::with_capacity(1 << 20));
+    v.push(1);
+    assert_eq!(edgefit_wasm::heap::live_bytes(), before + (1 << 20));
+    v.reserve_exact(3 << 20); // a realloc to 4 MiB + 1
+    let grown = edgefit_wasm::heap::live_bytes();
+    assert_eq!(grown, before + v.capacity() as u64);
+    // alloc_zeroed; black_box keeps the optimizer from eliding an allocation nothing reads.
+    let zeroed = std::hint::black_box(vec![0u32; 1000]);
+    assert_eq!(edgefit_wasm::heap::live_bytes(), grown + 4000);
+    drop(v);
+    drop(zeroed);
+    assert_eq!(edgefit_wasm::heap::live_bytes(), before);
 }
 
 #[wasm_bindgen_test]
