@@ -28,6 +28,7 @@ const el = {
   transcript: $('transcript'),
   transcriptEmpty: $('transcript-empty'),
   progress: $('load-progress'),
+  prefillProgress: $('prefill-progress'),
   progressText: $('progress-text'),
   form: $('gen-form'),
   prompt: $('prompt'),
@@ -89,6 +90,7 @@ const state = {
   basePerplexity: null,
   pruneStage: null, // {stage, startedMs} of the running pruning job, for the time left
   loadStartedMs: null, // performance.now() when the running model load started, for the time left
+  generateStartedMs: null, // performance.now() when the running generation was asked for, for the prefill's time left
 };
 // The transcript of the conversation the engine holds (user turns and the model's answers).
 const conv = C.createConversation();
@@ -179,6 +181,7 @@ function onFatal(w, message) {
   w.terminate();
   worker = hadBooted ? spawnWorker() : null;
   state.phase = 'idle';
+  el.prefillProgress.hidden = true;
   state.modelLoaded = false;
   state.modelInfo = null;
   state.kvFormats = [];
@@ -322,7 +325,18 @@ function onWorkerMessage(w, msg) {
       break;
     case P.FromWorker.STARTED:
       break;
+    case P.FromWorker.PREFILLING:
+      // A long prompt, fed in chunks: a bar and the time left (not once Stop was pressed).
+      el.prefillProgress.max = msg.total;
+      el.prefillProgress.value = msg.done;
+      el.prefillProgress.hidden = false;
+      if (state.phase === 'generating') setStatus(P.prefillStatus(msg.done, msg.total, performance.now() - state.generateStartedMs));
+      break;
     case P.FromWorker.PIECE:
+      if (!el.prefillProgress.hidden) {
+        el.prefillProgress.hidden = true;
+        if (state.phase === 'generating') setStatus('generating…');
+      }
       el.output.textContent += msg.text;
       appendAnswer(msg.text);
       if (msg.tokenMs.length) chart.push(msg.tokenMs);
@@ -330,6 +344,7 @@ function onWorkerMessage(w, msg) {
       break;
     case P.FromWorker.DONE:
       state.phase = 'ready';
+      el.prefillProgress.hidden = true;
       C.finishTurn(conv, msg.reason);
       renderTranscript();
       renderMetrics(msg.metrics, msg.kvEstimateBytes);
@@ -383,6 +398,7 @@ function onWorkerMessage(w, msg) {
       {
         share.keepEstimateKv = false;
         const wasGenerating = state.phase === 'generating' || state.phase === 'stopping';
+        el.prefillProgress.hidden = true;
         if (state.phase === 'pruning') endPruneProgress('');
         state.phase = state.modelLoaded ? 'ready' : 'idle';
         renderKernels(state.modelInfo); // a refused kernel switch shows the kernel still in use
@@ -1022,6 +1038,7 @@ el.form.addEventListener('submit', (ev) => {
   }
   delete $('metric-kv-match').dataset.match;
   state.phase = 'generating';
+  state.generateStartedMs = performance.now();
   setStatus('generating…');
   render();
   send(P.generate(params));

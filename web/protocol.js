@@ -66,6 +66,10 @@
 //                                            set-kv-format done: `format` is the KV format now used;
 //                                            metrics: the engine's metrics (null without a model)
 //   started   {}                             generation started
+//   prefilling {done, total}                 the prompt is being fed in chunks (Engine
+//                                            prefillChunk): `done` of its `total` tokens are in
+//                                            the cache; sent after each chunk of a prompt longer
+//                                            than one chunk; Stop is honoured between chunks
 //   piece     {text, tokenMs, metrics, kvEstimateBytes}
 //                                            one token's text, the new per-token decode latencies
 //                                            (ms) since the last piece, and a metrics snapshot
@@ -125,6 +129,7 @@ export const FromWorker = Object.freeze({
   KERNEL_SET: 'kernel-set',
   KV_FORMAT_SET: 'kv-format-set',
   STARTED: 'started',
+  PREFILLING: 'prefilling',
   PIECE: 'piece',
   DONE: 'done',
   ERROR: 'error',
@@ -750,6 +755,17 @@ export function catalog(presets, devices, kvFormats) {
   return m;
 }
 
+export function prefilling(done, total) {
+  const m = { type: FromWorker.PREFILLING, done, total };
+  must(validateFromWorker(m));
+  return m;
+}
+
+/** The status while a long prompt is fed: "generating… reading the prompt: 128 / 1501 tokens · about 12 s left". */
+export function prefillStatus(done, total, elapsedMs) {
+  return `generating… reading the prompt: ${done} / ${total} tokens${timeLeft(done, total, elapsedMs)}`;
+}
+
 export function measuring(done, total) {
   const m = { type: FromWorker.MEASURING, done, total };
   must(validateFromWorker(m));
@@ -1023,6 +1039,8 @@ export function validateFromWorker(msg) {
     }
     case FromWorker.MEASURING:
       return checkCount('measuring', msg.done, msg.total);
+    case FromWorker.PREFILLING:
+      return checkCount('prefilling', msg.done, msg.total);
     case FromWorker.ESTIMATE_RESULT: {
       if (!isNonNegInt(msg.id)) return `estimate-result: id must be a non-negative integer, got ${fmtValue(msg.id)}`;
       if (!ESTIMATE_PURPOSES.includes(msg.purpose)) return `estimate-result: bad purpose ${fmtValue(msg.purpose)}`;

@@ -1,9 +1,10 @@
 // edgefit worker: owns the wasm engine. The page (main.js) never touches the wasm.
 //
 // It reads the model (fetch with a streaming reader, or a user-chosen File), builds the engine,
-// and runs generation one `step()` per token. Between tokens it yields to the event loop through
+// and runs generation: the prefill one `prefillChunk()` at a time, then one `step()` per token.
+// Between chunks and tokens it yields to the event loop through
 // a MessageChannel (a task with no timer clamping, unlike setTimeout) so a `stop` message from
-// the page is handled between two tokens. Every message shape lives in protocol.js.
+// the page is handled between two of them. Every message shape lives in protocol.js.
 //
 // After every step it posts the engine's metrics with the estimator's bytes for the tokens the
 // KV cache holds (the wasm's kvBytes for the loaded model's ModelSpec and the run's KV format),
@@ -238,6 +239,10 @@ async function generate(p) {
     return;
   }
   stopRequested = false;
+  const postStopped = () => {
+    const m = JSON.parse(engine.metrics());
+    post(P.done('stopped', m, kvEstimate(m)));
+  };
   let sentMs = 0;
   let steps = 0;
   try {
@@ -245,12 +250,17 @@ async function generate(p) {
     post(P.started());
     // Let "generating…" paint before the prefill runs.
     await yieldToEventLoop();
+    // The prefill, a chunk of the prompt per call: a long prompt reports its progress, and
+    // Stop is honoured between chunks (what was fed stays in the cache for the next turn).
     for (;;) {
-      if (stopRequested) {
-        const m = JSON.parse(engine.metrics());
-        post(P.done('stopped', m, kvEstimate(m)));
-        return;
-      }
+      if (stopRequested) return postStopped();
+      const fed = JSON.parse(engine.prefillChunk());
+      if (fed.done === fed.total) break;
+      post(P.prefilling(fed.done, fed.total));
+      await yieldToEventLoop();
+    }
+    for (;;) {
+      if (stopRequested) return postStopped();
       if (faultAtStep !== null && steps >= faultAtStep) {
         faultAtStep = null;
         wasm.faultPanic(); // traps: reported as a crash below, as a real engine bug would be

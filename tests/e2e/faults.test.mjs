@@ -1,6 +1,6 @@
 // Faults in the page (issue 8, item 4) in headless Chromium: a real panic inside the worker's
-// wasm (fault injection, only with ?faults=1) is reported and the worker replaced; Stop during
-// the prefill; loading a model or changing the weights / KV format while generating (refused, the
+// wasm (fault injection, only with ?faults=1) is reported and the worker replaced; a long
+// prompt's prefill in chunks with its progress, and Stop during it; loading a model or changing the weights / KV format while generating (refused, the
 // generation finishes unmixed, then the changes apply); double clicks start one job; a tab in the
 // background keeps generating. Environment: EDGEFIT_URL (required), EDGEFIT_BUILD_DIR, CHROMIUM.
 
@@ -89,43 +89,58 @@ test('a panic in the worker mid-generation is reported, the worker is replaced, 
   assert.deepEqual(consoleErrors.filter((e) => !PANIC_LOG.test(e)), [], 'no other console errors');
 });
 
-test('Stop during the prefill of a long prompt ends the turn right after it; the page generates again', async (t) => {
+test('a long prompt is fed in chunks with a progress bar; Stop mid-prefill ends the turn there and the next turn reuses what was fed', async (t) => {
   const { page, consoleErrors, pageErrors } = await open(t);
   await loadDefault(page);
   assert.equal(await page.evaluate(() => typeof window.edgefitInjectFault), 'undefined', 'no fault hook without ?faults=1');
-  // About 100 prompt tokens: the prefill (one wasm call) takes a while, and Stop is pressed
-  // while it runs, before any token is out.
-  const long = 'The quick brown fox jumps over the lazy dog near the old river bank. '.repeat(7);
-  await setKnobs(page, { prompt: long, maxTokens: 200 });
+  // About 1,000 prompt tokens: 16 chunks of 64 (PREFILL_CHUNK), seconds of prefill.
+  const long = 'The quick brown fox jumps over the lazy dog near the old river bank. '.repeat(70);
+  await setKnobs(page, { prompt: long, maxTokens: 200, keep: true });
   await page.evaluate(() => {
     window.__tap.received.length = 0;
   });
   await page.getByTestId('generate').click();
-  // The worker says "started" just before the prefill's step; Stop is pressed 150 ms later.
-  await page.waitForFunction(() => window.__tap.received.some(([type]) => type === 'started'), null, { timeout: GEN_TIMEOUT, polling: 5 });
-  await new Promise((r) => setTimeout(r, 150));
+  // The second chunk's progress has come: Stop is pressed while the prefill is under way.
+  await page.waitForFunction(() => window.__tap.received.filter(([type]) => type === 'prefilling').length >= 2, null, { timeout: GEN_TIMEOUT, polling: 5 });
   const before = await page.evaluate(() => {
-    const n = document.querySelector('[data-testid="metric-generated-tokens"]').textContent;
-    const stop = document.querySelector('[data-testid="stop"]');
-    const state = { tokensAtStop: n, stopEnabled: !stop.disabled, piecesAtStop: window.__tap.received.filter(([type]) => type === 'piece').length };
-    stop.click();
+    const q = (id) => document.querySelector(`[data-testid="${id}"]`);
+    const bar = q('prefill-progress');
+    const state = {
+      status: q('status').textContent,
+      bar: { hidden: bar.hidden, value: bar.value, max: bar.max },
+      tokensAtStop: q('metric-generated-tokens').textContent,
+      stopEnabled: !q('stop').disabled,
+      pieces: window.__tap.received.filter(([type]) => type === 'piece').length,
+    };
+    q('stop').click();
     return state;
   });
-  assert.equal(before.piecesAtStop, 0, 'no token had come out when Stop was pressed: the prefill was running');
+  t.diagnostic(`at Stop: status "${before.status}", bar ${before.bar.value} / ${before.bar.max}`);
+  assert.match(before.status, /^generating… reading the prompt: (\d+) \/ (\d+) tokens( · about [\d.]+ s left)?$/, 'the status counts the prompt tokens fed');
+  const [, fedShown, totalShown] = before.status.match(/(\d+) \/ (\d+) tokens/).map(Number);
+  assert.ok(fedShown >= 128 && fedShown % 64 === 0 && totalShown > 900, `chunks of 64 of a long prompt: ${fedShown} / ${totalShown}`);
+  assert.deepEqual(before.bar, { hidden: false, value: before.bar.value, max: totalShown }, 'the bar is shown, out of the prompt tokens');
+  assert.ok(before.bar.value >= 128 && before.bar.value < totalShown, `the bar shows the tokens fed: ${before.bar.value}`);
+  assert.equal(before.pieces, 0, 'no token had come out when Stop was pressed');
   assert.equal(before.stopEnabled, true, 'Stop is enabled during the prefill');
-  assert.equal(before.tokensAtStop, '', 'no token was out when Stop was pressed (the prefill was running)');
+  assert.equal(before.tokensAtStop, '', 'no token was out when Stop was pressed');
   const t0 = Date.now();
   assert.equal(await waitStatus(page, 'done', GEN_TIMEOUT), 'done');
-  const generated = Number(await text(page, 'metric-generated-tokens'));
-  const prompt = Number(await text(page, 'metric-prompt-tokens'));
-  t.diagnostic(`stopped during a ${prompt}-token prefill (${await text(page, 'metric-prefill-tps')} tokens/s): ${generated} token(s) out, done ${Date.now() - t0} ms after Stop`);
-  assert.ok(prompt > 90, `a long prompt: ${prompt} tokens`);
+  const stopMs = Date.now() - t0;
+  const done = await page.evaluate(() => window.__tap.done.at(-1));
+  t.diagnostic(`stopped during a ${done.prompt_tokens}-token prefill: ${done.kv_tokens} tokens fed, ${done.generated_tokens} generated, done ${stopMs} ms after Stop`);
   assert.equal(await text(page, 'finish-reason'), 'stopped');
-  assert.ok(generated >= 1 && generated <= 2, `Stop takes effect when the prefill (one wasm call) returns: its token and at most one more, got ${generated}`);
+  assert.equal(done.generated_tokens, 0, 'Stop took effect inside the prefill: no token was generated');
+  assert.ok(done.kv_tokens < done.prompt_tokens && done.kv_tokens % 64 === 0, `the prefill stopped between chunks: ${done.kv_tokens} of ${done.prompt_tokens} tokens fed`);
+  assert.equal(await page.getByTestId('prefill-progress').isHidden(), true, 'the bar is hidden once the turn ends');
   assert.equal(await page.getByTestId('stop').isDisabled(), true, 'not stuck: stop is disabled');
   assert.equal(await page.getByTestId('generate').isEnabled(), true, 'not stuck: generate is enabled');
-  const out = await generate(page, { prompt: 'The capital of France is', maxTokens: 6 });
+  // The next turn continues the conversation: the chunks fed before Stop are reused.
+  const out = await generate(page, { prompt: ' The capital of France is', maxTokens: 6, keep: true });
   assert.ok(out.trim().length > 0, 'the next generation runs');
+  const next = await page.evaluate(() => window.__tap.done.at(-1));
+  t.diagnostic(`the next turn reused ${next.reused_tokens} tokens and fed ${next.prompt_tokens}`);
+  assert.equal(next.reused_tokens, done.kv_tokens, 'what was fed before Stop is reused, not computed again');
   assert.equal(await text(page, 'finish-reason'), 'reached max tokens');
   assert.deepEqual(pageErrors, []);
   assert.deepEqual(consoleErrors, []);

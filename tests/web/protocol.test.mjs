@@ -368,3 +368,13 @@ test('heap_bytes (the wasm allocator’s count) is optional, and a non-negative 
     assert.match(P.checkMetrics({ ...goodMetrics(), heap_bytes: bad }), /metrics\.heap_bytes must be a non-negative integer/, String(bad));
   }
 });
+
+test('prefilling {done, total}: the prompt fed in chunks, counted, with the time left', () => {
+  assert.deepEqual(P.prefilling(64, 1501), { type: 'prefilling', done: 64, total: 1501 });
+  assert.equal(P.validateFromWorker({ type: 'prefilling', done: 1501, total: 1501 }), null);
+  for (const [done, total] of [[65, 64], [-1, 10], [1.5, 10], [0, 0], [null, 10]]) {
+    assert.throws(() => P.prefilling(done, total), /prefilling: done\/total/, `${done}/${total}`);
+  }
+  assert.equal(P.prefillStatus(128, 1501, 4000), 'generating… reading the prompt: 128 / 1501 tokens · about 43 s left');
+  assert.equal(P.prefillStatus(1024, 2048, 1000), 'generating… reading the prompt: 1024 / 2048 tokens · about 1.0 s left');
+});

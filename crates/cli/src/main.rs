@@ -272,16 +272,51 @@ fn generate(args: GenerateArgs) -> Result<()> {
         if turn > 0 && !args.json {
             writeln!(stdout, "\n--- turn {} ---", turn + 1)?;
         }
-        let text = engine
-            .generate(prompt, options, &mut |piece| {
-                if !args.json {
-                    // A closed pipe ends the output; the generation itself is unaffected.
-                    let _ = stdout.write_all(piece.as_bytes());
-                    let _ = stdout.flush();
-                }
-            })
-            .with_context(|| format!("turn {}", turn + 1))?;
+        let context = || format!("turn {}", turn + 1);
+        engine.start(prompt, options).with_context(context)?;
+        prefill_with_progress(&mut engine, args.json).with_context(context)?;
+        let mut text = String::new();
+        while let Some(piece) = engine.step().with_context(context)? {
+            if !args.json {
+                // A closed pipe ends the output; the generation itself is unaffected.
+                let _ = stdout.write_all(piece.as_bytes());
+                let _ = stdout.flush();
+            }
+            text.push_str(&piece);
+        }
         report(&engine, &args, turn, text, &mut stdout)?;
+    }
+    Ok(())
+}
+
+/// Feeds the started generation's prompt chunk by chunk (as the page's worker does), with a
+/// progress bar on stderr when it is longer than one chunk (none with `--json`, or when stderr is
+/// not a terminal).
+fn prefill_with_progress(engine: &mut Engine, quiet: bool) -> Result<()> {
+    let mut bar: Option<ProgressBar> = None;
+    loop {
+        let p = engine.prefill_chunk()?;
+        if p.finished() {
+            break;
+        }
+        if quiet {
+            continue;
+        }
+        bar.get_or_insert_with(|| {
+            let b = ProgressBar::new(p.total as u64);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "reading the prompt [{bar:30}] {pos}/{len} tokens, {eta} left",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            b
+        })
+        .set_position(p.done as u64);
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
     }
     Ok(())
 }

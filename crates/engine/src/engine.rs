@@ -142,11 +142,44 @@ struct Generation {
     options: GenerateOptions,
     sampler: Sampler,
     stream: TextStream,
+    /// How many of `prompt` the model has been fed (the prefill runs in chunks of
+    /// [`PREFILL_CHUNK`] tokens), the time those chunks took, and the logits of the prompt's
+    /// last token once all of it is fed (the first new token is sampled from them).
+    fed: usize,
+    prefill_ms: f64,
+    prefill_logits: Option<Vec<f32>>,
     /// The sampled token not yet fed through the model.
     pending: Option<u32>,
     started_ms: f64,
     first_token_ms: Option<f64>,
     finished: bool,
+}
+
+/// Prompt tokens fed to the model per call of [`Engine::prefill_chunk`]: a long prompt's prefill
+/// is split so that a caller (the page's worker) can show its progress and stop between chunks.
+/// Chunks end where the cache reaches a multiple of this many tokens (so a turn that continues
+/// a conversation may start with a shorter one). The chunks' results are bit for bit those of
+/// one call: each chunk's keys and values go into the cache before its attention reads them, as
+/// within a call, and no chunk boundary falls inside a kivi4 key block (32 tokens, quantized
+/// once full with scales over the whole block, so a boundary inside one would change which
+/// tokens a query reads quantized). 64 tokens keep the matrix products batched (weights read
+/// once per 64 rows) and a chunk short (well under a second for the default model in a browser).
+pub const PREFILL_CHUNK: usize = 64;
+const _: () = assert!(PREFILL_CHUNK.is_multiple_of(edgefit_estimate::KIVI_BLOCK as usize));
+
+/// How far the prefill of the generation in progress has got: `done` of `total` prompt tokens
+/// fed (the tokens the cache already held from earlier turns are not counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PrefillProgress {
+    pub done: usize,
+    pub total: usize,
+}
+
+impl PrefillProgress {
+    /// All of the prompt is in the cache: the next [`Engine::step`] samples the first token.
+    pub fn finished(&self) -> bool {
+        self.done == self.total
+    }
 }
 
 /// A model, its tokenizer, a KV cache and the generation in progress.
@@ -390,6 +423,9 @@ impl Engine {
             options,
             sampler,
             stream: TextStream::default(),
+            fed: 0,
+            prefill_ms: 0.0,
+            prefill_logits: None,
             pending: None,
             started_ms,
             first_token_ms: None,
@@ -400,28 +436,57 @@ impl Engine {
         Ok(())
     }
 
-    /// Produces the next piece of text: the first call runs the prefill. Returns `None` once the
+    /// Feeds the next chunk of the prompt ([`PREFILL_CHUNK`] tokens) through the model and
+    /// returns the prefill's progress. Once all of it is fed (or when the generation has
+    /// finished) it does nothing and returns the same. [`step`](Self::step) finishes any prefill
+    /// left, so calling this is optional: it lets a caller report progress and stop mid-prefill.
+    /// Stopping there keeps what was fed: the cache holds it and the next kept turn reuses it.
+    pub fn prefill_chunk(&mut self) -> Result<PrefillProgress> {
+        let gen = self.generation.as_mut().ok_or(EngineError::NotStarted)?;
+        let total = gen.prompt.len();
+        if gen.finished || gen.fed == total {
+            return Ok(PrefillProgress {
+                done: gen.fed,
+                total,
+            });
+        }
+        let t0 = self.platform.now_ms();
+        let end = (gen.fed + PREFILL_CHUNK - self.cache.len() % PREFILL_CHUNK).min(total);
+        let chunk = &gen.prompt[gen.fed..end];
+        let logits = self.model.forward(chunk, &mut self.cache, Logits::Last)?;
+        self.held.extend_from_slice(chunk);
+        gen.fed = end;
+        gen.prefill_ms += self.platform.now_ms() - t0;
+        if end == total {
+            gen.prefill_logits = Some(logits);
+            self.metrics.prefill_tok_s = rate(total, gen.prefill_ms);
+            // Memory peaks at load and prefill; reading it (natively: /proc) is kept out of
+            // the decode loop and done again when the generation ends.
+            self.metrics.read_memory(self.platform.as_ref());
+        }
+        self.refresh_kv();
+        Ok(PrefillProgress { done: end, total })
+    }
+
+    /// Produces the next piece of text: the first call runs whatever is left of the prefill
+    /// ([`prefill_chunk`](Self::prefill_chunk) until the prompt is fed). Returns `None` once the
     /// generation has finished (stop token or `max_tokens`); the piece may be empty while a
     /// multi-byte character is incomplete.
     pub fn step(&mut self) -> Result<Option<String>> {
-        let gen = self.generation.as_mut().ok_or(EngineError::NotStarted)?;
-        if gen.finished {
+        if self
+            .generation
+            .as_ref()
+            .ok_or(EngineError::NotStarted)?
+            .finished
+        {
             return Ok(None);
         }
+        // Each call feeds a chunk, so this ends after at most prompt / PREFILL_CHUNK + 1 calls.
+        while !self.prefill_chunk()?.finished() {}
+        let gen = self.generation.as_mut().ok_or(EngineError::NotStarted)?;
         let t0 = self.platform.now_ms();
         let logits = match gen.pending {
-            None => {
-                let l = self
-                    .model
-                    .forward(&gen.prompt, &mut self.cache, Logits::Last)?;
-                self.held.extend_from_slice(&gen.prompt);
-                let ms = self.platform.now_ms() - t0;
-                self.metrics.prefill_tok_s = rate(gen.prompt.len(), ms);
-                // Memory peaks at load and prefill; reading it (natively: /proc) is kept out of
-                // the decode loop and done again when the generation ends.
-                self.metrics.read_memory(self.platform.as_ref());
-                l
-            }
+            None => gen.prefill_logits.take().ok_or(EngineError::NotStarted)?,
             Some(tok) => {
                 let l = self.model.forward(&[tok], &mut self.cache, Logits::Last)?;
                 self.held.push(tok);

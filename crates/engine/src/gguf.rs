@@ -373,24 +373,25 @@ fn opt_usize(md: &HashMap<String, Value>, key: &str) -> Result<Option<usize>> {
 }
 
 fn value_usize(key: &str, v: &Value) -> Result<usize> {
-    let n: Option<u64> = match v {
-        Value::U8(x) => Some(*x as u64),
-        Value::U16(x) => Some(*x as u64),
-        Value::U32(x) => Some(*x as u64),
-        Value::U64(x) => Some(*x),
-        Value::I8(x) => u64::try_from(*x).ok(),
-        Value::I16(x) => u64::try_from(*x).ok(),
-        Value::I32(x) => u64::try_from(*x).ok(),
-        Value::I64(x) => u64::try_from(*x).ok(),
+    let n: i128 = match v {
+        Value::U8(x) => (*x).into(),
+        Value::U16(x) => (*x).into(),
+        Value::U32(x) => (*x).into(),
+        Value::U64(x) => (*x).into(),
+        Value::I8(x) => (*x).into(),
+        Value::I16(x) => (*x).into(),
+        Value::I32(x) => (*x).into(),
+        Value::I64(x) => (*x).into(),
         _ => return Err(EngineError::metadata(key, "is not an integer")),
     };
-    match n.and_then(|n| usize::try_from(n).ok()) {
-        Some(n) => Ok(n),
-        None => Err(EngineError::metadata(
-            key,
-            format!("{v:?} is not a valid count"),
-        )),
-    }
+    usize::try_from(n).map_err(|_| {
+        let why = if n < 0 {
+            "a count cannot be negative".to_string()
+        } else {
+            format!("at most {} in this build", usize::MAX)
+        };
+        EngineError::metadata(key, format!("{n} is not a valid count ({why})"))
+    })
 }
 
 /// Per-layer shapes from the `edgefit.layers.*` keys (see the module docs), if present.

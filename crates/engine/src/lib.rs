@@ -36,7 +36,10 @@ pub mod tokenizer;
 pub mod weights;
 
 pub use config::LlamaConfig;
-pub use engine::{Engine, FinishReason, GenerateOptions, Metrics, ModelInfo, Platform};
+pub use engine::{
+    Engine, FinishReason, GenerateOptions, Metrics, ModelInfo, Platform, PrefillProgress,
+    PREFILL_CHUNK,
+};
 pub use error::{EngineError, Result};
 pub use kv_cache::KvCache;
 pub use kv_eval::{kv_eval, KvEvalOptions, KvEvalReport, KvFormatEval};

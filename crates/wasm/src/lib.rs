@@ -275,9 +275,20 @@ impl Engine {
         self.inner.start(prompt, options).map_err(js_err)
     }
 
-    /// The next piece of text (the first call runs the prefill); `undefined` once finished.
+    /// The next piece of text (the first call runs what is left of the prefill); `undefined`
+    /// once finished.
     pub fn step(&mut self) -> Result<Option<String>, JsError> {
         self.inner.step().map_err(js_err)
+    }
+
+    /// Feeds the next chunk of the prompt (`edgefit_engine::PREFILL_CHUNK` tokens) and returns
+    /// the prefill's progress as JSON `{"done": n, "total": m}` (prompt tokens fed, of all);
+    /// once `done == total`, `step()` samples the first token. Lets the worker report the
+    /// prefill's progress and stop between chunks.
+    #[wasm_bindgen(js_name = prefillChunk)]
+    pub fn prefill_chunk(&mut self) -> Result<String, JsError> {
+        let progress = self.inner.prefill_chunk().map_err(js_err)?;
+        serde_json::to_string(&progress).map_err(js_err)
     }
 
     /// The estimator's `ModelSpec` of the loaded model as JSON (feed it to [`estimate`]).

@@ -354,3 +354,37 @@ fn pruned_spec_shrinks_the_model_and_level_zero_keeps_it() {
         );
     }
 }
+
+#[wasm_bindgen_test]
+fn the_prefill_runs_in_chunks_with_progress() {
+    let mut e = engine();
+    // Long enough for more than one chunk on the synthetic tokenizer.
+    let prompt = "the theme of the thesis is the theme of the cat and the dog on the mat, \
+        then the thesis of the theme is the cat sat on the theme";
+    e.start(prompt, false, 4, 0.0, 1.0, 0, None)
+        .unwrap_or_else(|_| panic!("start"));
+    let total = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")))["prompt_tokens"]
+        .as_u64()
+        .unwrap();
+    let mut calls = 0;
+    loop {
+        let p = json(&e.prefill_chunk().unwrap_or_else(|_| panic!("prefillChunk")));
+        calls += 1;
+        assert_eq!(p["total"].as_u64(), Some(total));
+        let done = p["done"].as_u64().unwrap();
+        assert_eq!(
+            json(&e.metrics().unwrap_or_else(|_| panic!("metrics")))["kv_tokens"].as_u64(),
+            Some(done)
+        );
+        if done == total {
+            break;
+        }
+    }
+    assert!(calls >= 2, "{total} prompt tokens in {calls} chunk(s)");
+    let m = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
+    assert!(m["prefill_tok_s"].as_f64().unwrap() > 0.0, "{m}");
+    // The first step samples from the fed prompt; nothing is fed twice.
+    e.step().unwrap_or_else(|_| panic!("step"));
+    let m = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
+    assert!(m["kv_tokens"].as_u64().unwrap() <= total + 1, "{m}");
+}

@@ -436,7 +436,10 @@ pub fn gguf_cases() -> Vec<GgufCase> {
             "negative context",
             with_key("llama.context_length", Value::I32(-5)),
             Metadata,
-            &["llama.context_length", "I32(-5)"],
+            &[
+                "llama.context_length",
+                "-5 is not a valid count (a count cannot be negative)",
+            ],
         ),
         case(
             "block count as a string",
