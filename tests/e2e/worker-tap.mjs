@@ -6,7 +6,7 @@
 //   window.__tap.last      the metrics of the latest message that carried metrics
 //   window.__tap.errors    the text of every `error` message ({message, fatal})
 //   window.__tap.workers   how many workers the page created
-//   window.__tap.received  [type, performance.now()] of every started / piece / done message
+//   window.__tap.received  [type, performance.now()] of every started / prefilling / piece / done message
 //   window.__tap.tokenMs   every per-token decode time the pieces carried, in order
 
 /** Installs the tap on `page` (call before the navigation, e.g. from openPage's onPage). */
@@ -24,7 +24,7 @@ export async function tapWorkers(page) {
           if (m === null || typeof m !== 'object') return;
           if (m.metrics) tap.last = m.metrics;
           if (m.type === 'done') tap.done.push(m.metrics);
-          if (['started', 'piece', 'done'].includes(m.type)) tap.received.push([m.type, performance.now()]);
+          if (['started', 'prefilling', 'piece', 'done'].includes(m.type)) tap.received.push([m.type, performance.now()]);
           if (m.type === 'piece' && Array.isArray(m.tokenMs)) tap.tokenMs.push(...m.tokenMs);
           if (m.type === 'error') tap.errors.push({ message: m.message, fatal: m.fatal });
         });
