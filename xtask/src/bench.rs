@@ -744,9 +744,7 @@ fn render_e2e(rows: &[E2eRow], runs: usize, sizes: &[(String, u64, Option<u64>)]
 mod tests {
     use super::*;
 
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
+    use crate::util::strings as s;
 
     #[test]
     fn options_parse() {

@@ -398,9 +398,7 @@ pub const TEST_SECONDS: u64 = 5;
 mod tests {
     use super::*;
 
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
+    use crate::util::strings as s;
 
     #[test]
     fn parses_options() {

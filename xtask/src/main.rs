@@ -141,9 +141,7 @@ fn host_port(rest: &[String]) -> Result<(String, u16)> {
 mod tests {
     use super::*;
 
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
+    use crate::util::strings as s;
 
     #[test]
     fn host_port_defaults_and_overrides() {

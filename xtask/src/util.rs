@@ -207,3 +207,9 @@ pub fn flag_values(rest: &[String]) -> Result<Vec<(String, String)>> {
     }
     Ok(out)
 }
+
+/// Owned strings from literals (the tests' argument lists).
+#[cfg(test)]
+pub fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}

@@ -231,11 +231,7 @@ pub(crate) fn load(path: &Path, quiet: bool, options: LoadOptions) -> Result<Eng
     } else {
         ProgressBar::new(0)
     };
-    bar.set_style(
-        ProgressStyle::with_template("loading {msg} [{bar:30}] {pos}/{len} tensors")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
+    bar.set_style(bar_style("loading {msg} [{bar:30}] {pos}/{len} tensors"));
     bar.set_message(
         path.file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -289,6 +285,13 @@ fn generate(args: GenerateArgs) -> Result<()> {
     Ok(())
 }
 
+/// The CLI's progress bars: `template` (indicatif's syntax) drawn with `=> `.
+pub(crate) fn bar_style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
+}
+
 /// Feeds the started generation's prompt chunk by chunk (as the page's worker does), with a
 /// progress bar on stderr when it is longer than one chunk (none with `--json`, or when stderr is
 /// not a terminal).
@@ -303,15 +306,9 @@ fn prefill_with_progress(engine: &mut Engine, quiet: bool) -> Result<()> {
             continue;
         }
         bar.get_or_insert_with(|| {
-            let b = ProgressBar::new(p.total as u64);
-            b.set_style(
-                ProgressStyle::with_template(
-                    "reading the prompt [{bar:30}] {pos}/{len} tokens, {eta} left",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            b
+            ProgressBar::new(p.total as u64).with_style(bar_style(
+                "reading the prompt [{bar:30}] {pos}/{len} tokens, {eta} left",
+            ))
         })
         .set_position(p.done as u64);
     }

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use edgefit_engine::native::NativePlatform;
 use edgefit_engine::{perplexity_of_text, PerplexityOptions};
 use edgefit_estimate::KvFormat;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -91,11 +91,9 @@ pub fn run(args: PerplexityArgs) -> Result<()> {
     } else {
         ProgressBar::hidden()
     };
-    bar.set_style(
-        ProgressStyle::with_template("scoring [{bar:30}] {pos}/{len} tokens {per_sec} eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
+    bar.set_style(crate::bar_style(
+        "scoring [{bar:30}] {pos}/{len} tokens {per_sec} eta {eta}",
+    ));
     let platform = NativePlatform::default();
     let options = PerplexityOptions {
         max_tokens: args.max_tokens,

@@ -619,13 +619,9 @@ pub fn prescan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<()> {
         )));
     }
     for i in 0..entries {
-        let key_len = s.u64("metadata key length")?;
-        if key_len > MAX_KEY_LEN {
-            return Err(EngineError::Format(format!(
-                "GGUF metadata entry {i}: key of {key_len} bytes (at most {MAX_KEY_LEN})"
-            )));
-        }
-        let key = String::from_utf8_lossy(s.take(key_len, "metadata key")?).into_owned();
+        let key = s.string("metadata key length", "metadata key", |n| {
+            format!("GGUF metadata entry {i}: key of {n} bytes (at most {MAX_KEY_LEN})")
+        })?;
         let ty = s.u32("metadata value type")?;
         if key == "general.alignment" {
             let bytes = match ty {
@@ -661,13 +657,9 @@ pub fn prescan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<()> {
     // The tensor infos: name, dimension count, dimensions, ggml type, offset. A file cut inside
     // them is named here (candle would only say that it failed to fill a buffer).
     for i in 0..tensors {
-        let name_len = s.u64("tensor name length")?;
-        if name_len > MAX_KEY_LEN {
-            return Err(EngineError::Format(format!(
-                "GGUF tensor info {i}: name of {name_len} bytes (at most {MAX_KEY_LEN})"
-            )));
-        }
-        let name = String::from_utf8_lossy(s.take(name_len, "tensor name")?).into_owned();
+        let name = s.string("tensor name length", "tensor name", |n| {
+            format!("GGUF tensor info {i}: name of {n} bytes (at most {MAX_KEY_LEN})")
+        })?;
         let dims = s.u32(&format!("tensor `{name}` dimension count"))?;
         if dims > MAX_TENSOR_DIMS {
             return Err(EngineError::Format(format!(
@@ -742,6 +734,21 @@ impl<R: Read + Seek> Scan<'_, R> {
         let mut a = [0u8; 8];
         a.copy_from_slice(b);
         Ok(u64::from_le_bytes(a))
+    }
+
+    /// A length-prefixed string (a key or a tensor name) of at most [`MAX_KEY_LEN`] bytes;
+    /// `too_long(n)` words the error for a longer one.
+    fn string(
+        &mut self,
+        len_what: &str,
+        what: &str,
+        too_long: impl FnOnce(u64) -> String,
+    ) -> Result<String> {
+        let n = self.u64(len_what)?;
+        if n > MAX_KEY_LEN {
+            return Err(EngineError::Format(too_long(n)));
+        }
+        Ok(String::from_utf8_lossy(self.take(n, what)?).into_owned())
     }
 
     /// Moves past one value of GGUF type `ty` belonging to `key`.
