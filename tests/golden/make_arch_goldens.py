@@ -85,8 +85,13 @@ def r6(x):
 # Tokenizers
 # --------------------------------------------------------------------------------------------
 
-def train_bpe():
-    """Byte-level BPE (GPT-2 byte alphabet) with Llama 3's pre-tokenizer regex."""
+def train_bpe(workdir):
+    """Byte-level BPE (GPT-2 byte alphabet) with Llama 3's pre-tokenizer regex, trained on the
+    evaluation text plus the years 1700-1799 (so that multi-digit tokens exist and Llama 3's
+    up-to-three-digit grouping and Qwen2's single digits give different ids)."""
+    years = os.path.join(workdir, "years.txt")
+    with open(years, "w") as f:
+        f.write(" ".join(str(y) for y in range(1700, 1800)) + "\n")
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(LLAMA3_RE), behavior="isolated", invert=False),
@@ -96,7 +101,7 @@ def train_bpe():
     trainer = trainers.BpeTrainer(
         vocab_size=VOCAB, special_tokens=BPE_SPECIALS, show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train([TEXT], trainer)
+    tok.train([TEXT, years], trainer)
     assert tok.get_vocab_size() == VOCAB, tok.get_vocab_size()
     return tok
 
@@ -490,10 +495,13 @@ def main():
     work = os.path.join(OUT, ".work")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    bpe = train_bpe()
+    bpe = train_bpe(work)
     bpe_q = bpe_variant(bpe, QWEN2_RE)
     spm_file, spm_tok = train_spm(work)
     toks = {"llama-bpe": bpe, "qwen2": bpe_q, None: spm_tok}
+    a, b = bpe.encode(PROMPTS[0]).ids, bpe_q.encode(PROMPTS[0]).ids
+    assert a != b, "the llama-bpe and qwen2 pre-tokenizers should give different ids"
+    print("llama-bpe", a, "qwen2", b)
     sp = spm.SentencePieceProcessor(model_file=spm_file)
     assert sp.get_piece_size() == VOCAB
     assert bpe.token_to_id("<|im_end|>") == 2 and bpe.token_to_id("<|endoftext|>") == 0
