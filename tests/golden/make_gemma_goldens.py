@@ -16,7 +16,10 @@ The reference is Hugging Face transformers reading the GGUF file itself
 (`from_pretrained(models/, gguf_file=...)`): transformers dequantizes every tensor (Q4_K, Q6_K,
 Q5_0, Q8_0) to float32 with gguf-py and subtracts the 1 that llama.cpp's converter added to the
 Gemma norm weights, so these are the outputs of the file's exact values in f32 (eager attention).
-The tokenizer is the one transformers builds from the file's `tokenizer.ggml.*` fields.
+The tokenizer is the one transformers builds from the file's `tokenizer.ggml.*` fields; the
+script checks that a llama.cpp-style SPM tokenizer (check_spm_tokenizer.py) built from the same
+fields gives the same ids on every prompt and on the whole evaluation text (stored as
+`perplexity.text_token_ids`).
 
 Note: the file carries no `tokenizer.chat_template` and its `general.name` is "Gemma 3 270m"
 (no "it"): the chat case renders Gemma 3's published turn format by hand (see CHAT_TEMPLATE).
@@ -37,6 +40,9 @@ import time
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_spm_tokenizer  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL_DIR = os.path.join(ROOT, "models")
@@ -119,6 +125,15 @@ def main():
         t1 = time.time()
         text = open(TEXT, encoding="utf-8").read()
         tokens = tok(text).input_ids
+        # The same ids from the GGUF fields alone, the way llama.cpp's SPM tokenizer works.
+        voc = check_spm_tokenizer.load(path)
+        for c in cases:
+            v = list(voc)
+            v[3] = v[3] and not c["chat"]  # the rendered chat text holds <bos> itself
+            if check_spm_tokenizer.spm_encode(c["rendered"], *v) != c["tokens"]:
+                sys.exit(f"{c['name']}: llama.cpp-style SPM ids differ from transformers'")
+        if check_spm_tokenizer.spm_encode(text, *voc) != tokens:
+            sys.exit("the evaluation text: llama.cpp-style SPM ids differ from transformers'")
         n_pred = len(tokens) - 1
         inputs, targets = tokens[:n_pred], tokens[1:]
         total, windows = 0.0, 0
@@ -149,6 +164,7 @@ def main():
             "bos": "one BOS at the start of the text (add_bos_token = true); windows after the "
                    "first start without BOS, as edgefit's perplexity does",
             "text_tokens": len(tokens),
+            "text_token_ids": tokens,
             "tokens": n_pred,
             "windows": windows,
             "mean_nll": mean,
