@@ -20,14 +20,108 @@ pub(crate) mod simd128;
 pub(crate) mod x86;
 
 #[cfg(test)]
+mod ggml_tests;
+#[cfg(test)]
 mod tests;
 
 use half::f16;
 
 use crate::act::ActQ16;
 use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
+use crate::ggml::GgmlMatrix;
 use crate::quant::{check_product, F16Matrix, Q8Matrix, W4Matrix, ROW_TILE};
 use crate::Kernel;
+
+/// `out[t][r] = x[t] · w[r]` for a ggml block matrix (see [`GgmlMatrix::matmul_scalar`]).
+pub(crate) fn ggml_matmul(kernel: Kernel, w: &GgmlMatrix, x: &ActQ16, out: &mut [f32]) {
+    check_product(w.format_name(), w.rows(), w.cols(), x, out);
+    match kernel.resolve() {
+        Kernel::Scalar => w.matmul_scalar(x, out),
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::ggml_matmul(w, x, out),
+        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { x86::ggml_matmul(w, x, out) },
+        _ => portable::ggml_matmul(w, x, out),
+    }
+}
+
+/// Four rows of a [`GgmlMatrix`] decoded for the SIMD kernels (rows past the end repeat the
+/// last row; their results are dropped): the integer weights of each row (`4 × cols` i8, row
+/// after row), and the per-unit factors `a` and per-32 terms `c` interleaved `[unit][4 rows]`,
+/// so the 4 rows' factors of one unit are one 128-bit load lining up with the 4 rows' sums.
+/// Decoding once per tile serves every token of a prefill.
+pub(crate) struct GgmlTile {
+    pub(crate) q: Vec<i8>,
+    pub(crate) a: Vec<f32>,
+    pub(crate) c: Vec<f32>,
+    row_a: Vec<f32>,
+    row_c: Vec<f32>,
+}
+
+impl GgmlTile {
+    pub(crate) fn new(w: &GgmlMatrix) -> GgmlTile {
+        let (_, row_a, row_c) = w.row_scratch();
+        GgmlTile {
+            q: vec![0; ROW_TILE * w.cols()],
+            a: vec![0.0; ROW_TILE * row_a.len()],
+            c: vec![0.0; ROW_TILE * row_c.len()],
+            row_a,
+            row_c,
+        }
+    }
+
+    /// Decodes rows `r0..r0 + 4` (clamped to the last row).
+    #[inline(always)]
+    pub(crate) fn load(&mut self, w: &GgmlMatrix, r0: usize) {
+        let k = w.cols();
+        let min = w.format().has_min();
+        for j in 0..ROW_TILE {
+            let r = (r0 + j).min(w.rows() - 1);
+            w.decode_row(
+                r,
+                &mut self.q[j * k..(j + 1) * k],
+                &mut self.row_a,
+                &mut self.row_c,
+            );
+            for (u, &a) in self.row_a.iter().enumerate() {
+                self.a[u * ROW_TILE + j] = a;
+            }
+            if min {
+                for (b, &c) in self.row_c.iter().enumerate() {
+                    self.c[b * ROW_TILE + j] = c;
+                }
+            }
+        }
+    }
+}
+
+/// Per-token activation factors for the ggml SIMD kernels, each splatted to 4 lanes so they
+/// line up with a tile's `[unit][4 rows]` factors: `sx[t][u]` the activation scale of unit
+/// `u`'s block, `xs[t][b] = sx · Σ xq` of block `b` (for the minimum term).
+pub(crate) struct GgmlPrep {
+    pub(crate) units: usize,
+    pub(crate) sx: Vec<f32>,
+    pub(crate) xs: Vec<f32>,
+}
+
+impl GgmlPrep {
+    pub(crate) fn new(w: &GgmlMatrix, x: &ActQ16) -> GgmlPrep {
+        let (m, xb) = (x.rows(), x.blocks());
+        let per = crate::act::BLOCK / w.format().unit();
+        let units = xb * per;
+        let mut p = GgmlPrep {
+            units,
+            sx: Vec::with_capacity(m * units * ROW_TILE),
+            xs: Vec::with_capacity(m * xb * ROW_TILE),
+        };
+        for (&sx, &sum) in x.scales.iter().zip(&x.sums) {
+            p.sx.extend(std::iter::repeat_n(sx, per * ROW_TILE));
+            p.xs.extend(std::iter::repeat_n(sx * sum as f32, ROW_TILE));
+        }
+        p
+    }
+}
 
 /// `out[t][r] = x[t] · w[r]` for a w4 matrix (see [`W4Matrix::matmul_scalar`]).
 pub(crate) fn w4_matmul(kernel: Kernel, w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
