@@ -660,28 +660,29 @@ unsafe fn ggml_unit<const U: usize>(w: *const i8, x: *const i16) -> v128 {
     }
 }
 
-/// One decoded 4-row tile against token `t`: the 4 outputs.
+/// One decoded chunk of a 4-row tile (`units` units of `U` values, starting at unit `u0` of
+/// the row and at block `b0` of 32) against token `t`: the 4 rows' partial outputs.
 ///
 /// # Safety
-/// `tile` holds a decoded tile of a matrix with `k` columns, `xp` was built from `x` for it,
-/// and `t < x.rows()`.
+/// `tile` holds that chunk decoded from the matrix `xp` and `x` were prepared for, and
+/// `t < x.rows()`.
 #[inline(never)]
 unsafe fn ggml_tile<const U: usize, const MIN: bool>(
     tile: &GgmlTile,
     xp: &GgmlPrep,
     x: &ActQ16,
     t: usize,
-    k: usize,
+    [u0, units, b0]: [usize; 3],
 ) -> v128 {
-    let xb = x.blocks();
-    let xq = x.q[t * xb * BLOCK..].as_ptr();
-    let sx = xp.sx[t * xp.units * 4..].as_ptr();
+    let (xb, k) = (x.blocks(), units * U);
+    let xq = x.q[t * xb * BLOCK + u0 * U..].as_ptr();
+    let sx = xp.sx[(t * xp.units + u0) * 4..].as_ptr();
     let (wq, a) = (tile.q.as_ptr(), tile.a.as_ptr());
     let mut acc = f32x4_splat(0.0);
-    // SAFETY: units `u < units` lie inside every decoded row (`k = units · U` values) and the
-    // token's activations; the factor arrays hold `units × 4` values.
+    // SAFETY: units `u < units` lie inside every decoded row (`k = units · U` values apart)
+    // and the token's activations from `u0`; the factor arrays hold `units × 4` values.
     unsafe {
-        for u in 0..xp.units {
+        for u in 0..units {
             let (w, xv) = (wq.add(u * U), xq.add(u * U));
             let d = reduce4(
                 ggml_unit::<U>(w, xv),
@@ -697,8 +698,8 @@ unsafe fn ggml_tile<const U: usize, const MIN: bool>(
         }
         if MIN {
             // The minimum's term `Σ_b c_b · sx · Σ xq` reads no weights.
-            let (c, xs) = (tile.c.as_ptr(), xp.xs[t * xb * 4..].as_ptr());
-            for b in 0..xb {
+            let (c, xs) = (tile.c.as_ptr(), xp.xs[(t * xb + b0) * 4..].as_ptr());
+            for b in 0..k / BLOCK {
                 let cv = v128_load(c.add(b * 4) as *const v128);
                 let xv = v128_load(xs.add(b * 4) as *const v128);
                 acc = f32x4_add(acc, f32x4_mul(cv, xv));
@@ -709,26 +710,36 @@ unsafe fn ggml_tile<const U: usize, const MIN: bool>(
 }
 
 pub(crate) fn ggml_matmul(w: &GgmlMatrix, x: &ActQ16, out: &mut [f32]) {
-    let (n, m, k) = (w.rows(), x.rows(), w.cols());
+    let (n, m) = (w.rows(), x.rows());
+    let f = w.format();
+    let (u, v) = (f.unit(), f.block_values());
     let xp = GgmlPrep::new(w, x);
-    let mut tile = GgmlTile::new(w);
-    let (six, min) = (w.format().unit() == 16, w.format().has_min());
+    let mut tile = GgmlTile::new();
+    let mut acc = vec![f32x4_splat(0.0); m];
     for r0 in (0..n).step_by(ROW_TILE) {
-        let width = (n - r0).min(ROW_TILE);
-        tile.load(w, r0);
-        for t in 0..m {
-            let mut v = [0.0f32; 4];
-            // SAFETY: the tile was decoded from `w`, `xp` built for `w` and `x`, `t < m`; `v`
-            // has room for 16 bytes.
-            unsafe {
-                let o = match (six, min) {
-                    (true, _) => ggml_tile::<16, false>(&tile, &xp, x, t, k),
-                    (false, true) => ggml_tile::<32, true>(&tile, &xp, x, t, k),
-                    (false, false) => ggml_tile::<32, false>(&tile, &xp, x, t, k),
+        acc.fill(f32x4_splat(0.0));
+        for (c0, nb) in GgmlTile::chunks(w) {
+            tile.load(w, r0, c0, nb);
+            let at = [c0 * v / u, nb * v / u, c0 * v / BLOCK];
+            for (t, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: the tile holds this chunk of `w`, `xp` was built for `w` and `x`,
+                // `t < m`.
+                let o = unsafe {
+                    match (u == 16, f.has_min()) {
+                        (true, _) => ggml_tile::<16, false>(&tile, &xp, x, t, at),
+                        (false, true) => ggml_tile::<32, true>(&tile, &xp, x, t, at),
+                        (false, false) => ggml_tile::<32, false>(&tile, &xp, x, t, at),
+                    }
                 };
-                v128_store(v.as_mut_ptr() as *mut v128, o);
+                *acc = f32x4_add(*acc, o);
             }
-            out[t * n + r0..t * n + r0 + width].copy_from_slice(&v[..width]);
+        }
+        let width = (n - r0).min(ROW_TILE);
+        for (t, a) in acc.iter().enumerate() {
+            let mut o = [0.0f32; 4];
+            // SAFETY: `o` has room for 16 bytes; `v128_store` needs no alignment.
+            unsafe { v128_store(o.as_mut_ptr() as *mut v128, *a) };
+            out[t * n + r0..t * n + r0 + width].copy_from_slice(&o[..width]);
         }
     }
 }

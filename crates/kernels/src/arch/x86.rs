@@ -488,27 +488,28 @@ unsafe fn ggml_units4<const U: usize>(
     }
 }
 
-/// One decoded 4-row tile against token `t`: the 4 outputs.
+/// One decoded chunk of a 4-row tile (`units` units of `U` values, starting at unit `u0` of
+/// the row and at block `b0` of 32) against token `t`: the 4 rows' partial outputs.
 ///
 /// # Safety
-/// `tile` holds a decoded tile of `w`, `xp` was built from `x` for `w`, and `t < x.rows()`;
-/// the CPU has AVX2, FMA and F16C.
+/// `tile` holds that chunk decoded from the matrix `xp` and `x` were prepared for, and
+/// `t < x.rows()`; the CPU has AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn ggml_tile<const U: usize, const MIN: bool>(
     tile: &GgmlTile,
     xp: &GgmlPrep,
     x: &ActQ16,
     t: usize,
-    k: usize,
+    [u0, units, b0]: [usize; 3],
 ) -> __m128 {
-    let units = xp.units;
-    let xq = x.q[t * x.blocks() * BLOCK..].as_ptr();
-    let sx = xp.sx[t * units * 4..].as_ptr();
+    let k = units * U;
+    let xq = x.q[t * x.blocks() * BLOCK + u0 * U..].as_ptr();
+    let sx = xp.sx[(t * xp.units + u0) * 4..].as_ptr();
     let wq = tile.q.as_ptr();
     let a = tile.a.as_ptr();
     let mut acc = _mm256_setzero_ps();
-    // SAFETY: units `u < units` lie inside every decoded row (`k = units · U` values) and the
-    // token's activations; the factor arrays hold `units × 4` values.
+    // SAFETY: units `u < units` lie inside every decoded row (`k = units · U` values apart)
+    // and the token's activations from `u0`; the factor arrays hold `units × 4` values.
     unsafe {
         for u in (0..units / 2 * 2).step_by(2) {
             let d0 = ggml_units4::<U>(wq, k, xq, u);
@@ -531,8 +532,9 @@ unsafe fn ggml_tile<const U: usize, const MIN: bool>(
         let mut out = fold(acc);
         if MIN {
             // The minimum's term `Σ_b c_b · sx · Σ xq` reads no weights.
-            let (c, xs) = (tile.c.as_ptr(), xp.xs[t * x.blocks() * 4..].as_ptr());
-            for b in 0..x.blocks() {
+            let c = tile.c.as_ptr();
+            let xs = xp.xs[(t * x.blocks() + b0) * 4..].as_ptr();
+            for b in 0..k / BLOCK {
                 out = _mm_fmadd_ps(_mm_loadu_ps(c.add(b * 4)), _mm_loadu_ps(xs.add(b * 4)), out);
             }
         }
@@ -544,26 +546,36 @@ unsafe fn ggml_tile<const U: usize, const MIN: bool>(
 /// The CPU must have AVX2, FMA and F16C. Shapes are checked by the caller.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(crate) unsafe fn ggml_matmul(w: &GgmlMatrix, x: &ActQ16, out: &mut [f32]) {
-    let (n, m, k) = (w.rows(), x.rows(), w.cols());
+    let (n, m) = (w.rows(), x.rows());
+    let f = w.format();
+    let (u, v) = (f.unit(), f.block_values());
     let xp = GgmlPrep::new(w, x);
-    let mut tile = GgmlTile::new(w);
-    let (six, min) = (w.format().unit() == 16, w.format().has_min());
+    let mut tile = GgmlTile::new();
+    let mut acc = vec![_mm_setzero_ps(); m];
     for r0 in (0..n).step_by(ROW_TILE) {
-        let width = (n - r0).min(ROW_TILE);
-        tile.load(w, r0);
-        for t in 0..m {
-            let mut v = [0.0f32; 4];
-            // SAFETY: the tile was decoded from `w`, `xp` built for `w` and `x`, `t < m`; the
-            // CPU features are this function's own contract; `v` has room for 4 floats.
-            unsafe {
-                let o = match (six, min) {
-                    (true, _) => ggml_tile::<16, false>(&tile, &xp, x, t, k),
-                    (false, true) => ggml_tile::<32, true>(&tile, &xp, x, t, k),
-                    (false, false) => ggml_tile::<32, false>(&tile, &xp, x, t, k),
+        acc.fill(_mm_setzero_ps());
+        for (c0, nb) in GgmlTile::chunks(w) {
+            tile.load(w, r0, c0, nb);
+            let at = [c0 * v / u, nb * v / u, c0 * v / BLOCK];
+            for (t, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: the tile holds this chunk of `w`, `xp` was built for `w` and `x`,
+                // `t < m`; the CPU features are this function's own contract.
+                let o = unsafe {
+                    match (u == 16, f.has_min()) {
+                        (true, _) => ggml_tile::<16, false>(&tile, &xp, x, t, at),
+                        (false, true) => ggml_tile::<32, true>(&tile, &xp, x, t, at),
+                        (false, false) => ggml_tile::<32, false>(&tile, &xp, x, t, at),
+                    }
                 };
-                _mm_storeu_ps(v.as_mut_ptr(), o);
+                *acc = _mm_add_ps(*acc, o);
             }
-            out[t * n + r0..t * n + r0 + width].copy_from_slice(&v[..width]);
+        }
+        let width = (n - r0).min(ROW_TILE);
+        for (t, a) in acc.iter().enumerate() {
+            let mut o = [0.0f32; 4];
+            // SAFETY: `o` has room for 4 floats; `_mm_storeu_ps` needs no alignment.
+            unsafe { _mm_storeu_ps(o.as_mut_ptr(), *a) };
+            out[t * n + r0..t * n + r0 + width].copy_from_slice(&o[..width]);
         }
     }
 }
