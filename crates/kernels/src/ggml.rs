@@ -44,6 +44,23 @@
 //!
 //! The integer sums are exact in i32 (at most 32 · 32 · 32767 in magnitude); the kernels differ
 //! from this reference only by the f32 rounding of the per-unit terms and of their sum.
+//!
+//! The scalar reference ([`GgmlMatrix::matmul_scalar`]) and the portable kernel decode one row
+//! at a time. The AVX2 and simd128 kernels decode 4 rows at a time, 256 values (one K-quant
+//! super-block, eight Q5 blocks) per step, into a small scratch that stays in L1, and run every
+//! token over it (`crate::arch`'s `GgmlTile`); the decode is shared Rust compiled for the
+//! target's features, the products are the ISA's int16 dot products (`vpmaddwd`,
+//! `i32x4.dot_i16x8_s`) reduced across the 4 rows. The held bytes stay exactly the GGUF ones:
+//! nothing is repacked.
+//!
+//! # For loaders
+//! [`GgmlMatrix::from_ggml`] (or `from_q5_0` / `from_q5_1` / `from_q4_k` / `from_q5_k` /
+//! `from_q6_k`, or [`GgmlMatrix::from_ggml_vec`] to hand over an owned buffer) takes a GGUF
+//! tensor's data with `rows` = the tensor's outer dimension (ne\[1\], output features) and
+//! `cols` = its inner one (ne\[0\]); wrap it in [`crate::Matrix::Ggml`]. Errors:
+//! [`KernelError::Shape`] (no values, `cols` not a multiple of the block, overflow),
+//! [`KernelError::DataLength`] (wrong byte count), [`KernelError::NotFinite`] (a NaN or
+//! infinite fp16 scale or minimum, naming the field and the block index).
 
 use half::f16;
 
@@ -282,6 +299,34 @@ impl GgmlMatrix {
     /// K-quants), `data` exactly `rows · cols / V · B` bytes, and every fp16 scale and minimum
     /// finite. The bytes are kept as they are.
     pub fn from_ggml(format: GgmlFormat, data: &[u8], rows: usize, cols: usize) -> Result<Self> {
+        Self::check(format, data, rows, cols)?;
+        Ok(GgmlMatrix {
+            format,
+            rows,
+            cols,
+            data: data.to_vec(),
+        })
+    }
+
+    /// [`GgmlMatrix::from_ggml`] taking the bytes by value (no copy: a loader that already
+    /// owns the tensor's bytes does not hold them twice). The same checks and errors.
+    pub fn from_ggml_vec(
+        format: GgmlFormat,
+        data: Vec<u8>,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Self> {
+        Self::check(format, &data, rows, cols)?;
+        Ok(GgmlMatrix {
+            format,
+            rows,
+            cols,
+            data,
+        })
+    }
+
+    /// The checks of [`GgmlMatrix::from_ggml`].
+    fn check(format: GgmlFormat, data: &[u8], rows: usize, cols: usize) -> Result<()> {
         let what = format.name();
         if rows == 0 || cols == 0 {
             return Err(KernelError::Shape {
@@ -325,12 +370,7 @@ impl GgmlMatrix {
                 }
             }
         }
-        Ok(GgmlMatrix {
-            format,
-            rows,
-            cols,
-            data: data.to_vec(),
-        })
+        Ok(())
     }
 
     /// [`GgmlMatrix::from_ggml`] for `block_q5_0` data.

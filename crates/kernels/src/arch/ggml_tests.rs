@@ -478,6 +478,9 @@ fn held_bytes_are_the_gguf_bytes() {
         assert_eq!(data.len(), rows * 2 * b);
         let w = GgmlMatrix::from_ggml(format, &data, rows, cols).unwrap();
         assert_eq!(w.data(), &data[..]);
+        let owned = GgmlMatrix::from_ggml_vec(format, data.clone(), rows, cols).unwrap();
+        assert_eq!(owned.data(), &data[..]);
+        assert!(GgmlMatrix::from_ggml_vec(format, data[1..].to_vec(), rows, cols).is_err());
         let mat = Matrix::Ggml(w);
         assert_eq!(mat.bytes(), (rows * 2 * b) as u64);
         assert_eq!((mat.rows(), mat.cols()), (rows, cols));
