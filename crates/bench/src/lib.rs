@@ -22,7 +22,9 @@ use std::hint::black_box;
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
-use edgefit_kernels::{pseudo_random, F16Matrix, Kernel, Matrix, Q8Matrix, W4Kind, W4Matrix};
+use edgefit_kernels::{
+    pseudo_random, F16Matrix, GgmlFormat, GgmlMatrix, Kernel, Matrix, Q8Matrix, W4Kind, W4Matrix,
+};
 use serde::{Deserialize, Serialize};
 
 #[cfg(target_arch = "wasm32")]
@@ -269,16 +271,34 @@ pub fn run_shape(
     if !matches!(q4, QMatMul::QTensor(_)) {
         return Err("candle dequantized Q4_0 to floats (CANDLE_DEQUANTIZE_ALL is set?)".into());
     }
-    drop(cw);
     let kerr = |e: edgefit_kernels::KernelError| e.to_string();
     let mut mats = vec![
         Matrix::W4(W4Matrix::quantize(&w, n, k, 32, W4Kind::Symmetric).map_err(kerr)?),
         Matrix::W4(W4Matrix::quantize(&w, n, k, 128, W4Kind::Symmetric).map_err(kerr)?),
         Matrix::W4(W4Matrix::quantize(&w, n, k, 32, W4Kind::Asymmetric).map_err(kerr)?),
     ];
+    // ggml's block formats, quantized by candle (ggml's quantizers) and kept as those blocks.
+    for format in GgmlFormat::ALL {
+        if !k.is_multiple_of(format.block_values()) {
+            continue; // K-quants need rows of whole 256-value super-blocks
+        }
+        let dtype = match format {
+            GgmlFormat::Q5_0 => GgmlDType::Q5_0,
+            GgmlFormat::Q5_1 => GgmlDType::Q5_1,
+            GgmlFormat::Q4K => GgmlDType::Q4K,
+            GgmlFormat::Q5K => GgmlDType::Q5K,
+            GgmlFormat::Q6K => GgmlDType::Q6K,
+        };
+        let q = QTensor::quantize(&cw, dtype).map_err(candle_err)?;
+        let data = q.data().map_err(candle_err)?;
+        mats.push(Matrix::Ggml(
+            GgmlMatrix::from_ggml(format, &data, n, k).map_err(kerr)?,
+        ));
+    }
     if shape.q8 {
         mats.push(Matrix::Q8(Q8Matrix::quantize(&w, n, k).map_err(kerr)?));
     }
+    drop(cw);
     mats.push(Matrix::F16(F16Matrix::from_f32(&w, n, k).map_err(kerr)?));
     mats.push(Matrix::F32 {
         data: w,
@@ -531,7 +551,8 @@ mod tests {
         let start = std::time::Instant::now();
         let clock = || start.elapsed().as_secs_f64() * 1e3;
         let report = run_all("test", &cfg, &clock, &mut |_| {}).unwrap();
-        let per_m = 2 + 5 * Kernel::available().len();
+        // w4g32, w4g128, q4_1, q5_0, q5_1 (k = 576 has no whole K-quant super-blocks), f16, f32.
+        let per_m = 2 + 7 * Kernel::available().len();
         assert_eq!(report.rows.len(), 2 * per_m);
         for r in &report.rows {
             // f16 rounds the weights (~1e-4), 4-bit formats much more.
@@ -548,5 +569,6 @@ mod tests {
             "{table}"
         );
         assert!(table.contains("q4_1"), "{table}");
+        assert!(table.contains("q5_1"), "{table}");
     }
 }

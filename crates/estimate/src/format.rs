@@ -17,12 +17,16 @@
 //! | `w4g32` / `w4g64` / `w4g128` | `r·⌈c/G⌉·(G/2 + 2)`: packed nibbles plus one fp16 scale per group of G, symmetric, no zero-point | 4 + 16/G (4.5 / 4.25 / 4.125) |
 //! | `q4_0` | `r·⌈c/32⌉·18` (fp16 d + 16 bytes of nibbles) | 4.5 |
 //! | `q4_1` | `r·⌈c/32⌉·20` (fp16 d, fp16 m + 16 bytes) | 5.0 |
+//! | `q5_0` | `r·⌈c/32⌉·22` (fp16 d, 4 bytes of high bits + 16 bytes of nibbles) | 5.5 |
+//! | `q5_1` | `r·⌈c/32⌉·24` (fp16 d, fp16 m, 4 bytes of high bits + 16 bytes of nibbles) | 6.0 |
 //! | `q8_0` | `r·⌈c/32⌉·34` (fp16 d + 32 int8) | 8.5 |
 //! | `q4_k` | `r·⌈c/256⌉·144` (super-block: fp16 d, fp16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles) | 4.5 |
+//! | `q5_k` | `r·⌈c/256⌉·176` (q4_k plus 32 bytes of high bits) | 5.5 |
 //! | `q6_k` | `r·⌈c/256⌉·210` (128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, fp16 d) | 6.5625 |
 //!
-//! The GGUF block sizes are ggml's (`block_q4_0` = 18 bytes, `block_q4_1` = 20, `block_q8_0` = 34,
-//! `block_q4_K` = 144, `block_q6_K` = 210).
+//! The GGUF block sizes are ggml's (`block_q4_0` = 18 bytes, `block_q4_1` = 20, `block_q5_0` =
+//! 22, `block_q5_1` = 24, `block_q8_0` = 34, `block_q4_K` = 144, `block_q5_K` = 176,
+//! `block_q6_K` = 210), and the engine holds those formats as these exact bytes.
 //!
 //! # KV-cache layouts (per layer, per token, per sequence)
 //! With `h` KV heads, `dk` the per-head K dimension and `dv` the per-head V dimension:
@@ -121,10 +125,16 @@ named_enum! {
         Q4_0 = "q4_0",
         /// ggml Q4_1.
         Q4_1 = "q4_1",
+        /// ggml Q5_0.
+        Q5_0 = "q5_0",
+        /// ggml Q5_1.
+        Q5_1 = "q5_1",
         /// ggml Q8_0.
         Q8_0 = "q8_0",
         /// ggml Q4_K.
         Q4K = "q4_k",
+        /// ggml Q5_K.
+        Q5K = "q5_k",
         /// ggml Q6_K.
         Q6K = "q6_k",
     }
@@ -144,8 +154,11 @@ impl WeightFormat {
             WeightFormat::W4g128 => (128, 64 + 2),
             WeightFormat::Q4_0 => (32, 18),
             WeightFormat::Q4_1 => (32, 20),
+            WeightFormat::Q5_0 => (32, 22),
+            WeightFormat::Q5_1 => (32, 24),
             WeightFormat::Q8_0 => (32, 34),
             WeightFormat::Q4K => (256, 144),
+            WeightFormat::Q5K => (256, 176),
             WeightFormat::Q6K => (256, 210),
         }
     }
@@ -176,7 +189,8 @@ impl WeightFormat {
     }
 
     /// Nominal bits per weight when `cols` is a multiple of the block and large (the per-row
-    /// `int8` scale is ignored): 32, 16, 16, 8, 4.5, 4.25, 4.125, 4.5, 5, 8.5, 4.5, 6.5625.
+    /// `int8` scale is ignored): 32, 16, 16, 8, 4.5, 4.25, 4.125, 4.5, 5, 5.5, 6, 8.5, 4.5, 5.5,
+    /// 6.5625.
     pub fn bits_per_weight(self) -> f64 {
         let (b, bytes) = self.block();
         bytes as f64 * 8.0 / b as f64
@@ -347,5 +361,39 @@ named_enum! {
         Gpu = "gpu",
         /// NPU / DSP / neural engine.
         Npu = "npu",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WeightFormat;
+
+    /// ggml's `sizeof(block_*)` and values per block, from `ggml-common.h`: every GGUF block
+    /// format costs exactly its blocks.
+    #[test]
+    fn ggml_formats_cost_their_block_bytes() {
+        let ggml = [
+            (WeightFormat::Q4_0, 32, 2 + 16),
+            (WeightFormat::Q4_1, 32, 2 + 2 + 16),
+            (WeightFormat::Q5_0, 32, 2 + 4 + 16),
+            (WeightFormat::Q5_1, 32, 2 + 2 + 4 + 16),
+            (WeightFormat::Q8_0, 32, 2 + 32),
+            (WeightFormat::Q4K, 256, 2 + 2 + 12 + 128),
+            (WeightFormat::Q5K, 256, 2 + 2 + 12 + 32 + 128),
+            (WeightFormat::Q6K, 256, 128 + 64 + 16 + 2),
+        ];
+        for (f, values, bytes) in ggml {
+            assert_eq!(f.group_len(), values, "{f}");
+            assert_eq!(f.matrix_bytes(3, 2 * values), 3 * 2 * bytes, "{f}");
+            assert_eq!(
+                f.bits_per_weight(),
+                bytes as f64 * 8.0 / values as f64,
+                "{f}"
+            );
+            assert_eq!(f.as_str().parse::<WeightFormat>().unwrap(), f);
+        }
+        assert_eq!(WeightFormat::Q5_0.bits_per_weight(), 5.5);
+        assert_eq!(WeightFormat::Q5_1.bits_per_weight(), 6.0);
+        assert_eq!(WeightFormat::Q5K.bits_per_weight(), 5.5);
     }
 }

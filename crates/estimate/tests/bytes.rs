@@ -55,8 +55,8 @@ fn format_names_round_trip_and_reject_unknowns() {
     assert_eq!(
         names,
         [
-            "f32", "f16", "bf16", "int8", "w4g32", "w4g64", "w4g128", "q4_0", "q4_1", "q8_0",
-            "q4_k", "q6_k"
+            "f32", "f16", "bf16", "int8", "w4g32", "w4g64", "w4g128", "q4_0", "q4_1", "q5_0",
+            "q5_1", "q8_0", "q4_k", "q5_k", "q6_k"
         ]
     );
     let kv: Vec<&str> = KvFormat::ALL.iter().map(|f| f.as_str()).collect();

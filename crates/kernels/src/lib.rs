@@ -3,8 +3,9 @@
 //! Owns the number formats and compute kernels the engine runs on: the f32 dot product and
 //! `y = x · Wᵀ`, the 4-bit weight format with fp16 group scales ([`W4Matrix`], w4a16), the int8
 //! format with fp16 block scales ([`Q8Matrix`], for the embedding/output matrix), f16 weights
-//! ([`F16Matrix`]), the 16-bit activation format those integer kernels read ([`ActQ16`]), and
-//! one matrix type over all of them ([`Matrix`]) so the engine's linear layers do not care which
+//! ([`F16Matrix`]), ggml's Q5_0, Q5_1, Q4_K, Q5_K and Q6_K blocks kept as their GGUF bytes
+//! ([`GgmlMatrix`], [`ggml`]), the 16-bit activation format those integer kernels read
+//! ([`ActQ16`]), and one matrix type over all of them ([`Matrix`]) so the engine's linear layers do not care which
 //! format they hold. [`attn`] has the attention products over the KV-cache formats (f32, f16,
 //! int8, int4 in groups of 32): `q · k` and `out += p · v` for one stored head vector, read from
 //! the stored form.
@@ -22,12 +23,14 @@ mod arch;
 pub mod attn;
 pub mod error;
 pub mod f32_ops;
+pub mod ggml;
 pub mod matrix;
 pub mod quant;
 
 pub use act::ActQ16;
 pub use error::KernelError;
 pub use f32_ops::{dot, matmul_t};
+pub use ggml::{GgmlFormat, GgmlMatrix};
 pub use matrix::Matrix;
 pub use quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix};
 

@@ -1,6 +1,7 @@
 //! [`Matrix`]: one weight matrix in any format, and the kernel dispatch for `y = x · Wᵀ`.
 
 use crate::act::ActQ16;
+use crate::ggml::GgmlMatrix;
 use crate::quant::{F16Matrix, Q8Matrix, W4Matrix};
 use crate::{arch, f32_ops, Kernel};
 
@@ -16,6 +17,8 @@ pub enum Matrix {
     F16(F16Matrix),
     W4(W4Matrix),
     Q8(Q8Matrix),
+    /// ggml block formats kept as their GGUF bytes: Q5_0, Q5_1, Q4_K, Q5_K, Q6_K.
+    Ggml(GgmlMatrix),
 }
 
 impl Matrix {
@@ -25,6 +28,7 @@ impl Matrix {
             Matrix::F16(m) => m.rows(),
             Matrix::W4(m) => m.rows(),
             Matrix::Q8(m) => m.rows(),
+            Matrix::Ggml(m) => m.rows(),
         }
     }
 
@@ -34,6 +38,7 @@ impl Matrix {
             Matrix::F16(m) => m.cols(),
             Matrix::W4(m) => m.cols(),
             Matrix::Q8(m) => m.cols(),
+            Matrix::Ggml(m) => m.cols(),
         }
     }
 
@@ -44,23 +49,26 @@ impl Matrix {
             Matrix::F16(m) => m.bytes(),
             Matrix::W4(m) => m.bytes(),
             Matrix::Q8(m) => m.bytes(),
+            Matrix::Ggml(m) => m.bytes(),
         }
     }
 
     /// The `edgefit_estimate` weight-format name with this matrix's byte count: `f32`, `f16`,
-    /// `w4g32`, `w4g64`, `w4g128`, `q4_1` (asymmetric 4-bit) or `q8_0`.
+    /// `w4g32`, `w4g64`, `w4g128`, `q4_1` (asymmetric 4-bit), `q8_0`, or a ggml block format
+    /// (`q5_0`, `q5_1`, `q4_k`, `q5_k`, `q6_k`).
     pub fn format_name(&self) -> &'static str {
         match self {
             Matrix::F32 { .. } => "f32",
             Matrix::F16(_) => "f16",
             Matrix::W4(m) => m.format_name(),
             Matrix::Q8(_) => "q8_0",
+            Matrix::Ggml(m) => m.format_name(),
         }
     }
 
     /// Whether the kernels read 16-bit quantized activations ([`ActQ16`]) for this format.
     pub fn wants_q16(&self) -> bool {
-        matches!(self, Matrix::W4(_) | Matrix::Q8(_))
+        matches!(self, Matrix::W4(_) | Matrix::Q8(_) | Matrix::Ggml(_))
     }
 
     /// Writes row `r` as f32 into `out` (`cols` values): the embedding lookup.
@@ -70,6 +78,7 @@ impl Matrix {
             Matrix::F16(m) => m.dequantize_row(r, out),
             Matrix::W4(m) => m.dequantize_row(r, out),
             Matrix::Q8(m) => m.dequantize_row(r, out),
+            Matrix::Ggml(m) => m.dequantize_row(r, out),
         }
     }
 
@@ -116,6 +125,10 @@ impl Matrix {
             Matrix::Q8(w) => {
                 debug_assert_eq!(xq.rows(), m);
                 arch::q8_matmul(kernel, w, xq, out)
+            }
+            Matrix::Ggml(w) => {
+                debug_assert_eq!(xq.rows(), m);
+                arch::ggml_matmul(kernel, w, xq, out)
             }
         }
     }

@@ -20,14 +20,148 @@ pub(crate) mod simd128;
 pub(crate) mod x86;
 
 #[cfg(test)]
+mod ggml_tests;
+#[cfg(test)]
 mod tests;
 
 use half::f16;
 
 use crate::act::ActQ16;
 use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
+use crate::ggml::GgmlMatrix;
 use crate::quant::{check_product, F16Matrix, Q8Matrix, W4Matrix, ROW_TILE};
 use crate::Kernel;
+
+/// `out[t][r] = x[t] · w[r]` for a ggml block matrix (see [`GgmlMatrix::matmul_scalar`]).
+pub(crate) fn ggml_matmul(kernel: Kernel, w: &GgmlMatrix, x: &ActQ16, out: &mut [f32]) {
+    check_product(w.format_name(), w.rows(), w.cols(), x, out);
+    match kernel.resolve() {
+        Kernel::Scalar => w.matmul_scalar(x, out),
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::ggml_matmul(w, x, out),
+        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { x86::ggml_matmul(w, x, out) },
+        _ => portable::ggml_matmul(w, x, out),
+    }
+}
+
+/// Four rows of a [`GgmlMatrix`] decoded for the SIMD kernels, a chunk of columns at a time
+/// (rows past the end repeat the last row; their results are dropped): the integer weights of
+/// each row (`4 ×` chunk i8, row after row), and the per-unit factors `a` and per-32 terms `c`
+/// interleaved `[unit][4 rows]`, so the 4 rows' factors of one unit are one 128-bit load lining
+/// up with the 4 rows' sums. Each chunk is decoded once and serves every token; chunks of
+/// [`GGML_CHUNK`] values keep the decoded weights in L1 (whole 4096-value rows did not: 16 KB
+/// of weights beside the activations and factors).
+pub(crate) struct GgmlTile {
+    pub(crate) q: Vec<i8>,
+    pub(crate) a: Vec<f32>,
+    pub(crate) c: Vec<f32>,
+    row_a: Vec<f32>,
+    row_c: Vec<f32>,
+}
+
+/// Values per decoded chunk of a [`GgmlTile`]: one K-quant super-block, eight Q5 blocks.
+pub(crate) const GGML_CHUNK: usize = 256;
+
+impl GgmlTile {
+    pub(crate) fn new() -> GgmlTile {
+        GgmlTile {
+            q: vec![0; ROW_TILE * GGML_CHUNK],
+            a: vec![0.0; ROW_TILE * GGML_CHUNK / 16],
+            c: vec![0.0; ROW_TILE * GGML_CHUNK / 32],
+            row_a: vec![0.0; GGML_CHUNK / 16],
+            row_c: vec![0.0; GGML_CHUNK / 32],
+        }
+    }
+
+    /// The chunks of a row of `w`: `(first format block, blocks)`, covering every block once.
+    pub(crate) fn chunks(w: &GgmlMatrix) -> impl Iterator<Item = (usize, usize)> {
+        let per = GGML_CHUNK / w.format().block_values();
+        let blocks = w.cols() / w.format().block_values();
+        (0..blocks)
+            .step_by(per)
+            .map(move |b0| (b0, per.min(blocks - b0)))
+    }
+
+    /// Decodes format blocks `b0..b0 + nb` (at most [`GGML_CHUNK`] values) of rows
+    /// `r0..r0 + 4` (clamped to the last row). Before each row it asks for the same bytes of
+    /// the next tile (a software prefetch where the target has one).
+    #[inline(always)]
+    pub(crate) fn load(&mut self, w: &GgmlMatrix, r0: usize, b0: usize, nb: usize) {
+        let f = w.format();
+        let len = nb * f.block_values();
+        let (units, blocks) = (len / f.unit(), len / crate::act::BLOCK);
+        let min = f.has_min();
+        let (rb, bb) = (w.row_bytes(), f.block_bytes());
+        for j in 0..ROW_TILE {
+            let r = (r0 + j).min(w.rows() - 1);
+            if r0 + ROW_TILE + j < w.rows() {
+                let at = (r0 + ROW_TILE + j) * rb + b0 * bb;
+                for line in w.data[at..at + nb * bb].chunks(64) {
+                    prefetch(line.as_ptr());
+                }
+            }
+            w.decode_blocks(
+                r,
+                b0,
+                nb,
+                &mut self.q[j * len..(j + 1) * len],
+                &mut self.row_a[..units],
+                &mut self.row_c[..blocks],
+            );
+            for (u, &a) in self.row_a[..units].iter().enumerate() {
+                self.a[u * ROW_TILE + j] = a;
+            }
+            if min {
+                for (b, &c) in self.row_c[..blocks].iter().enumerate() {
+                    self.c[b * ROW_TILE + j] = c;
+                }
+            }
+        }
+    }
+}
+
+/// A hint to fetch the cache line at `p` (x86_64 `prefetcht0`; nothing elsewhere: wasm has no
+/// prefetch instruction).
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of x86_64; a prefetch never faults, `p` is inside a live slice anyway.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Per-token activation factors for the ggml SIMD kernels, each splatted to 4 lanes so they
+/// line up with a tile's `[unit][4 rows]` factors: `sx[t][u]` the activation scale of unit
+/// `u`'s block, `xs[t][b] = sx · Σ xq` of block `b` (for the minimum term).
+pub(crate) struct GgmlPrep {
+    /// Units per row (`cols / unit`).
+    pub(crate) units: usize,
+    pub(crate) sx: Vec<f32>,
+    pub(crate) xs: Vec<f32>,
+}
+
+impl GgmlPrep {
+    pub(crate) fn new(w: &GgmlMatrix, x: &ActQ16) -> GgmlPrep {
+        let (m, xb) = (x.rows(), x.blocks());
+        let per = crate::act::BLOCK / w.format().unit();
+        let units = xb * per;
+        let mut p = GgmlPrep {
+            units,
+            sx: Vec::with_capacity(m * units * ROW_TILE),
+            xs: Vec::with_capacity(m * xb * ROW_TILE),
+        };
+        for (&sx, &sum) in x.scales.iter().zip(&x.sums) {
+            p.sx.extend(std::iter::repeat_n(sx, per * ROW_TILE));
+            p.xs.extend(std::iter::repeat_n(sx * sum as f32, ROW_TILE));
+        }
+        p
+    }
+}
 
 /// `out[t][r] = x[t] · w[r]` for a w4 matrix (see [`W4Matrix::matmul_scalar`]).
 pub(crate) fn w4_matmul(kernel: Kernel, w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {

@@ -11,6 +11,7 @@ use half::f16;
 use crate::act::{ActQ16, BLOCK};
 use crate::arch::{f16_bits_to_f32, f16_bits_to_f32_exact};
 use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
+use crate::ggml::GgmlMatrix;
 use crate::quant::{q8_block_index, scale_index, F16Matrix, Q8Matrix, W4Kind, W4Matrix};
 
 /// f32 dot product with 8 independent accumulators.
@@ -115,6 +116,54 @@ pub(crate) fn q8_matmul(w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
         }
         for t in 0..x.rows() {
             out[t * n + r] = row.dot(x, t, false);
+        }
+    }
+}
+
+/// Exact i32 sum of `U` products of i8 weights and int16 activations, in adjacent pairs.
+#[inline(always)]
+fn unit_dot<const U: usize>(w: &[i8], x: &[i16]) -> i32 {
+    let (w, x): (&[i8; U], &[i16; U]) = match (w.try_into(), x.try_into()) {
+        (Ok(w), Ok(x)) => (w, x),
+        _ => return 0, // never: the callers pass U values
+    };
+    let mut acc = [0i32; 8];
+    for j in 0..U / 2 {
+        acc[j % 8] += i32::from(w[2 * j]) * i32::from(x[2 * j])
+            + i32::from(w[2 * j + 1]) * i32::from(x[2 * j + 1]);
+    }
+    acc.iter().sum()
+}
+
+/// ggml block formats: each row is decoded once (integer weights, factors, minimum terms) and
+/// dotted with every token, 4 independent f32 accumulators.
+pub(crate) fn ggml_matmul(w: &GgmlMatrix, x: &ActQ16, out: &mut [f32]) {
+    let (n, xb) = (w.rows(), x.blocks());
+    let (mut q, mut a, mut c) = w.row_scratch();
+    let six = w.format().unit() == 16;
+    let min = w.format().has_min();
+    for r in 0..n {
+        w.decode_row(r, &mut q, &mut a, &mut c);
+        for t in 0..x.rows() {
+            let xq = &x.q[t * xb * BLOCK..(t + 1) * xb * BLOCK];
+            let mut acc = [0.0f32; 4];
+            for b in 0..xb {
+                let (wq, xv) = (
+                    &q[b * BLOCK..(b + 1) * BLOCK],
+                    &xq[b * BLOCK..(b + 1) * BLOCK],
+                );
+                let mut term = if six {
+                    a[2 * b] * unit_dot::<16>(&wq[..16], &xv[..16]) as f32
+                        + a[2 * b + 1] * unit_dot::<16>(&wq[16..], &xv[16..]) as f32
+                } else {
+                    a[b] * unit_dot::<32>(wq, xv) as f32
+                };
+                if min {
+                    term += c[b] * x.sums[t * xb + b] as f32;
+                }
+                acc[b % 4] += x.scales[t * xb + b] * term;
+            }
+            out[t * n + r] = (acc[0] + acc[2]) + (acc[1] + acc[3]);
         }
     }
 }

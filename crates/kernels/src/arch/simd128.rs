@@ -38,8 +38,9 @@ use core::arch::wasm32::*;
 use half::f16;
 
 use crate::act::{ActQ16, BLOCK};
-use crate::arch::tile_values;
+use crate::arch::{tile_values, GgmlPrep, GgmlTile};
 use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
+use crate::ggml::GgmlMatrix;
 use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix, Q8_TILE, ROW_TILE};
 
 /// The int16 activations of every token reordered to `[A B C D]` per block (see the module
@@ -618,6 +619,127 @@ pub(crate) fn q8_matmul(w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
                 }
             }
             out[t * n + r0..t * n + r0 + width].copy_from_slice(&v[..width]);
+        }
+    }
+}
+
+// ---- ggml block formats (see `crate::ggml`) ----
+//
+// Each 4-row tile is decoded once ([`GgmlTile`]: i8 weights in index order, factors
+// `[unit][4 rows]`), then every token runs over it: per row and unit, 16 weights are widened
+// with `i16x8.extend_{low,high}_i8x16_s` and multiplied with the activations (in their own
+// order) by `i32x4.dot_i16x8_s`; the 4 rows' partial sums are reduced together into
+// `[row 0..4]`, one f32 step per unit against one 128-bit load of the tile's factors.
+
+/// Partial i32 sums of one unit of `U` (16 or 32) weights at `w` against activations at `x`.
+///
+/// # Safety
+/// `w` must be valid for `U` i8 and `x` for `U` i16.
+#[inline(always)]
+unsafe fn ggml_unit<const U: usize>(w: *const i8, x: *const i16) -> v128 {
+    // SAFETY: the caller guarantees `U` readable values behind each pointer.
+    unsafe {
+        let x = x as *const v128;
+        let v = v128_load(w as *const v128);
+        let d = i32x4_add(
+            i32x4_dot_i16x8(i16x8_extend_low_i8x16(v), v128_load(x)),
+            i32x4_dot_i16x8(i16x8_extend_high_i8x16(v), v128_load(x.add(1))),
+        );
+        if U == 16 {
+            d
+        } else {
+            let v = v128_load(w.add(16) as *const v128);
+            i32x4_add(
+                d,
+                i32x4_add(
+                    i32x4_dot_i16x8(i16x8_extend_low_i8x16(v), v128_load(x.add(2))),
+                    i32x4_dot_i16x8(i16x8_extend_high_i8x16(v), v128_load(x.add(3))),
+                ),
+            )
+        }
+    }
+}
+
+/// One decoded chunk of a 4-row tile (`units` units of `U` values, starting at unit `u0` of
+/// the row and at block `b0` of 32) against token `t`: the 4 rows' partial outputs.
+///
+/// # Safety
+/// `tile` holds that chunk decoded from the matrix `xp` and `x` were prepared for, and
+/// `t < x.rows()`.
+#[inline(never)]
+unsafe fn ggml_tile<const U: usize, const MIN: bool>(
+    tile: &GgmlTile,
+    xp: &GgmlPrep,
+    x: &ActQ16,
+    t: usize,
+    [u0, units, b0]: [usize; 3],
+) -> v128 {
+    let (xb, k) = (x.blocks(), units * U);
+    let xq = x.q[t * xb * BLOCK + u0 * U..].as_ptr();
+    let sx = xp.sx[(t * xp.units + u0) * 4..].as_ptr();
+    let (wq, a) = (tile.q.as_ptr(), tile.a.as_ptr());
+    let mut acc = f32x4_splat(0.0);
+    // SAFETY: units `u < units` lie inside every decoded row (`k = units · U` values apart)
+    // and the token's activations from `u0`; the factor arrays hold `units × 4` values.
+    unsafe {
+        for u in 0..units {
+            let (w, xv) = (wq.add(u * U), xq.add(u * U));
+            let d = reduce4(
+                ggml_unit::<U>(w, xv),
+                ggml_unit::<U>(w.add(k), xv),
+                ggml_unit::<U>(w.add(2 * k), xv),
+                ggml_unit::<U>(w.add(3 * k), xv),
+            );
+            let s = f32x4_mul(
+                v128_load(a.add(u * 4) as *const v128),
+                v128_load(sx.add(u * 4) as *const v128),
+            );
+            acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(d), s));
+        }
+        if MIN {
+            // The minimum's term `Σ_b c_b · sx · Σ xq` reads no weights.
+            let (c, xs) = (tile.c.as_ptr(), xp.xs[(t * xb + b0) * 4..].as_ptr());
+            for b in 0..k / BLOCK {
+                let cv = v128_load(c.add(b * 4) as *const v128);
+                let xv = v128_load(xs.add(b * 4) as *const v128);
+                acc = f32x4_add(acc, f32x4_mul(cv, xv));
+            }
+        }
+    }
+    acc
+}
+
+pub(crate) fn ggml_matmul(w: &GgmlMatrix, x: &ActQ16, out: &mut [f32]) {
+    let (n, m) = (w.rows(), x.rows());
+    let f = w.format();
+    let (u, v) = (f.unit(), f.block_values());
+    let xp = GgmlPrep::new(w, x);
+    let mut tile = GgmlTile::new();
+    let mut acc = vec![f32x4_splat(0.0); m];
+    for r0 in (0..n).step_by(ROW_TILE) {
+        acc.fill(f32x4_splat(0.0));
+        for (c0, nb) in GgmlTile::chunks(w) {
+            tile.load(w, r0, c0, nb);
+            let at = [c0 * v / u, nb * v / u, c0 * v / BLOCK];
+            for (t, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: the tile holds this chunk of `w`, `xp` was built for `w` and `x`,
+                // `t < m`.
+                let o = unsafe {
+                    match (u == 16, f.has_min()) {
+                        (true, _) => ggml_tile::<16, false>(&tile, &xp, x, t, at),
+                        (false, true) => ggml_tile::<32, true>(&tile, &xp, x, t, at),
+                        (false, false) => ggml_tile::<32, false>(&tile, &xp, x, t, at),
+                    }
+                };
+                *acc = f32x4_add(*acc, o);
+            }
+        }
+        let width = (n - r0).min(ROW_TILE);
+        for (t, a) in acc.iter().enumerate() {
+            let mut o = [0.0f32; 4];
+            // SAFETY: `o` has room for 16 bytes; `v128_store` needs no alignment.
+            unsafe { v128_store(o.as_mut_ptr() as *mut v128, *a) };
+            out[t * n + r0..t * n + r0 + width].copy_from_slice(&o[..width]);
         }
     }
 }

@@ -24,8 +24,9 @@ use core::arch::x86_64::*;
 use half::f16;
 
 use crate::act::{ActQ16, BLOCK};
-use crate::arch::tile_values;
+use crate::arch::{tile_values, GgmlPrep, GgmlTile};
 use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
+use crate::ggml::GgmlMatrix;
 use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix, Q8_TILE, ROW_TILE};
 
 /// How the int16 activations are ordered within a pair of blocks `b`, `b+1` (64 values).
@@ -412,6 +413,169 @@ pub(crate) unsafe fn q8_matmul(w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
                 }
                 out[t * n + r0..t * n + r0 + width].copy_from_slice(&v[..width]);
             }
+        }
+    }
+}
+
+// ---- ggml block formats (see `crate::ggml`) ----
+//
+// Each 4-row tile is decoded once ([`GgmlTile`]: i8 weights in index order, factors
+// `[unit][4 rows]`), then every token runs over it: per row and unit, `vpmovsxbw` widens 16
+// weights to int16 and `vpmaddwd` multiplies them with the activations (in their own order, no
+// reordering), two units at a time are reduced across the 4 rows into `[unit u: rows 0..4 |
+// unit u+1: rows 0..4]`, which lines up with 8 consecutive tile factors and activation scales.
+
+/// Partial i32 sums (8 lanes) of one unit of `U` (16 or 32) weights at `w` against the
+/// activations at `x`.
+///
+/// # Safety
+/// `w` must be valid for `U` i8 and `x` for `U` i16.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn ggml_unit<const U: usize>(w: *const i8, x: *const i16) -> __m256i {
+    // SAFETY: the caller guarantees `U` readable values behind each pointer.
+    unsafe {
+        let lo = _mm256_madd_epi16(
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(w as *const __m128i)),
+            _mm256_loadu_si256(x as *const __m256i),
+        );
+        if U == 16 {
+            lo
+        } else {
+            let hi = _mm256_madd_epi16(
+                _mm256_cvtepi8_epi16(_mm_loadu_si128(w.add(16) as *const __m128i)),
+                _mm256_loadu_si256(x.add(16) as *const __m256i),
+            );
+            _mm256_add_epi32(lo, hi)
+        }
+    }
+}
+
+/// `[rows 0..4 of unit u | rows 0..4 of unit u+1]` i32 sums from two units' 8-lane partials.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn ggml_reduce(u0: [__m256i; 4], u1: [__m256i; 4]) -> __m256i {
+    // [row sums over lanes 0..4 | over lanes 4..8] for rows 0..4.
+    let x = reduce4(u0);
+    let y = reduce4(u1);
+    _mm256_add_epi32(
+        _mm256_permute2x128_si256::<0x20>(x, y),
+        _mm256_permute2x128_si256::<0x31>(x, y),
+    )
+}
+
+/// The unit-`u` partial sums of the 4 rows of a decoded tile (rows `k` values apart).
+///
+/// # Safety
+/// Unit `u` lies inside every row at `w` and inside the activations at `x`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn ggml_units4<const U: usize>(
+    w: *const i8,
+    k: usize,
+    x: *const i16,
+    u: usize,
+) -> [__m256i; 4] {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let (w, x) = (w.add(u * U), x.add(u * U));
+        [
+            ggml_unit::<U>(w, x),
+            ggml_unit::<U>(w.add(k), x),
+            ggml_unit::<U>(w.add(2 * k), x),
+            ggml_unit::<U>(w.add(3 * k), x),
+        ]
+    }
+}
+
+/// One decoded chunk of a 4-row tile (`units` units of `U` values, starting at unit `u0` of
+/// the row and at block `b0` of 32) against token `t`: the 4 rows' partial outputs.
+///
+/// # Safety
+/// `tile` holds that chunk decoded from the matrix `xp` and `x` were prepared for, and
+/// `t < x.rows()`; the CPU has AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn ggml_tile<const U: usize, const MIN: bool>(
+    tile: &GgmlTile,
+    xp: &GgmlPrep,
+    x: &ActQ16,
+    t: usize,
+    [u0, units, b0]: [usize; 3],
+) -> __m128 {
+    let k = units * U;
+    let xq = x.q[t * x.blocks() * BLOCK + u0 * U..].as_ptr();
+    let sx = xp.sx[(t * xp.units + u0) * 4..].as_ptr();
+    let wq = tile.q.as_ptr();
+    let a = tile.a.as_ptr();
+    let mut acc = _mm256_setzero_ps();
+    // SAFETY: units `u < units` lie inside every decoded row (`k = units · U` values apart)
+    // and the token's activations from `u0`; the factor arrays hold `units × 4` values.
+    unsafe {
+        for u in (0..units / 2 * 2).step_by(2) {
+            let d0 = ggml_units4::<U>(wq, k, xq, u);
+            let d1 = ggml_units4::<U>(wq, k, xq, u + 1);
+            let f = _mm256_cvtepi32_ps(ggml_reduce(d0, d1));
+            let s = _mm256_mul_ps(
+                _mm256_loadu_ps(a.add(u * 4)),
+                _mm256_loadu_ps(sx.add(u * 4)),
+            );
+            acc = _mm256_fmadd_ps(f, s, acc);
+        }
+        if units % 2 == 1 {
+            let u = units - 1;
+            let d0 = ggml_units4::<U>(wq, k, xq, u);
+            let z = [_mm256_setzero_si256(); 4];
+            let f = _mm256_cvtepi32_ps(ggml_reduce(d0, z));
+            let s = _mm_mul_ps(_mm_loadu_ps(a.add(u * 4)), _mm_loadu_ps(sx.add(u * 4)));
+            acc = _mm256_fmadd_ps(f, _mm256_zextps128_ps256(s), acc);
+        }
+        let mut out = fold(acc);
+        if MIN {
+            // The minimum's term `Σ_b c_b · sx · Σ xq` reads no weights.
+            let c = tile.c.as_ptr();
+            let xs = xp.xs[(t * x.blocks() + b0) * 4..].as_ptr();
+            for b in 0..k / BLOCK {
+                out = _mm_fmadd_ps(_mm_loadu_ps(c.add(b * 4)), _mm_loadu_ps(xs.add(b * 4)), out);
+            }
+        }
+        out
+    }
+}
+
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C. Shapes are checked by the caller.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn ggml_matmul(w: &GgmlMatrix, x: &ActQ16, out: &mut [f32]) {
+    let (n, m) = (w.rows(), x.rows());
+    let f = w.format();
+    let (u, v) = (f.unit(), f.block_values());
+    let xp = GgmlPrep::new(w, x);
+    let mut tile = GgmlTile::new();
+    let mut acc = vec![_mm_setzero_ps(); m];
+    for r0 in (0..n).step_by(ROW_TILE) {
+        acc.fill(_mm_setzero_ps());
+        for (c0, nb) in GgmlTile::chunks(w) {
+            tile.load(w, r0, c0, nb);
+            let at = [c0 * v / u, nb * v / u, c0 * v / BLOCK];
+            for (t, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: the tile holds this chunk of `w`, `xp` was built for `w` and `x`,
+                // `t < m`; the CPU features are this function's own contract.
+                let o = unsafe {
+                    match (u == 16, f.has_min()) {
+                        (true, _) => ggml_tile::<16, false>(&tile, &xp, x, t, at),
+                        (false, true) => ggml_tile::<32, true>(&tile, &xp, x, t, at),
+                        (false, false) => ggml_tile::<32, false>(&tile, &xp, x, t, at),
+                    }
+                };
+                *acc = _mm_add_ps(*acc, o);
+            }
+        }
+        let width = (n - r0).min(ROW_TILE);
+        for (t, a) in acc.iter().enumerate() {
+            let mut o = [0.0f32; 4];
+            // SAFETY: `o` has room for 4 floats; `_mm_storeu_ps` needs no alignment.
+            unsafe { _mm_storeu_ps(o.as_mut_ptr(), *a) };
+            out[t * n + r0..t * n + r0 + width].copy_from_slice(&o[..width]);
         }
     }
 }
