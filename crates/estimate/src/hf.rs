@@ -231,6 +231,9 @@ presets!(
     "phi-3-mini",
     "gemma-2b",
     "gemma-2-2b",
+    "llama-3.1-8b",
+    "phi-3.5-mini",
+    "qwen2.5-7b",
 );
 
 /// Ids of the bundled presets (files in `models/presets/`, HF config.json form plus an

@@ -51,12 +51,20 @@ pub mod hf;
 pub mod latency;
 pub mod memory;
 pub mod report;
+pub mod runtime;
 pub mod spec;
 pub mod thermal;
+pub mod uncertainty;
+pub mod validate;
 pub mod verdict;
 
-pub use deploy::{Deployment, Policy, Thresholds, MAX_BATCH, MAX_CONTEXT};
-pub use device::{device, device_ids, BrowserMeasurements, DeviceProfile, Loader, UnitProfile};
+pub use deploy::{
+    Deployment, Policy, Thresholds, DEVICE_KINDS, MAX_BATCH, MAX_CONTEXT, MAX_THREADS,
+};
+pub use device::{
+    device, device_ids, BrowserMeasurements, CpuCluster, CpuFeatures, DeviceProfile, Loader,
+    UnitProfile,
+};
 pub use error::{EstimateError, Result};
 pub use explain::Explanation;
 pub use fit::{fit, FailCounts, FitModel, FitRequest, FitResult, FitRow, FitSearch};
@@ -68,5 +76,6 @@ pub use gguf::{GgufMetadata, GgufTensorInfo, GgufValue};
 pub use hf::{preset, preset_ids, preset_info, PresetInfo};
 pub use memory::{weight_bytes, ComponentBytes, MemoryReport};
 pub use report::{estimate, Report};
+pub use runtime::{runtime_profile, runtime_profiles, Runtime, RuntimeProfile, RuntimeUnit};
 pub use spec::{Family, LayerPrune, LayerSpec, ModelSpec, ParamBreakdown, PruneRatios, Pruning};
 pub use verdict::{Experience, Verdict, Verdicts};

@@ -29,6 +29,10 @@ const PUBLISHED: &[(&str, u64)] = &[
     ("gemma-2-2b", 2_614_341_888),
     // Published as "1.3B" / 1.35B on the Hub; within 1% of 1.35e9.
     ("sheared-llama-1.3b", 1_345_423_360),
+    // Presets added for the validation set.
+    ("llama-3.1-8b", 8_030_261_248),
+    ("phi-3.5-mini", 3_821_079_552),
+    ("qwen2.5-7b", 7_615_616_512),
 ];
 
 #[test]
