@@ -229,6 +229,15 @@ devices!(
     "snapdragon-8-elite",
     "snapdragon-8-elite-gen5",
     "apple-m3",
+    "apple-m3-max",
+    "apple-m1",
+    "apple-m1-max",
+    "apple-m4",
+    "apple-m4-max",
+    "apple-m5",
+    "apple-a19-pro",
+    "tensor-g3",
+    "rockchip-rk3588",
     "this-browser",
 );
 
@@ -583,6 +592,25 @@ impl UnitProfile {
     /// Cores over all clusters (0 when the profile lists none).
     pub fn cores(&self) -> u32 {
         self.clusters.iter().map(|c| c.cores).sum()
+    }
+
+    /// Σ of the top frequencies (GHz) of the `threads` fastest cores. `None` without clusters.
+    pub fn cluster_ghz(&self, threads: u32) -> Option<f64> {
+        if self.clusters.is_empty() {
+            return None;
+        }
+        let mut cores: Vec<(f64, f64)> = self
+            .clusters
+            .iter()
+            .flat_map(|c| {
+                std::iter::repeat_n(
+                    (c.freq_mhz * 1e-3 * c.f32_flops_per_cycle, c.freq_mhz * 1e-3),
+                    c.cores as usize,
+                )
+            })
+            .collect();
+        cores.sort_by(|a, b| b.0.total_cmp(&a.0));
+        Some(cores.iter().take(threads as usize).map(|c| c.1).sum())
     }
 
     /// Peak GOP/s at `dtype` of the `threads` fastest cores, from the clusters:

@@ -12,12 +12,16 @@
 //! - `compute`: weight format → compute precision of the matrix products (`default_compute`
 //!   for formats not listed);
 //! - `compute_fraction` `η_c`: achieved fraction of the unit's peak at that precision (over the
-//!   cores used, for a CPU) — **fitted** on the validation set, see [`crate::validate`];
+//!   cores used, for a CPU) in prefill GEMMs — **fitted** on the validation set, see
+//!   [`crate::validate`];
 //! - `decode_bandwidth_fraction` `η_d` and `prefill_bandwidth_fraction` `η_p`: achieved
 //!   fractions of the device's theoretical DRAM bandwidth (`memory.theoretical_bandwidth_gbs`)
 //!   — `η_d` is **fitted**;
 //! - `op_overhead_us` `o`: fixed cost per op of the estimator's op table (≈ one kernel launch
 //!   or one thread barrier), and `token_overhead_us` `τ`: fixed cost per forward pass;
+//! - `decode_weights_per_cycle` `w` (CPU only): weights per cycle per core its decode GEMV
+//!   kernel unpacks and multiplies for quantized formats — a 4-bit CPU decode is bound by
+//!   instructions before bandwidth with few threads — **fitted**;
 //! - `default_threads` (CPU only; `null` = the device's `default_threads`).
 //!
 //! # The roofs it gives the time model (per phase, at the top frequency)
@@ -25,8 +29,10 @@
 //! peak     = CPU: Σ over the t fastest cores of f_core · FLOP/cycle_f32 · m(precision)
 //!            (m = 1 f32, 2 f16 with fp16 arithmetic, 4 int8 with SDOT, 8 with i8mm);
 //!            other units: the profile's peak_gflops[precision]
-//! compute  = peak · η_c
+//! compute  = peak · η_c in prefill; peak in decode (a batch-1 GEMV is bound by bytes or by
+//!            the CPU's unpacking kernel, not by GEMM efficiency)
 //! BW_phase = BW_theoretical · η_phase · min(1, t / t_sat)        (t_sat: cores that saturate DRAM)
+//! rate     = decode of a quantized format on a CPU: Σ over the t fastest cores of f_core · w
 //! t_op     = max(FLOPs / compute, bytes / BW_phase, weights / rate) + o
 //! t_pass   = Σ ops t_op + τ
 //! ```
@@ -79,7 +85,7 @@ pub struct RuntimeUnit {
     pub compute: BTreeMap<WeightFormat, ComputeDtype>,
     /// Precision for weight formats not in `compute`.
     pub default_compute: ComputeDtype,
-    /// Achieved fraction of peak compute at that precision (prefill GEMMs; decode uses it too).
+    /// Achieved fraction of peak compute at that precision in prefill GEMMs.
     pub compute_fraction: f64,
     /// Achieved fraction of the theoretical DRAM bandwidth in prefill.
     pub prefill_bandwidth_fraction: f64,
@@ -89,6 +95,11 @@ pub struct RuntimeUnit {
     pub op_overhead_us: f64,
     /// Fixed cost per forward pass (decode step or prefill chunk), µs.
     pub token_overhead_us: f64,
+    /// CPU only: weights per cycle per core the runtime's decode GEMV kernel unpacks and
+    /// multiplies for quantized formats (everything but f32/f16/bf16) — the instruction-bound
+    /// kernel roof `Σ_cores f · w` of a CPU decode. `None`: no such roof.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_weights_per_cycle: Option<f64>,
     /// Threads by default on a CPU (`None`: the device's `default_threads`).
     #[serde(default)]
     pub default_threads: Option<u32>,
@@ -200,6 +211,14 @@ impl RuntimeProfile {
                     ));
                 }
             }
+            if let Some(w) = r.decode_weights_per_cycle {
+                if !(w.is_finite() && w > 0.0 && w <= 1024.0) {
+                    return Err(bad(
+                        format!("units.{u}.decode_weights_per_cycle"),
+                        format!("{w} must be in (0, 1024]"),
+                    ));
+                }
+            }
             if r.default_threads == Some(0) {
                 return Err(bad(
                     format!("units.{u}.default_threads"),
@@ -235,6 +254,14 @@ impl RuntimeUnit {
             .copied()
             .unwrap_or(self.default_compute)
     }
+}
+
+/// Weights that a kernel must unpack (every format but f32, f16 and bf16).
+pub fn is_quantized(w: WeightFormat) -> bool {
+    !matches!(
+        w,
+        WeightFormat::F32 | WeightFormat::F16 | WeightFormat::Bf16
+    )
 }
 
 /// The runtime a deployment on `unit` of `device` uses when it does not name one: the
@@ -365,12 +392,23 @@ pub(crate) fn resolve(
         op_overhead_us: ru.op_overhead_us,
         pass_overhead_us: ru.token_overhead_us,
     };
+    // Decode's compute roof is the unit's peak: η_c is a GEMM figure, and a batch-1 GEMV is
+    // bound by the bytes it moves or, on a CPU, by the unpacking kernel (the rate below).
+    let mut decode = PhaseRoof {
+        compute_fraction: 1.0,
+        ..phase(ru.decode_bandwidth_fraction)
+    };
+    if is_quantized(dep.weights) {
+        if let (Some(w), Some(t)) = (ru.decode_weights_per_cycle, threads) {
+            decode.weight_rate_gws = unit.cluster_ghz(t).map(|ghz| ghz * w);
+        }
+    }
     Ok(Exec {
         runtime: rt.id,
         threads,
         compute,
         prefill: phase(ru.prefill_bandwidth_fraction),
-        decode: phase(ru.decode_bandwidth_fraction),
+        decode,
         warnings,
     })
 }

@@ -2,14 +2,16 @@
 //! taken from its own errors on the committed validation set.
 //!
 //! # How a range is obtained
-//! For each compute unit and phase (prefill, decode), the residual of a validation point is
-//! `r = measured / estimated`, where the estimate is made with the runtimes refitted **without
-//! the point's own source** (leave-one-source-out, [`crate::validate`]), so a range is an
-//! out-of-sample error, not an in-sample one. The band is the 10th and 90th percentile of those
-//! residuals (linear interpolation between order statistics: the `q`-quantile of `n` sorted
-//! values is at index `q·(n − 1)`), and a reported figure `x` gets `[x·r_10, x·r_90]`
-//! (`TTFT` gets `[t / r_90, t / r_10]` from the prefill band). A unit with fewer than
-//! [`MIN_POINTS`] residuals in a phase uses the residuals of all units in that phase.
+//! For each compute unit and phase (prefill, decode), each validation point gives two residuals
+//! `r = measured / estimated`: one against the estimate made with the runtimes refitted
+//! **without the point's own source** (leave-one-source-out, [`crate::validate`]: the error on
+//! a device or runtime the set has not seen) and one against the estimate fitted on the whole
+//! set (the figure the estimator prints). The band is the 10th and 90th percentile of those
+//! residuals together (linear interpolation between order statistics: the `q`-quantile of `n`
+//! sorted values is at index `q·(n − 1)`), widened to contain 1 (the estimate itself), and a
+//! reported figure `x` gets `[x·r_10, x·r_90]` (`TTFT` gets `[t / r_90, t / r_10]` from the
+//! prefill band). A unit with fewer than [`MIN_POINTS`] residuals in a phase uses the
+//! residuals of all units in that phase.
 //!
 //! Computed once per process from the bundled validation set (deterministic: same files, same
 //! bands).
@@ -62,7 +64,7 @@ impl Band {
     /// One line for the explanation.
     pub fn describe(&self) -> String {
         format!(
-            "×{:.2}..×{:.2}, the 10th-90th percentile of measured/estimated over {} leave-one-source-out validation points ({})",
+            "×{:.2}..×{:.2}, the 10th-90th percentile of measured/estimated over {} residuals of the validation set, leave-one-source-out and in-sample ({})",
             self.low, self.high, self.points, self.scope
         )
     }
@@ -113,8 +115,8 @@ pub fn quantile(v: &[f64], q: f64) -> f64 {
 pub fn band_of(mut r: Vec<f64>, scope: String) -> Band {
     r.sort_by(f64::total_cmp);
     Band {
-        low: quantile(&r, 0.1),
-        high: quantile(&r, 0.9),
+        low: quantile(&r, 0.1).min(1.0),
+        high: quantile(&r, 0.9).max(1.0),
         points: r.len(),
         scope,
     }

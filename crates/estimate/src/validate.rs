@@ -15,17 +15,23 @@
 //! measured use), batch 1, the top frequency (no throttling). Prefill tok/s and decode tok/s
 //! are compared with the measured figures where the source gives them.
 //!
-//! # The fit ([`fit_runtimes`]): two numbers per runtime × unit, shared by every device
+//! # The fit ([`fit_runtimes`]): two or three numbers per runtime × unit, shared by every device
 //! For each (runtime, unit) with points, in this order, from the committed priors:
 //! 1. `compute_fraction` `η_c` from its prefill points;
-//! 2. `decode_bandwidth_fraction` `η_d` from its decode points (with the new `η_c`);
-//! 3. `η_c` again with the new `η_d`.
+//! 2. `decode_bandwidth_fraction` `η_d` from its decode points — on a CPU runtime with a
+//!    kernel roof, only from points of unquantized formats (f32/f16/bf16, which no unpacking
+//!    kernel bounds), else the prior stays;
+//! 3. `decode_weights_per_cycle` `w` (CPU runtimes with a kernel roof) from its decode points
+//!    of quantized formats (bisection in log space over [0.05, 64]);
+//! 4. `η_c` again with the new `η_d` and `w`.
 //!
 //! Each step solves, per point, the value that makes the estimate equal the measurement (the
 //! estimate is monotone in it; bisection over [[`FIT_MIN`], 1] to 2^-30; a point beyond
 //! reach at a bound takes that bound) and takes the **median** over the points (the lower
-//! median for an even count), so one outlier cannot drag a runtime. No other figure is fitted;
-//! a (runtime, unit) with no points keeps its prior. Deterministic: same files, same numbers.
+//! median for an even count), so one outlier cannot drag a runtime. No other figure is fitted.
+//! A (runtime, unit) whose points do not constrain a parameter takes the lower median of that
+//! parameter over the other runtimes fitted on the same unit (pooled; the mean of the middle two for an even count); only a unit no point
+//! constrains keeps the committed prior. Deterministic: same files, same numbers.
 //!
 //! # The figures
 //! Error per point `(estimated − measured) / measured`; MAPE = mean of `|error|` × 100, by
@@ -67,10 +73,25 @@ macro_rules! validation_files {
 validation_files!(
     "aihub-models-perf-2026-02",
     "aihub-models-perf-history",
+    "arxiv-2603.23640-tinybench",
+    "edge-llm-bench-leaderboard",
     "executorch-llama-readme",
+    "executorch-llama-readme-2024-10",
+    "executorch-llama2-readme",
+    "executorch-llama2-readme-early",
+    "geerlingguy-ai-benchmarks-issue-7",
     "geerlingguy-ai-benchmarks-readme",
+    "gpu-benchmarks-on-llm-inference-apple",
     "litert-lm-readme",
+    "llamacpp-discussion-4167",
+    "llamacpp-docs-snapdragon-readme",
+    "llamacpp-pr-19356-19360-rpi5",
+    "llamacpp-prs-apple-m4-m5",
+    "mlc-blog-orange-pi",
+    "mlc-llm-issue-1359",
+    "pocketpal-pr-702",
     "t-mac-profiling-data",
+    "yardstick-results",
 );
 
 const MAP: &str = include_str!("../../../models/validation/map.json");
@@ -175,12 +196,17 @@ pub struct SlugMap {
     pub soc: BTreeMap<String, String>,
     /// Model slug → preset id.
     pub model: BTreeMap<String, String>,
-    /// Weight slug → format (when the slug alone decides it).
+    /// Weight slug → format; `runtime/slug` keys (e.g. `mlx/int4`) take precedence.
     pub weights: BTreeMap<String, WeightFormat>,
     /// Point id → format (overrides `weights`).
     pub point_weights: BTreeMap<String, WeightFormat>,
+    /// Point id → compute precision the source states (e.g. fp16 activations of a `w4`
+    /// NPU model rather than the runtime's integer default).
+    pub point_compute: BTreeMap<String, crate::format::ComputeDtype>,
     /// Point id → why it is skipped.
     pub skip: BTreeMap<String, String>,
+    /// Point id → why its prefill figure is not used (its decode figure is).
+    pub skip_prefill: BTreeMap<String, String>,
     /// Notes on the mapping choices.
     pub notes: Vec<String>,
 }
@@ -261,8 +287,10 @@ fn case_of(source: &str, p: &Point, map: &SlugMap) -> std::result::Result<Case, 
         Some(w) => *w,
         None => {
             let w = p.weights.as_deref().unwrap_or("");
+            let by_runtime = format!("{}/{w}", p.runtime.as_deref().unwrap_or(""));
             *map.weights
-                .get(w)
+                .get(&by_runtime)
+                .or_else(|| map.weights.get(w))
                 .ok_or_else(|| format!("no weight format mapped for {w:?}"))?
         }
     };
@@ -280,6 +308,10 @@ fn case_of(source: &str, p: &Point, map: &SlugMap) -> std::result::Result<Case, 
         .map_err(|e: EstimateError| e.to_string())?;
     let spec = preset(preset_id).map_err(|e| e.to_string())?;
     let dev = device(device_id).map_err(|e| e.to_string())?;
+    let mut point = p.clone();
+    if map.skip_prefill.contains_key(&p.id) {
+        point.prefill_tok_s = None;
+    }
     let prompt = p.prompt_tokens.unwrap_or(DEFAULT_PROMPT);
     let gen = p.gen_tokens.unwrap_or(DEFAULT_GEN);
     let deployment = Deployment {
@@ -291,11 +323,12 @@ fn case_of(source: &str, p: &Point, map: &SlugMap) -> std::result::Result<Case, 
         unit: Some(unit),
         runtime: Some(runtime),
         threads: p.threads,
+        compute: map.point_compute.get(&p.id).copied(),
         ..Deployment::default()
     };
     Ok(Case {
         source: source.to_string(),
-        point: p.clone(),
+        point,
         device_id: device_id.clone(),
         preset: preset_id.clone(),
         deployment,
@@ -313,6 +346,13 @@ pub fn cases() -> Result<(Vec<Case>, Vec<Skipped>)> {
     let mut skipped = Vec::new();
     for f in validation_files()? {
         for p in &f.points {
+            if let Some(reason) = map.skip_prefill.get(&p.id) {
+                skipped.push(Skipped {
+                    source: f.source.id.clone(),
+                    id: format!("{} (prefill only)", p.id),
+                    reason: reason.clone(),
+                });
+            }
             match case_of(&f.source.id, p, &map) {
                 Ok(c) => cases.push(c),
                 Err(reason) => skipped.push(Skipped {
@@ -340,43 +380,90 @@ fn speeds_of(c: &Case, profiles: &[RuntimeProfile]) -> Result<(f64, f64)> {
     Ok((s.prefill_tok_s, s.decode_tok_s))
 }
 
-fn set_param(p: &mut RuntimeProfile, unit: ComputeUnit, phase: Phase, v: f64) {
+/// A fitted parameter of a runtime × unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Param {
+    /// `compute_fraction`, from prefill points.
+    Compute,
+    /// `decode_bandwidth_fraction`, from decode points (of unquantized formats when the unit
+    /// has a kernel roof).
+    Bandwidth,
+    /// `decode_weights_per_cycle`, from decode points of quantized formats.
+    Kernel,
+}
+
+impl Param {
+    fn phase(self) -> Phase {
+        match self {
+            Param::Compute => Phase::Prefill,
+            Param::Bandwidth | Param::Kernel => Phase::Decode,
+        }
+    }
+    fn bounds(self) -> (f64, f64) {
+        match self {
+            Param::Compute | Param::Bandwidth => (FIT_MIN, 1.0),
+            Param::Kernel => (0.05, 64.0),
+        }
+    }
+}
+
+fn set_param(p: &mut RuntimeProfile, unit: ComputeUnit, param: Param, v: f64) {
     if let Some(u) = p.units.get_mut(&unit) {
-        match phase {
-            Phase::Prefill => u.compute_fraction = v,
-            Phase::Decode => u.decode_bandwidth_fraction = v,
+        match param {
+            Param::Compute => u.compute_fraction = v,
+            Param::Bandwidth => u.decode_bandwidth_fraction = v,
+            Param::Kernel => u.decode_weights_per_cycle = Some(v),
         }
     }
 }
 
 /// The value of the phase's parameter that makes the estimate of `c` equal its measurement.
-fn solve(c: &Case, profiles: &[RuntimeProfile], phase: Phase, measured: f64) -> Result<f64> {
+fn solve(c: &Case, profiles: &[RuntimeProfile], param: Param, measured: f64) -> Result<f64> {
+    let phase = param.phase();
     let idx = profiles.iter().position(|p| p.id == c.runtime).unwrap_or(0);
     let mut trial = profiles.to_vec();
     let mut at = |v: f64| -> Result<f64> {
-        set_param(&mut trial[idx], c.unit, phase, v);
+        set_param(&mut trial[idx], c.unit, param, v);
         let (p, d) = speeds_of(c, &trial)?;
         Ok(match phase {
             Phase::Prefill => p,
             Phase::Decode => d,
         })
     };
-    let (mut lo, mut hi) = (FIT_MIN, 1.0);
+    let (mut lo, mut hi) = param.bounds();
     if at(hi)? <= measured {
         return Ok(hi);
     }
     if at(lo)? >= measured {
         return Ok(lo);
     }
-    for _ in 0..30 {
-        let mid = 0.5 * (lo + hi);
+    for _ in 0..40 {
+        let mid = if param == Param::Kernel {
+            (lo * hi).sqrt()
+        } else {
+            0.5 * (lo + hi)
+        };
         if at(mid)? < measured {
             lo = mid;
         } else {
             hi = mid;
         }
     }
-    Ok(0.5 * (lo + hi))
+    Ok(if param == Param::Kernel {
+        (lo * hi).sqrt()
+    } else {
+        0.5 * (lo + hi)
+    })
+}
+
+/// The median (the mean of the middle two for an even count).
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(0.5 * (v[(n - 1) / 2] + v[n / 2]))
 }
 
 fn lower_median(mut v: Vec<f64>) -> Option<f64> {
@@ -401,25 +488,74 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
         cases.iter().map(|c| (c.runtime, c.unit)).collect();
     groups.sort();
     groups.dedup();
-    for phase in [Phase::Prefill, Phase::Decode, Phase::Prefill] {
+    let mut fitted: Vec<(Runtime, ComputeUnit, Param, f64)> = Vec::new();
+    for param in [
+        Param::Compute,
+        Param::Bandwidth,
+        Param::Kernel,
+        Param::Compute,
+    ] {
+        fitted.retain(|(_, _, q, _)| *q != param);
         for &(rt, unit) in &groups {
-            if profiles
+            let Some(ru) = profiles
                 .iter()
                 .find(|p| p.id == rt)
                 .and_then(|p| p.units.get(&unit))
-                .is_none_or(|u| u.device_figures)
-            {
+            else {
+                continue;
+            };
+            if ru.device_figures {
+                continue;
+            }
+            let kernel_roof = ru.decode_weights_per_cycle.is_some();
+            if param == Param::Kernel && !kernel_roof {
                 continue;
             }
             let mut sol = Vec::new();
             for c in cases.iter().filter(|c| c.runtime == rt && c.unit == unit) {
-                if let Some(m) = measured(c, phase) {
-                    sol.push(solve(c, &profiles, phase, m)?);
+                let quantized = crate::runtime::is_quantized(c.deployment.weights);
+                let evidence = match param {
+                    Param::Compute => true,
+                    Param::Bandwidth => !kernel_roof || !quantized,
+                    Param::Kernel => quantized,
+                };
+                if let (true, Some(m)) = (evidence, measured(c, param.phase())) {
+                    sol.push(solve(c, &profiles, param, m)?);
                 }
             }
             if let Some(v) = lower_median(sol) {
                 let idx = profiles.iter().position(|p| p.id == rt).unwrap_or(0);
-                set_param(&mut profiles[idx], unit, phase, v);
+                set_param(&mut profiles[idx], unit, param, v);
+                fitted.push((rt, unit, param, v));
+            }
+        }
+    }
+    // A runtime × unit the points do not constrain takes the lower median of the values fitted
+    // for other runtimes on the same unit (pooled), not its prior: so leaving a source out
+    // leaves the evidence of the other runtimes, not a guess.
+    for param in [Param::Compute, Param::Bandwidth, Param::Kernel] {
+        for p in profiles.iter_mut() {
+            for (unit, ru) in p.units.iter_mut() {
+                if ru.device_figures
+                    || (param == Param::Kernel && ru.decode_weights_per_cycle.is_none())
+                    || fitted
+                        .iter()
+                        .any(|(r, u, q, _)| *r == p.id && u == unit && *q == param)
+                {
+                    continue;
+                }
+                let pool: Vec<f64> = fitted
+                    .iter()
+                    .filter(|(_, u, q, _)| u == unit && *q == param)
+                    .map(|(_, _, _, v)| *v)
+                    .collect();
+                if let Some(v) = median(pool) {
+                    match param {
+                        Param::Compute => ru.compute_fraction = v,
+                        Param::Bandwidth => ru.decode_bandwidth_fraction = v,
+                        Param::Kernel => ru.decode_weights_per_cycle = Some(v),
+                    }
+                }
             }
         }
     }
@@ -500,7 +636,7 @@ pub struct ValidationReport {
     pub mape: Vec<Mape>,
     /// The fitted runtime parameters on the whole set: (runtime, unit, compute_fraction,
     /// decode_bandwidth_fraction).
-    pub fitted: Vec<(Runtime, ComputeUnit, f64, f64)>,
+    pub fitted: Vec<(Runtime, ComputeUnit, f64, f64, Option<f64>)>,
     /// Fraction of rows inside their printed range.
     pub inside_range: f64,
     /// The bands.
@@ -545,11 +681,18 @@ fn bands_from(cases: &[Case], loso: &Loso) -> Bands {
     let mut by_unit = Vec::new();
     let mut pooled = Vec::new();
     for phase in [Phase::Prefill, Phase::Decode] {
+        // Both residuals of each point: against the LOSO estimate (out of sample) and against
+        // the estimate the user sees (fitted on the whole set).
         let res = |u: Option<ComputeUnit>| -> Vec<f64> {
             loso.est
                 .iter()
                 .filter(|(i, p, _, _)| *p == phase && u.is_none_or(|u| cases[*i].unit == u))
-                .filter_map(|(i, _, _, l)| measured(&cases[*i], phase).map(|m| m / l))
+                .flat_map(|(i, _, e, l)| {
+                    measured(&cases[*i], phase)
+                        .map(|m| [m / l, m / e])
+                        .into_iter()
+                        .flatten()
+                })
                 .collect()
         };
         let all = res(None);
@@ -663,7 +806,15 @@ pub fn validate() -> Result<ValidationReport> {
                 .filter(|(u, ru)| {
                     !ru.device_figures && cases.iter().any(|c| c.runtime == p.id && c.unit == **u)
                 })
-                .map(|(u, ru)| (p.id, *u, ru.compute_fraction, ru.decode_bandwidth_fraction))
+                .map(|(u, ru)| {
+                    (
+                        p.id,
+                        *u,
+                        ru.compute_fraction,
+                        ru.decode_bandwidth_fraction,
+                        ru.decode_weights_per_cycle,
+                    )
+                })
                 .collect::<Vec<_>>()
         })
         .collect();
@@ -738,10 +889,11 @@ impl ValidationReport {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "fitted (whole set): runtime unit compute_fraction decode_bandwidth_fraction"
+            "fitted (whole set): runtime unit compute_fraction decode_bandwidth_fraction decode_weights_per_cycle"
         );
-        for (rt, u, cf, bw) in &self.fitted {
-            let _ = writeln!(s, "  {rt:<10} {u:<4} {cf:.3} {bw:.3}");
+        for (rt, u, cf, bw, w) in &self.fitted {
+            let w = w.map(|w| format!("{w:.3}")).unwrap_or_else(|| "-".into());
+            let _ = writeln!(s, "  {rt:<10} {u:<4} {cf:.3} {bw:.3} {w}");
         }
         s
     }

@@ -14,7 +14,11 @@ fn every_point_is_estimated_or_skipped_with_a_reason() {
     let files = validation_files().unwrap();
     let published: usize = files.iter().map(|f| f.points.len()).sum();
     let (c, skipped) = cases().unwrap();
-    assert_eq!(c.len() + skipped.len(), published);
+    let whole = skipped
+        .iter()
+        .filter(|s| !s.id.ends_with("(prefill only)"))
+        .count();
+    assert_eq!(c.len() + whole, published);
     assert!(c.len() >= 25, "{} points estimated", c.len());
     for s in &skipped {
         assert!(s.reason.len() > 10, "{}: {:?}", s.id, s.reason);
@@ -105,4 +109,10 @@ fn smollm2_decodes_faster_on_the_phone_than_on_the_pi_with_the_same_runtime() {
             l.decode_overhead_share
         );
     }
+}
+
+#[test]
+#[ignore]
+fn print_report() {
+    println!("{}", validate().unwrap().render());
 }
