@@ -78,4 +78,5 @@ pub use memory::{weight_bytes, ComponentBytes, MemoryReport};
 pub use report::{estimate, Report};
 pub use runtime::{runtime_profile, runtime_profiles, Runtime, RuntimeProfile, RuntimeUnit};
 pub use spec::{Family, LayerPrune, LayerSpec, ModelSpec, ParamBreakdown, PruneRatios, Pruning};
+pub use thermal::{all_thermal_traces, thermal_traces, ThermalTrace, TraceSample};
 pub use verdict::{Experience, Verdict, Verdicts};

@@ -100,6 +100,10 @@ pub struct RuntimeUnit {
     /// kernel roof `Σ_cores f · w` of a CPU decode. `None`: no such roof.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_weights_per_cycle: Option<f64>,
+    /// CPU only: whether its int8 kernels use the i8mm matrix instructions (SMMLA, 8× the f32
+    /// rate) where the CPU has them; `false`: SDOT dot products (4×) at best.
+    #[serde(default = "yes")]
+    pub int8_i8mm: bool,
     /// Threads by default on a CPU (`None`: the device's `default_threads`).
     #[serde(default)]
     pub default_threads: Option<u32>,
@@ -256,6 +260,10 @@ impl RuntimeUnit {
     }
 }
 
+fn yes() -> bool {
+    true
+}
+
 /// Weights that a kernel must unpack (every format but f32, f16 and bf16).
 pub fn is_quantized(w: WeightFormat) -> bool {
     !matches!(
@@ -372,7 +380,16 @@ pub(crate) fn resolve(
         });
     }
     let compute = dep.compute.unwrap_or(ru.compute_for(dep.weights));
-    let peak = match threads.and_then(|t| unit.cluster_peak(compute, t)) {
+    let sdot_only;
+    let cpu = if ru.int8_i8mm || !unit.features.i8mm {
+        unit
+    } else {
+        let mut u = unit.clone();
+        u.features.i8mm = false;
+        sdot_only = u;
+        &sdot_only
+    };
+    let peak = match threads.and_then(|t| cpu.cluster_peak(compute, t)) {
         Some(p) => p,
         None => unit.peak_for(compute).ok_or_else(|| dtype_err(compute))?,
     };

@@ -116,3 +116,94 @@ fn smollm2_decodes_faster_on_the_phone_than_on_the_pi_with_the_same_runtime() {
 fn print_report() {
     println!("{}", validate().unwrap().render());
 }
+
+/// "What fits" on a Raspberry Pi 5 passed nothing when a board with an active cooler was held
+/// to a phone's 12 °C skin-temperature rise; a board's thresholds are its kind's.
+#[test]
+fn what_fits_on_a_pi_5_is_not_empty_and_uses_board_thresholds() {
+    use edgefit_estimate::{fit, FitModel, FitRequest, Thresholds};
+    let pi = device("raspberry-pi-5").unwrap();
+    assert_eq!(pi.kind, "board");
+    let req = FitRequest {
+        models: ["smollm2-135m", "smollm2-360m", "qwen2.5-0.5b"]
+            .iter()
+            .map(|id| FitModel {
+                id: id.to_string(),
+                spec: preset(id).unwrap(),
+            })
+            .collect(),
+        weights: vec![WeightFormat::Q4_0, WeightFormat::Q8_0],
+        prune_levels: vec![0.0],
+        contexts: vec![2048],
+        ..FitRequest::default()
+    };
+    let r = fit(&req, &pi).unwrap();
+    assert!(!r.rows.is_empty(), "nothing fits: {:?}", r.failed);
+    let rep = estimate(
+        &preset("smollm2-135m").unwrap(),
+        &Deployment::default(),
+        &pi,
+    )
+    .unwrap();
+    assert_eq!(
+        rep.verdict.thresholds,
+        Thresholds::for_kind("board", pi.memory.usable_bytes)
+    );
+    assert_eq!(rep.verdict.thresholds.temp_rise_c, 50.0);
+    // A phone keeps the skin limit.
+    let phone = device("snapdragon-8-gen3").unwrap();
+    let rep = estimate(
+        &preset("smollm2-135m").unwrap(),
+        &Deployment::default(),
+        &phone,
+    )
+    .unwrap();
+    assert_eq!(rep.verdict.thresholds.temp_rise_c, 12.0);
+}
+
+/// `--runtime` and `--threads` change the estimate as documented; hostile values are errors.
+#[test]
+fn runtime_and_threads_knobs() {
+    let spec = preset("llama-3.2-1b").unwrap();
+    let sd = device("snapdragon-8-gen3").unwrap();
+    let cpu = |runtime, threads| Deployment {
+        unit: Some(ComputeUnit::Cpu),
+        weights: WeightFormat::Q4_0,
+        runtime: Some(runtime),
+        threads,
+        ..Deployment::default()
+    };
+    let one = estimate(&spec, &cpu(Runtime::Llamacpp, Some(1)), &sd)
+        .unwrap()
+        .latency;
+    let four = estimate(&spec, &cpu(Runtime::Llamacpp, Some(4)), &sd)
+        .unwrap()
+        .latency;
+    assert_eq!((one.threads, four.threads), (Some(1), Some(4)));
+    // Prefill scales with the cores used (the X4 is twice an A720); decode with the kernel roof.
+    assert!(four.prefill_tok_s > 2.0 * one.prefill_tok_s);
+    assert!(four.decode_tok_s > one.decode_tok_s);
+    let et = estimate(&spec, &cpu(Runtime::Executorch, Some(4)), &sd)
+        .unwrap()
+        .latency;
+    assert_eq!(et.runtime, Runtime::Executorch);
+    assert_ne!(et.prefill_tok_s, four.prefill_tok_s);
+    // Hostile values.
+    let msg = |d: Deployment| estimate(&spec, &d, &sd).unwrap_err().to_string();
+    assert!(msg(cpu(Runtime::Llamacpp, Some(0))).contains("threads"));
+    let m = msg(cpu(Runtime::Llamacpp, Some(9)));
+    assert!(m.contains("threads") && m.contains("8 CPU cores"), "{m}");
+    let m = msg(cpu(Runtime::Qnn, None));
+    assert!(
+        m.contains("qnn") && m.contains("cpu") && m.contains("npu"),
+        "{m}"
+    );
+    assert!("tflite"
+        .parse::<Runtime>()
+        .unwrap_err()
+        .to_string()
+        .contains("llamacpp"));
+    // Old page JSON without runtime/threads still parses.
+    let d: Deployment = serde_json::from_str(r#"{"weights":"w4g32","context":1024}"#).unwrap();
+    assert_eq!((d.runtime, d.threads, d.thresholds), (None, None, None));
+}
