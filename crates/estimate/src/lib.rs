@@ -3,7 +3,8 @@
 //! Owns the pure budget estimator and the device thermal model: given a model's shape
 //! ([`ModelSpec`]), a deployment ([`Deployment`]: weight format, KV format, context, prompt and
 //! generated tokens, compute unit, thermal policy) and a device profile ([`DeviceProfile`]), it
-//! predicts memory, time-to-first-token, decode speed as the cache grows, heat and throttling
+//! predicts memory, time-to-first-token, decode speed as the cache grows (each with a range),
+//! heat and throttling
 //! over minutes, and the golden-four verdicts, and explains every number
 //! ([`Report::explain`]).
 //!
@@ -22,7 +23,13 @@
 //!   including grouped-query attention, decoupled head dims and pruned per-layer shapes
 //!   ([`spec`]); the bundled presets match the published totals to the parameter;
 //! - **time is a roofline** per op (compute, memory and an optional instruction-bound kernel
-//!   roof) with the device's efficiency factors ([`latency`]);
+//!   roof) with the efficiencies of the runtime that runs it on that unit ([`runtime`]:
+//!   llama.cpp, ExecuTorch, LiteRT, MLC, QNN, Core ML, MLX, or edgefit with the device's own
+//!   figures) ([`latency`]);
+//! - **validated in public**: [`validate`] estimates the committed published measurements
+//!   (`models/validation/`), fits two or three numbers per runtime × unit deterministically and
+//!   reports in-sample and leave-one-source-out errors; [`uncertainty`] turns those residuals
+//!   into the `[low, high]` range every latency and throughput carries;
 //! - **heat is a lumped two-node RC model** with a step-wise governor ([`thermal`]).
 //!
 //! ## Entry points

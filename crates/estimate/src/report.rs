@@ -128,7 +128,7 @@ pub(crate) fn speeds(
 /// Estimates memory, latency, heat and verdicts for `spec` deployed as `dep` on `device`.
 ///
 /// Pure: no clock, no I/O; the same inputs always give the same report. Errors name the knob
-/// and the value (see [`EstimateError`]).
+/// and the value (see [`EstimateError`](crate::EstimateError)).
 pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> Result<Report> {
     spec.validate()?;
     dep.validate()?;
