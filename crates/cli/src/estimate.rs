@@ -34,6 +34,13 @@ pub struct EstimateArgs {
     /// Compute unit: cpu, gpu or npu.
     #[arg(long)]
     unit: Option<String>,
+    /// Runtime: llamacpp, executorch, litert, mlc, qnn, coreml, mlx or edgefit (default: the
+    /// device's for the unit).
+    #[arg(long)]
+    runtime: Option<String>,
+    /// CPU threads (default: the runtime's or the device's).
+    #[arg(long)]
+    threads: Option<u32>,
     /// Thermal policy: flat-out, paced or capped.
     #[arg(long)]
     policy: Option<String>,
@@ -120,6 +127,12 @@ pub fn run(args: EstimateArgs) -> Result<()> {
     if let Some(u) = &args.unit {
         dep.unit = Some(u.parse()?);
     }
+    if let Some(r) = &args.runtime {
+        dep.runtime = Some(r.parse()?);
+    }
+    if let Some(t) = args.threads {
+        dep.threads = Some(t);
+    }
     if let Some(p) = &args.policy {
         dep.policy = p.parse()?;
     }
@@ -138,13 +151,18 @@ pub fn run(args: EstimateArgs) -> Result<()> {
     let label = |v: &dyn erased::Label| v.label();
     println!("{} on {}", r.model.name, r.device.name);
     println!(
-        "  weights {} | KV {} | context {} | prompt {} + {} generated | unit {} | policy {}",
+        "  weights {} | KV {} | context {} | prompt {} + {} generated | unit {} | runtime {}{} | policy {}",
         label(&d.weights),
         label(&d.kv),
         d.context,
         d.prompt_tokens,
         d.gen_tokens,
         r.latency.unit,
+        r.latency.runtime,
+        r.latency
+            .threads
+            .map(|t| format!(" ({t} threads)"))
+            .unwrap_or_default(),
         label(&d.policy)
     );
     let m = &r.memory;
@@ -164,12 +182,26 @@ pub fn run(args: EstimateArgs) -> Result<()> {
     println!("  {:<26} {:>10} B", "KV per token", m.kv_bytes_per_token);
     let l = &r.latency;
     println!("\nlatency");
-    println!("  {:<26} {:>10.1} ms", "time to first token", l.ttft_ms);
-    println!("  {:<26} {:>10.1} tok/s", "prefill", l.prefill_tok_s);
     println!(
-        "  {:<26} {:>10.1} tok/s",
-        "decode (average)", l.decode_tok_s
+        "  {:<26} {:>10.1} ms     (range {:.1}..{:.1})",
+        "time to first token", l.ttft_ms, l.ttft_ms_range[0], l.ttft_ms_range[1]
     );
+    println!(
+        "  {:<26} {:>10.1} tok/s  (range {:.1}..{:.1})",
+        "prefill", l.prefill_tok_s, l.prefill_tok_s_range[0], l.prefill_tok_s_range[1]
+    );
+    println!(
+        "  {:<26} {:>10.1} tok/s  (range {:.1}..{:.1})",
+        "decode (average)", l.decode_tok_s, l.decode_tok_s_range[0], l.decode_tok_s_range[1]
+    );
+    println!(
+        "  {:<26} {:>10.1} %      ({} µs per op, {} µs per token)",
+        "fixed overhead in decode",
+        l.decode_overhead_share * 100.0,
+        l.op_overhead_us,
+        l.token_overhead_us
+    );
+    println!("  ranges: {}", l.range_basis);
     let t = &r.thermal;
     println!("\nthermal ({} min)", dep.minutes);
     match t.time_to_throttle_s {

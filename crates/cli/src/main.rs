@@ -2,7 +2,7 @@
 //!
 //! The terminal face of edgefit: the same engine and estimator as the web page, with the same
 //! numbers, for engineers and CI pipelines. Subcommands today: `generate`, `estimate`,
-//! `perplexity`, `kv-eval`, `prune` and `fit`. Later issues add `quantize` and `bench`.
+//! `perplexity`, `kv-eval`, `prune`, `fit` and `validate`. Later issues add `quantize` and `bench`.
 
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -20,6 +20,7 @@ mod fit;
 mod kv_eval;
 mod perplexity;
 mod prune;
+mod validate;
 
 #[derive(Parser)]
 #[command(
@@ -48,6 +49,9 @@ enum Command {
     /// What fits on a device: every model × weight format × KV format × pruning level × context
     /// the estimator passes on the golden four, ranked, with the Pareto frontier.
     Fit(fit::FitArgs),
+    /// The estimator against the committed published measurements: error per point, MAPE by
+    /// phase, unit, runtime and device, and leave-one-source-out.
+    Validate(validate::ValidateArgs),
 }
 
 #[derive(clap::Args)]
@@ -162,6 +166,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::KvEval(args) => kv_eval::run(args),
         Command::Prune(args) => prune::run(args),
         Command::Fit(args) => fit::run(args),
+        Command::Validate(args) => validate::run(args),
     }
 }
 

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::device::Loader;
 use crate::error::{out_of_range, Result};
 use crate::format::{ComputeDtype, ComputeUnit, KvFormat, WeightFormat};
+use crate::runtime::Runtime;
 
 /// Longest context the estimator accepts (2^21 tokens); beyond is a typo, not a deployment.
 pub const MAX_CONTEXT: u32 = 1 << 21;
@@ -52,6 +53,21 @@ impl std::fmt::Display for Policy {
 }
 
 /// The golden-four acceptance thresholds and the reading-speed experience line.
+///
+/// They belong to the device class: a board with an active cooler is not held to a phone's
+/// skin-temperature rise. [`Thresholds::for_kind`] gives the defaults per `kind` (the table
+/// below); a device profile may carry its own `thresholds`; a deployment may override both.
+///
+/// | kind | peak memory | TTFT | sustained | temperature rise | why the rise |
+/// |---|---|---|---|---|---|
+/// | `phone` | 5.2 GB | 800 ms | 25 tok/s | 12 °C | skin of a hand-held device (body node) |
+/// | `tablet` | 6.5 GB | 800 ms | 25 tok/s | 15 °C | larger body, still hand-held |
+/// | `board` | usable memory | 800 ms | 25 tok/s | 50 °C | no skin: the body node is the board and heatsink; 25 °C ambient + 50 = 75 °C stays below the usual 80 °C soft throttle |
+/// | `laptop` | usable memory | 800 ms | 25 tok/s | 20 °C | palm rest / underside comfort |
+/// | `browser` | usable memory | 800 ms | 25 tok/s | 20 °C | a desktop or laptop tab |
+///
+/// "usable memory" is the profile's `memory.usable_bytes` (the phone figure, 5.2 GB, is what a
+/// 12 GB phone lets one app keep without being killed under pressure).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Thresholds {
@@ -69,6 +85,90 @@ pub struct Thresholds {
     pub reading_high_tok_s: f64,
     /// Generation that "feels instant", tokens/s (default 50).
     pub instant_tok_s: f64,
+}
+
+/// The device kinds the estimator knows (`sbc` is accepted as an older name of `board`).
+pub const DEVICE_KINDS: &[&str] = &["phone", "tablet", "board", "laptop", "browser"];
+
+pub(crate) fn check_kind(device: &str, kind: &str) -> Result<()> {
+    if DEVICE_KINDS.contains(&kind) || kind == "sbc" {
+        Ok(())
+    } else {
+        Err(crate::EstimateError::InvalidDevice {
+            device: device.to_string(),
+            field: "kind".into(),
+            reason: format!("{kind:?} is not one of {}", DEVICE_KINDS.join(", ")),
+        })
+    }
+}
+
+impl Thresholds {
+    /// The defaults of a device kind (see the table above); `usable_bytes` is the device's
+    /// usable memory, the memory threshold of kinds that are not hand-held.
+    pub fn for_kind(kind: &str, usable_bytes: u64) -> Thresholds {
+        let base = Thresholds::default();
+        match kind {
+            "tablet" => Thresholds {
+                peak_memory_bytes: 6_500_000_000,
+                temp_rise_c: 15.0,
+                ..base
+            },
+            "board" | "sbc" => Thresholds {
+                peak_memory_bytes: usable_bytes.max(1),
+                temp_rise_c: 50.0,
+                ..base
+            },
+            "laptop" | "browser" => Thresholds {
+                peak_memory_bytes: usable_bytes.max(1),
+                temp_rise_c: 20.0,
+                ..base
+            },
+            _ => base,
+        }
+    }
+
+    /// Refuses absurd thresholds with an error naming the field.
+    pub fn validate(&self) -> Result<()> {
+        let t = self;
+        if t.peak_memory_bytes == 0 {
+            return Err(out_of_range(
+                "thresholds.peak_memory_bytes",
+                0,
+                "must be positive",
+            ));
+        }
+        finite_in("thresholds.ttft_ms", t.ttft_ms, 0.0, 1e9, true)?;
+        finite_in(
+            "thresholds.sustained_tok_s",
+            t.sustained_tok_s,
+            0.0,
+            1e9,
+            true,
+        )?;
+        finite_in("thresholds.temp_rise_c", t.temp_rise_c, 0.0, 1000.0, true)?;
+        finite_in(
+            "thresholds.reading_low_tok_s",
+            t.reading_low_tok_s,
+            0.0,
+            1e6,
+            true,
+        )?;
+        finite_in(
+            "thresholds.reading_high_tok_s",
+            t.reading_high_tok_s,
+            t.reading_low_tok_s,
+            1e6,
+            false,
+        )?;
+        finite_in(
+            "thresholds.instant_tok_s",
+            t.instant_tok_s,
+            t.reading_high_tok_s,
+            1e6,
+            false,
+        )?;
+        Ok(())
+    }
 }
 
 impl Default for Thresholds {
@@ -124,9 +224,19 @@ pub struct Deployment {
     pub minutes: f64,
     /// Room temperature, °C (default: the device's).
     pub ambient_c: Option<f64>,
-    /// Acceptance thresholds.
-    pub thresholds: Thresholds,
+    /// Runtime (default: the device's `default_runtime` for the unit; `edgefit` in a browser,
+    /// else `llamacpp` on a CPU or GPU). See [`crate::runtime`].
+    pub runtime: Option<Runtime>,
+    /// CPU threads (default: the runtime's, else the device's `default_threads`). Only the CPU
+    /// unit uses threads.
+    pub threads: Option<u32>,
+    /// Acceptance thresholds (default: the device profile's, else its kind's:
+    /// [`Thresholds::for_kind`]).
+    pub thresholds: Option<Thresholds>,
 }
+
+/// Most threads accepted.
+pub const MAX_THREADS: u32 = 256;
 
 impl Default for Deployment {
     fn default() -> Self {
@@ -148,7 +258,9 @@ impl Default for Deployment {
             pacing_idle_ms: 50.0,
             minutes: 15.0,
             ambient_c: None,
-            thresholds: Thresholds::default(),
+            runtime: None,
+            threads: None,
+            thresholds: None,
         }
     }
 }
@@ -225,44 +337,18 @@ impl Deployment {
             }
             (_, None) => {}
         }
-        let t = &self.thresholds;
-        if t.peak_memory_bytes == 0 {
-            return Err(out_of_range(
-                "thresholds.peak_memory_bytes",
-                0,
-                "must be positive",
-            ));
+        if let Some(t) = self.threads {
+            if t == 0 || t > MAX_THREADS {
+                return Err(out_of_range(
+                    "threads",
+                    t,
+                    format!("must be in 1..={MAX_THREADS}"),
+                ));
+            }
         }
-        finite_in("thresholds.ttft_ms", t.ttft_ms, 0.0, 1e9, true)?;
-        finite_in(
-            "thresholds.sustained_tok_s",
-            t.sustained_tok_s,
-            0.0,
-            1e9,
-            true,
-        )?;
-        finite_in("thresholds.temp_rise_c", t.temp_rise_c, 0.0, 1000.0, true)?;
-        finite_in(
-            "thresholds.reading_low_tok_s",
-            t.reading_low_tok_s,
-            0.0,
-            1e6,
-            true,
-        )?;
-        finite_in(
-            "thresholds.reading_high_tok_s",
-            t.reading_high_tok_s,
-            t.reading_low_tok_s,
-            1e6,
-            false,
-        )?;
-        finite_in(
-            "thresholds.instant_tok_s",
-            t.instant_tok_s,
-            t.reading_high_tok_s,
-            1e6,
-            false,
-        )?;
+        if let Some(t) = &self.thresholds {
+            t.validate()?;
+        }
         Ok(())
     }
 }

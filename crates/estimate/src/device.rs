@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::deploy::Thresholds;
 use crate::error::{json_error_in, EstimateError, Result};
 use crate::format::{ComputeDtype, ComputeUnit, WeightFormat};
+use crate::runtime::Runtime;
 
 /// How the runtime gets the weights from the file into memory; decides the loader duplication.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +49,39 @@ pub struct MemoryProfile {
     /// must fit in it).
     #[serde(default)]
     pub wasm_limit_bytes: Option<u64>,
+    /// Theoretical DRAM bandwidth, GB/s: transfer rate × bus width (e.g. LPDDR5X-8533 on a
+    /// 64-bit bus = 68.3 GB/s). Runtime profiles give achieved fractions of it; absent, the
+    /// default unit's `bandwidth_gbs` stands in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theoretical_bandwidth_gbs: Option<f64>,
+    /// Memory channels × width, as text for the explanation (e.g. `4 × 16-bit LPDDR5X-8533`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channels: Option<String>,
+}
+
+/// One CPU cluster: identical cores at one top frequency.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuCluster {
+    /// Core name, e.g. `Cortex-X4`.
+    pub core: String,
+    /// Cores in the cluster.
+    pub cores: u32,
+    /// Top frequency, MHz.
+    pub freq_mhz: f64,
+    /// f32 FLOPs per cycle per core (FMA counts 2): 16 for two 128-bit FMA pipes, 32 for four.
+    pub f32_flops_per_cycle: f64,
+}
+
+/// Arithmetic features of a CPU that decide the precision a runtime's kernels reach.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CpuFeatures {
+    /// Armv8.2 dot product (SDOT/UDOT): int8 at 4× the f32 FMA rate.
+    pub sdot: bool,
+    /// Armv8.6 int8 matrix multiply (SMMLA): int8 at 8× the f32 FMA rate.
+    pub i8mm: bool,
+    /// Armv8.2 half-precision arithmetic: f16 at 2× the f32 rate.
+    pub fp16: bool,
 }
 
 /// One compute unit (CPU cluster, GPU, NPU).
@@ -69,6 +104,24 @@ pub struct UnitProfile {
     /// decode and multiply, when it is instruction-bound (wasm int4 GEMV), at top frequency.
     #[serde(default)]
     pub weight_rate_gws: BTreeMap<WeightFormat, f64>,
+    /// The same roof for a prompt-sized GEMM (m ≥ 64 rows of activations), weights/s (10^9),
+    /// applied in prefill when present (else `weight_rate_gws` applies there too).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub prefill_weight_rate_gws: BTreeMap<WeightFormat, f64>,
+    /// CPU clusters (CPU units only). With them, a runtime's peak is computed from the cores
+    /// its threads use; without, `peak_gflops` stands for the whole unit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<CpuCluster>,
+    /// CPU arithmetic features (CPU units only).
+    #[serde(default)]
+    pub features: CpuFeatures,
+    /// Threads a runtime uses by default on this CPU (the performance cores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_threads: Option<u32>,
+    /// Cores that together saturate DRAM: decode bandwidth with `t` threads is
+    /// `BW · min(1, t / t_sat)` (default 1: one thread saturates, i.e. no thread dependence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_saturation_cores: Option<f64>,
     /// Fixed cost per operation (dispatch, synchronisation), microseconds.
     pub op_overhead_us: f64,
     /// DVFS frequency table, MHz, highest first. The governor steps along it.
@@ -127,7 +180,7 @@ pub struct DeviceProfile {
     pub id: String,
     /// Display name.
     pub name: String,
-    /// `phone`, `laptop`, `sbc`, `browser`.
+    /// `phone`, `tablet`, `board`, `laptop` or `browser` (decides the default thresholds).
     pub kind: String,
     /// Memory.
     pub memory: MemoryProfile,
@@ -139,6 +192,13 @@ pub struct DeviceProfile {
     pub power: PowerProfile,
     /// Heat.
     pub thermal: ThermalProfile,
+    /// The runtime used on each unit when the deployment does not say.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub default_runtime: BTreeMap<ComputeUnit, Runtime>,
+    /// Acceptance thresholds for this device (default: those of its `kind`, see
+    /// [`Thresholds::for_kind`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Thresholds>,
     /// Field path → source (datasheet, paper, benchmark).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
@@ -166,6 +226,18 @@ devices!(
     "tensor-g4",
     "raspberry-pi-5",
     "apple-m2",
+    "snapdragon-8-elite",
+    "snapdragon-8-elite-gen5",
+    "apple-m3",
+    "apple-m3-max",
+    "apple-m1",
+    "apple-m1-max",
+    "apple-m4",
+    "apple-m4-max",
+    "apple-m5",
+    "apple-a19-pro",
+    "tensor-g3",
+    "rockchip-rk3588",
     "this-browser",
 );
 
@@ -354,6 +426,39 @@ impl DeviceProfile {
             for v in &p.freq_mhz {
                 pos(&f("freq_mhz"), *v)?;
             }
+            for (wf, v) in &p.prefill_weight_rate_gws {
+                pos(&f(&format!("prefill_weight_rate_gws.{wf}")), *v)?;
+            }
+            for (i, c) in p.clusters.iter().enumerate() {
+                if c.cores == 0 || c.cores > 256 {
+                    return Err(bad(
+                        &f(&format!("clusters[{i}].cores")),
+                        format!("{} must be in 1..=256", c.cores),
+                    ));
+                }
+                pos(&f(&format!("clusters[{i}].freq_mhz")), c.freq_mhz)?;
+                pos(
+                    &f(&format!("clusters[{i}].f32_flops_per_cycle")),
+                    c.f32_flops_per_cycle,
+                )?;
+            }
+            if let Some(t) = p.default_threads {
+                let cores = p.cores();
+                if t == 0 || (cores > 0 && t > cores) {
+                    return Err(bad(
+                        &f("default_threads"),
+                        format!("{t} must be in 1..={}", cores.max(1)),
+                    ));
+                }
+            }
+            if let Some(s) = p.bandwidth_saturation_cores {
+                if !(s.is_finite() && (1.0..=256.0).contains(&s)) {
+                    return Err(bad(
+                        &f("bandwidth_saturation_cores"),
+                        format!("{s} must be in [1, 256]"),
+                    ));
+                }
+            }
             pos(&f("active_power_w"), p.active_power_w)?;
             if !(p.power_freq_exponent.is_finite() && (0.0..=4.0).contains(&p.power_freq_exponent))
             {
@@ -362,6 +467,13 @@ impl DeviceProfile {
                     format!("{} must be in [0, 4]", p.power_freq_exponent),
                 ));
             }
+        }
+        if let Some(bw) = self.memory.theoretical_bandwidth_gbs {
+            pos("memory.theoretical_bandwidth_gbs", bw)?;
+        }
+        crate::deploy::check_kind(&self.id, &self.kind)?;
+        if let Some(t) = &self.thresholds {
+            t.validate().map_err(|e| bad("thresholds", e.to_string()))?;
         }
         pos("power.idle_w", self.power.idle_w)?;
         if !(self.power.dram_pj_per_byte.is_finite() && self.power.dram_pj_per_byte >= 0.0) {
@@ -475,6 +587,56 @@ impl UnitProfile {
     /// The top frequency, MHz.
     pub fn f_max(&self) -> f64 {
         self.freq_mhz.first().copied().unwrap_or(1.0)
+    }
+
+    /// Cores over all clusters (0 when the profile lists none).
+    pub fn cores(&self) -> u32 {
+        self.clusters.iter().map(|c| c.cores).sum()
+    }
+
+    /// Σ of the top frequencies (GHz) of the `threads` fastest cores. `None` without clusters.
+    pub fn cluster_ghz(&self, threads: u32) -> Option<f64> {
+        if self.clusters.is_empty() {
+            return None;
+        }
+        let mut cores: Vec<(f64, f64)> = self
+            .clusters
+            .iter()
+            .flat_map(|c| {
+                std::iter::repeat_n(
+                    (c.freq_mhz * 1e-3 * c.f32_flops_per_cycle, c.freq_mhz * 1e-3),
+                    c.cores as usize,
+                )
+            })
+            .collect();
+        cores.sort_by(|a, b| b.0.total_cmp(&a.0));
+        Some(cores.iter().take(threads as usize).map(|c| c.1).sum())
+    }
+
+    /// Peak GOP/s at `dtype` of the `threads` fastest cores, from the clusters:
+    /// `Σ f_core · FLOP/cycle_f32 · m`, `m` = 1 (f32), 2 (f16/bf16 with fp16 arithmetic, else 1),
+    /// 8 (int8 with i8mm), 4 (int8 with SDOT), 1 (int8 without either). `None` without clusters.
+    pub fn cluster_peak(&self, dtype: ComputeDtype, threads: u32) -> Option<f64> {
+        if self.clusters.is_empty() {
+            return None;
+        }
+        let m = match dtype {
+            ComputeDtype::F32 => 1.0,
+            ComputeDtype::F16 | ComputeDtype::Bf16 if self.features.fp16 => 2.0,
+            ComputeDtype::F16 | ComputeDtype::Bf16 => 1.0,
+            ComputeDtype::Int8 if self.features.i8mm => 8.0,
+            ComputeDtype::Int8 if self.features.sdot => 4.0,
+            ComputeDtype::Int8 => 1.0,
+        };
+        let mut cores: Vec<f64> = self
+            .clusters
+            .iter()
+            .flat_map(|c| {
+                std::iter::repeat_n(c.freq_mhz * 1e-3 * c.f32_flops_per_cycle, c.cores as usize)
+            })
+            .collect();
+        cores.sort_by(|a, b| b.total_cmp(a));
+        Some(cores.iter().take(threads as usize).sum::<f64>() * m)
     }
 }
 

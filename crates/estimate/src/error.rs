@@ -107,6 +107,34 @@ pub enum EstimateError {
         /// Why.
         reason: String,
     },
+    /// A runtime profile field is missing or absurd.
+    #[error("invalid runtime profile {runtime:?}: {field}: {reason}")]
+    InvalidRuntime {
+        /// Runtime id.
+        runtime: String,
+        /// The field.
+        field: String,
+        /// Why.
+        reason: String,
+    },
+    /// The deployment asks a runtime to run on a compute unit it does not run on.
+    #[error("runtime {runtime} does not run on the {unit} (it runs on: {supported})")]
+    RuntimeUnitUnsupported {
+        /// Runtime id.
+        runtime: String,
+        /// Unit requested.
+        unit: String,
+        /// Units the runtime profile lists.
+        supported: String,
+    },
+    /// A validation file or point that cannot be used.
+    #[error("validation set: {what}: {reason}")]
+    Validation {
+        /// The file or point.
+        what: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Result alias used across the crate.

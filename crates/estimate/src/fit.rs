@@ -506,7 +506,10 @@ mod tests {
 
         let phone = device("snapdragon-8-gen3").unwrap();
         let mut req = request(&["smollm2-135m"]);
-        req.base.thresholds.sustained_tok_s = 1e8;
+        req.base.thresholds = Some(crate::Thresholds {
+            sustained_tok_s: 1e8,
+            ..crate::Thresholds::default()
+        });
         let res = fit(&req, &phone).unwrap();
         assert!(res.rows.is_empty());
         assert_eq!(res.failed.sustained, res.tried - res.failed.invalid);

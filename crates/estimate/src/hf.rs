@@ -231,6 +231,16 @@ presets!(
     "phi-3-mini",
     "gemma-2b",
     "gemma-2-2b",
+    "llama-3.1-8b",
+    "phi-3.5-mini",
+    "qwen2.5-7b",
+    "qwen2-7b",
+    "qwen3-0.6b",
+    "qwen3-1.7b",
+    "qwen3-4b",
+    "qwen3-8b",
+    "deepseek-r1-distill-qwen-1.5b",
+    "falcon3-7b",
 );
 
 /// Ids of the bundled presets (files in `models/presets/`, HF config.json form plus an

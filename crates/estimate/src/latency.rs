@@ -108,23 +108,41 @@ pub(crate) struct Roof {
     pub weight_rate: Option<f64>,
     /// s per op.
     pub overhead: f64,
+    /// s per forward pass (decode step or prefill chunk): graph scheduling, sampling.
+    pub pass_overhead: f64,
+}
+
+/// What a runtime reaches on a unit in one phase, at the unit's top frequency (see
+/// [`crate::runtime`]): the roofs before frequency scaling.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseRoof {
+    /// Peak of the unit at the precision used (over the threads used), GFLOP/s.
+    pub peak_gflops: f64,
+    /// Achieved fraction of the peak.
+    pub compute_fraction: f64,
+    /// Achieved bandwidth, GB/s.
+    pub bandwidth_gbs: f64,
+    /// Instruction-bound kernel roof, 10^9 weights/s, if any.
+    pub weight_rate_gws: Option<f64>,
+    /// Fixed cost per op, µs.
+    pub op_overhead_us: f64,
+    /// Fixed cost per forward pass, µs.
+    pub pass_overhead_us: f64,
 }
 
 impl Roof {
-    pub(crate) fn new(
-        unit: &UnitProfile,
-        peak_gflops: f64,
-        weights: WeightFormat,
-        freq_mhz: f64,
-    ) -> Roof {
+    /// The roofs of `phase` on `unit` at `freq_mhz`: compute and the kernel roof follow the
+    /// clock, bandwidth follows it by `bandwidth_freq_sensitivity` only.
+    pub(crate) fn at(unit: &UnitProfile, phase: &PhaseRoof, freq_mhz: f64) -> Roof {
         let scale = freq_mhz / unit.f_max();
         Roof {
-            flops: peak_gflops * 1e9 * unit.compute_efficiency * scale,
-            bw: unit.bandwidth_gbs
+            flops: phase.peak_gflops * 1e9 * phase.compute_fraction * scale,
+            bw: phase.bandwidth_gbs
                 * 1e9
                 * (1.0 - unit.bandwidth_freq_sensitivity + unit.bandwidth_freq_sensitivity * scale),
-            weight_rate: unit.weight_rate_gws.get(&weights).map(|r| r * 1e9 * scale),
-            overhead: unit.op_overhead_us * 1e-6,
+            weight_rate: phase.weight_rate_gws.map(|r| r * 1e9 * scale),
+            overhead: phase.op_overhead_us * 1e-6,
+            pass_overhead: phase.pass_overhead_us * 1e-6,
         }
     }
 
@@ -322,7 +340,7 @@ impl<'a> TimeModel<'a> {
 
     /// Time (s) and bytes of one step of `n` tokens after `past`, with logits for the last one.
     pub fn step(&self, roof: &Roof, n: u64, past: u64) -> (f64, f64) {
-        let mut t = 0.0;
+        let mut t = roof.pass_overhead;
         let mut bytes = 0.0;
         for g in &self.groups {
             let c = g.count as f64;
@@ -339,6 +357,16 @@ impl<'a> TimeModel<'a> {
             bytes += op.bytes();
         }
         (t, bytes)
+    }
+
+    /// Ops of one forward pass in the op table (each pays the per-op overhead): every block op
+    /// and attention per layer, plus embedding, final norm and lm_head.
+    pub fn ops_per_pass(&self) -> f64 {
+        self.groups
+            .iter()
+            .map(|g| g.count as f64 * (self.block_ops(&g.layer, 1).len() as f64 + 1.0))
+            .sum::<f64>()
+            + 3.0
     }
 
     /// Chunks of the prompt: (n, past) pairs.
@@ -359,6 +387,7 @@ impl<'a> TimeModel<'a> {
         let mut t = 0.0;
         let mut bytes = 0.0;
         for (k, &(n, p)) in chunks.iter().enumerate() {
+            t += roof.pass_overhead;
             for g in &self.groups {
                 let c = g.count as f64;
                 for op in self.block_ops(&g.layer, n) {
@@ -384,7 +413,7 @@ impl<'a> TimeModel<'a> {
     /// Decode steps at cache lengths `start .. start + steps`: total time (s) and bytes.
     pub fn decode_sum(&self, roof: &Roof, start: u64, steps: u64) -> (f64, f64) {
         // Everything but attention is the same at every step.
-        let mut t_const = 0.0;
+        let mut t_const = roof.pass_overhead;
         let mut b_const = 0.0;
         for g in &self.groups {
             for op in self.block_ops(&g.layer, 1) {
@@ -437,7 +466,12 @@ impl<'a> TimeModel<'a> {
     }
 
     /// Op table of one group: prefill totals over all chunks, and the first decode step.
-    pub fn group_rows(&self, roof: &Roof, g: &Group) -> (Vec<OpRow>, Vec<OpRow>) {
+    pub fn group_rows(
+        &self,
+        roof: &Roof,
+        decode_roof: &Roof,
+        g: &Group,
+    ) -> (Vec<OpRow>, Vec<OpRow>) {
         let chunks = self.chunks();
         let mut prefill: Vec<(OpCost, f64)> = Vec::new();
         for &(n, p) in &chunks {
@@ -464,7 +498,7 @@ impl<'a> TimeModel<'a> {
             .collect();
         let mut dec = self.block_ops(&g.layer, 1);
         dec.insert(4, self.attention(&g.layer, 1, self.plan.prompt));
-        let decode_rows = dec.iter().map(|c| roof.row(c, 1.0)).collect();
+        let decode_rows = dec.iter().map(|c| decode_roof.row(c, 1.0)).collect();
         (prefill_rows, decode_rows)
     }
 }
@@ -484,6 +518,10 @@ pub struct LayerTable {
     pub decode: Vec<OpRow>,
 }
 
+fn default_runtime_id() -> crate::runtime::Runtime {
+    crate::runtime::Runtime::Edgefit
+}
+
 /// One point of the decode-time curve.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CurvePoint {
@@ -498,30 +536,61 @@ pub struct CurvePoint {
 pub struct LatencyReport {
     /// Unit used.
     pub unit: crate::ComputeUnit,
-    /// Compute dtype used.
+    /// Compute precision of the matrix products (the runtime's for the weight format).
     pub compute: ComputeDtype,
+    /// Runtime.
+    #[serde(default = "default_runtime_id")]
+    pub runtime: crate::runtime::Runtime,
+    /// CPU threads used (`null` on other units).
+    #[serde(default)]
+    pub threads: Option<u32>,
     /// Frequency assumed, MHz (the top of the table).
     pub freq_mhz: f64,
     /// Peak of the unit for the dtype, GFLOP/s.
     pub peak_gflops: f64,
     /// Peak × efficiency, GFLOP/s.
     pub effective_gflops: f64,
-    /// Sustained bandwidth, GB/s.
+    /// Achieved bandwidth in decode, GB/s.
     pub bandwidth_gbs: f64,
+    /// Achieved bandwidth in prefill, GB/s.
+    #[serde(default)]
+    pub prefill_bandwidth_gbs: f64,
+    /// Fixed cost per op, µs.
+    #[serde(default)]
+    pub op_overhead_us: f64,
+    /// Fixed cost per forward pass (decode step or prefill chunk), µs.
+    #[serde(default)]
+    pub token_overhead_us: f64,
     /// Ridge point: FLOPs per byte where compute and memory roofs meet.
     pub ridge_intensity: f64,
     /// Prefill time, ms.
     pub prefill_ms: f64,
     /// Time to first token, ms.
     pub ttft_ms: f64,
+    /// `[low, high]` TTFT, ms (from the prefill band, see [`crate::uncertainty`]).
+    #[serde(default)]
+    pub ttft_ms_range: [f64; 2],
     /// Prompt tokens per second in prefill (all sequences).
     pub prefill_tok_s: f64,
+    /// `[low, high]` prefill tok/s: the estimate times the 10th and 90th percentile of the
+    /// validation set's measured/estimated ratios for this unit ([`crate::uncertainty`]).
+    #[serde(default)]
+    pub prefill_tok_s_range: [f64; 2],
     /// First decode step, ms.
     pub decode_ms_first: f64,
     /// Last decode step, ms.
     pub decode_ms_last: f64,
     /// Average decode tokens per second over the generation (all sequences).
     pub decode_tok_s: f64,
+    /// `[low, high]` decode tok/s, as `prefill_tok_s_range`.
+    #[serde(default)]
+    pub decode_tok_s_range: [f64; 2],
+    /// Share of the first decode step spent in fixed overheads (per-op + per-pass), 0–1.
+    #[serde(default)]
+    pub decode_overhead_share: f64,
+    /// How the ranges were obtained.
+    #[serde(default)]
+    pub range_basis: String,
     /// Bytes moved by the first decode step.
     pub decode_bytes_per_step: f64,
     /// Step time as the cache grows (up to 33 points).

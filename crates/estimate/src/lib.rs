@@ -3,7 +3,8 @@
 //! Owns the pure budget estimator and the device thermal model: given a model's shape
 //! ([`ModelSpec`]), a deployment ([`Deployment`]: weight format, KV format, context, prompt and
 //! generated tokens, compute unit, thermal policy) and a device profile ([`DeviceProfile`]), it
-//! predicts memory, time-to-first-token, decode speed as the cache grows, heat and throttling
+//! predicts memory, time-to-first-token, decode speed as the cache grows (each with a range),
+//! heat and throttling
 //! over minutes, and the golden-four verdicts, and explains every number
 //! ([`Report::explain`]).
 //!
@@ -22,7 +23,13 @@
 //!   including grouped-query attention, decoupled head dims and pruned per-layer shapes
 //!   ([`spec`]); the bundled presets match the published totals to the parameter;
 //! - **time is a roofline** per op (compute, memory and an optional instruction-bound kernel
-//!   roof) with the device's efficiency factors ([`latency`]);
+//!   roof) with the efficiencies of the runtime that runs it on that unit ([`runtime`]:
+//!   llama.cpp, ExecuTorch, LiteRT, MLC, QNN, Core ML, MLX, or edgefit with the device's own
+//!   figures) ([`latency`]);
+//! - **validated in public**: [`validate`] estimates the committed published measurements
+//!   (`models/validation/`), fits two or three numbers per runtime × unit deterministically and
+//!   reports in-sample and leave-one-source-out errors; [`uncertainty`] turns those residuals
+//!   into the `[low, high]` range every latency and throughput carries;
 //! - **heat is a lumped two-node RC model** with a step-wise governor ([`thermal`]).
 //!
 //! ## Entry points
@@ -51,12 +58,20 @@ pub mod hf;
 pub mod latency;
 pub mod memory;
 pub mod report;
+pub mod runtime;
 pub mod spec;
 pub mod thermal;
+pub mod uncertainty;
+pub mod validate;
 pub mod verdict;
 
-pub use deploy::{Deployment, Policy, Thresholds, MAX_BATCH, MAX_CONTEXT};
-pub use device::{device, device_ids, BrowserMeasurements, DeviceProfile, Loader, UnitProfile};
+pub use deploy::{
+    Deployment, Policy, Thresholds, DEVICE_KINDS, MAX_BATCH, MAX_CONTEXT, MAX_THREADS,
+};
+pub use device::{
+    device, device_ids, BrowserMeasurements, CpuCluster, CpuFeatures, DeviceProfile, Loader,
+    UnitProfile,
+};
 pub use error::{EstimateError, Result};
 pub use explain::Explanation;
 pub use fit::{fit, FailCounts, FitModel, FitRequest, FitResult, FitRow, FitSearch};
@@ -68,5 +83,7 @@ pub use gguf::{GgufMetadata, GgufTensorInfo, GgufValue};
 pub use hf::{preset, preset_ids, preset_info, PresetInfo};
 pub use memory::{weight_bytes, ComponentBytes, MemoryReport};
 pub use report::{estimate, Report};
+pub use runtime::{runtime_profile, runtime_profiles, Runtime, RuntimeProfile, RuntimeUnit};
 pub use spec::{Family, LayerPrune, LayerSpec, ModelSpec, ParamBreakdown, PruneRatios, Pruning};
+pub use thermal::{all_thermal_traces, thermal_traces, ThermalTrace, TraceSample};
 pub use verdict::{Experience, Verdict, Verdicts};

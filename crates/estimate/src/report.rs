@@ -4,15 +4,17 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::deploy::{Deployment, Policy};
+use crate::deploy::{Deployment, Policy, Thresholds};
 use crate::device::{DeviceProfile, Loader};
-use crate::error::{out_of_range, EstimateError, Result};
+use crate::error::{out_of_range, Result};
 use crate::explain::{fmt_bytes, Explanation};
 use crate::format::{ComputeDtype, ComputeUnit};
 use crate::latency::{CurvePoint, LatencyReport, LayerTable, Plan, Roof, TimeModel};
 use crate::memory::{memory_report, MemoryInputs, MemoryReport};
+use crate::runtime::{default_runtime, resolve};
 use crate::spec::{Family, ModelSpec, ParamBreakdown};
 use crate::thermal::{simulate, LevelPerf, ThermalInputs, ThermalReport};
+use crate::uncertainty::Phase;
 use crate::verdict::{experience, Verdict, Verdicts};
 
 /// The model part of the report.
@@ -82,10 +84,51 @@ fn fmt_num(v: f64) -> String {
     }
 }
 
+/// Prefill and decode speed of one deployment with an explicit runtime profile (the fit's inner
+/// loop: no thermal simulation, no ranges).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Speeds {
+    pub prefill_tok_s: f64,
+    pub decode_tok_s: f64,
+    pub threads: Option<u32>,
+}
+
+pub(crate) fn speeds(
+    spec: &ModelSpec,
+    dep: &Deployment,
+    device: &DeviceProfile,
+    rt: &crate::runtime::RuntimeProfile,
+) -> Result<Speeds> {
+    dep.validate()?;
+    let unit_id = dep.unit.unwrap_or(device.default_unit);
+    let unit = device.unit(unit_id)?;
+    let exec = resolve(device, unit_id, dep, rt)?;
+    let prompt = u64::from(dep.prompt_tokens);
+    let plan = Plan {
+        weights: dep.weights,
+        embedding: dep.embedding_weights.unwrap_or(dep.weights),
+        kv: dep.kv,
+        compute: exec.compute,
+        batch: u64::from(dep.batch),
+        prompt,
+        gen: u64::from(dep.gen_tokens),
+        chunk: u64::from(dep.prefill_chunk.unwrap_or(dep.prompt_tokens)).min(prompt),
+    };
+    let tm = TimeModel::new(spec, plan);
+    let (prefill_s, _) = tm.prefill(&Roof::at(unit, &exec.prefill, unit.f_max()));
+    let (steps, start) = tm.decode_steps();
+    let (dec_s, _) = tm.decode_sum(&Roof::at(unit, &exec.decode, unit.f_max()), start, steps);
+    Ok(Speeds {
+        prefill_tok_s: (prompt * plan.batch) as f64 / prefill_s,
+        decode_tok_s: plan.batch as f64 * steps as f64 / dec_s,
+        threads: exec.threads,
+    })
+}
+
 /// Estimates memory, latency, heat and verdicts for `spec` deployed as `dep` on `device`.
 ///
 /// Pure: no clock, no I/O; the same inputs always give the same report. Errors name the knob
-/// and the value (see [`EstimateError`]).
+/// and the value (see [`EstimateError`](crate::EstimateError)).
 pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> Result<Report> {
     spec.validate()?;
     dep.validate()?;
@@ -95,24 +138,14 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
     // Resolve defaults.
     let unit_id: ComputeUnit = dep.unit.unwrap_or(device.default_unit);
     let unit = device.unit(unit_id)?;
-    let compute = match dep.compute {
-        Some(c) => c,
-        None if unit.peak_for(ComputeDtype::F16).is_some() => ComputeDtype::F16,
-        None => ComputeDtype::F32,
+    let runtime = match dep.runtime {
+        Some(r) => r,
+        None => default_runtime(device, unit_id)?,
     };
-    let peak = unit
-        .peak_for(compute)
-        .ok_or_else(|| EstimateError::DtypeUnavailable {
-            device: device.id.clone(),
-            unit: unit_id.to_string(),
-            dtype: compute.to_string(),
-            available: unit
-                .peak_gflops
-                .keys()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })?;
+    let rt = crate::uncertainty::fitted_profile(runtime)?;
+    let exec = resolve(device, unit_id, dep, &rt)?;
+    warnings.extend(exec.warnings.iter().cloned());
+    let compute = exec.compute;
     let embedding = dep.embedding_weights.unwrap_or(dep.weights);
     let loader = dep.loader.unwrap_or(device.memory.loader);
     let ambient = dep.ambient_c.unwrap_or(device.thermal.ambient_c);
@@ -143,6 +176,14 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
     resolved.embedding_weights = Some(embedding);
     resolved.loader = Some(loader);
     resolved.ambient_c = Some(ambient);
+    resolved.runtime = Some(runtime);
+    resolved.threads = exec.threads;
+    let thresholds = dep
+        .thresholds
+        .clone()
+        .or_else(|| device.thresholds.clone())
+        .unwrap_or_else(|| Thresholds::for_kind(&device.kind, device.memory.usable_bytes));
+    resolved.thresholds = Some(thresholds.clone());
     if dep.policy == Policy::Capped {
         resolved.freq_cap_mhz = Some(unit.freq_mhz[ceiling]);
     }
@@ -154,9 +195,13 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
             ));
         }
     }
-    if unit.weight_rate_gws.is_empty() {
-        // nothing: the kernel roof is optional
-    } else if !unit.weight_rate_gws.contains_key(&dep.weights) {
+    // The kernel roof is the edgefit runtime's (the device's own measured kernels); it is
+    // optional, so only a unit that lists some rates but not this format's gets a warning.
+    let device_figures = rt.unit(unit_id)?.device_figures;
+    if device_figures
+        && !unit.weight_rate_gws.is_empty()
+        && !unit.weight_rate_gws.contains_key(&dep.weights)
+    {
         warnings.push(format!(
             "{} {unit_id} has no measured kernel rate for {}: only the compute and memory roofs apply",
             device.id, dep.weights
@@ -209,13 +254,15 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
     };
     let tm = TimeModel::new(spec, plan);
     let f_top = unit.freq_mhz[ceiling];
-    let roof_top = Roof::new(unit, peak, dep.weights, unit.f_max());
-    let (prefill_s, _) = tm.prefill(&roof_top);
+    let roof_top = Roof::at(unit, &exec.decode, unit.f_max());
+    let prefill_roof = Roof::at(unit, &exec.prefill, unit.f_max());
+    let (prefill_s, _) = tm.prefill(&prefill_roof);
     let (steps, start) = tm.decode_steps();
     let (dec_s, _) = tm.decode_sum(&roof_top, start, steps);
     let (first_s, first_bytes) = tm.step(&roof_top, 1, start);
     let last_pos = start + steps - 1;
     let (last_s, _) = tm.step(&roof_top, 1, last_pos);
+    let overhead_s = tm.ops_per_pass() * roof_top.overhead + roof_top.pass_overhead;
     let decode_tok_s = batch as f64 * steps as f64 / dec_s;
     let n_pts = steps.min(32);
     let decode_curve = (0..=n_pts)
@@ -236,7 +283,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
         .groups
         .iter()
         .map(|g| {
-            let (prefill, decode) = tm.group_rows(&roof_top, g);
+            let (prefill, decode) = tm.group_rows(&prefill_roof, &roof_top, g);
             LayerTable {
                 first_layer: g.first,
                 last_layer: g.first + g.count - 1,
@@ -246,24 +293,42 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
             }
         })
         .collect();
-    let eff = peak * unit.compute_efficiency;
+    let eff = exec.prefill.peak_gflops * exec.prefill.compute_fraction;
+    let prefill_tok_s = (prompt * batch) as f64 / prefill_s;
+    let bands = crate::uncertainty::bands()?;
+    let band_p = bands.band(unit_id, Phase::Prefill);
+    let band_d = bands.band(unit_id, Phase::Decode);
     let latency = LatencyReport {
         unit: unit_id,
         compute,
+        runtime,
+        threads: exec.threads,
         freq_mhz: unit.f_max(),
-        peak_gflops: peak,
+        peak_gflops: exec.prefill.peak_gflops,
         effective_gflops: eff,
-        bandwidth_gbs: unit.bandwidth_gbs,
-        ridge_intensity: eff / unit.bandwidth_gbs,
+        bandwidth_gbs: exec.decode.bandwidth_gbs,
+        prefill_bandwidth_gbs: exec.prefill.bandwidth_gbs,
+        ridge_intensity: eff / exec.prefill.bandwidth_gbs,
+        op_overhead_us: exec.decode.op_overhead_us,
+        token_overhead_us: exec.decode.pass_overhead_us,
         prefill_ms: prefill_s * 1e3,
         ttft_ms: prefill_s * 1e3,
-        prefill_tok_s: (prompt * batch) as f64 / prefill_s,
+        ttft_ms_range: [prefill_s * 1e3 / band_p.high, prefill_s * 1e3 / band_p.low],
+        prefill_tok_s,
+        prefill_tok_s_range: [prefill_tok_s * band_p.low, prefill_tok_s * band_p.high],
         decode_ms_first: first_s * 1e3,
         decode_ms_last: last_s * 1e3,
         decode_tok_s,
+        decode_tok_s_range: [decode_tok_s * band_d.low, decode_tok_s * band_d.high],
+        decode_overhead_share: overhead_s / first_s,
         decode_bytes_per_step: first_bytes,
         decode_curve,
         head_decode,
+        range_basis: format!(
+            "prefill: {}; decode: {}",
+            band_p.describe(),
+            band_d.describe()
+        ),
     };
 
     // Heat.
@@ -271,7 +336,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
         .freq_mhz
         .iter()
         .map(|&f| {
-            let roof = Roof::new(unit, peak, dep.weights, f);
+            let roof = Roof::at(unit, &exec.decode, f);
             let (t, b) = tm.decode_sum(&roof, start, steps);
             LevelPerf {
                 freq_mhz: f,
@@ -296,7 +361,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
     );
 
     // Verdicts.
-    let th = &dep.thresholds;
+    let th = &thresholds;
     let verdict = Verdicts {
         memory: Verdict::from_bool(mem.fits && mem.total_bytes <= th.peak_memory_bytes),
         ttft: Verdict::from_bool(latency.ttft_ms < th.ttft_ms),
@@ -451,24 +516,40 @@ fn explanations(
                 .unwrap_or_else(|| "see the device profile".into()),
         ),
     );
+    let threads = l
+        .threads
+        .map(|t| format!(", {t} threads"))
+        .unwrap_or_default();
+    let overhead_ms = l.decode_overhead_share * l.decode_ms_first;
     e.insert(
         "latency.ttft_ms".into(),
         Explanation::new(
-            "TTFT = Σ chunks Σ ops max(FLOPs/(peak·eff), bytes/BW, weights/rate) + overhead, logits for the last position",
+            "TTFT = Σ chunks [τ + Σ ops max(FLOPs/(peak·η_c), bytes/BW_prefill, weights/rate) + o], attention FLOPs ∝ n·p + n(n+1)/2, logits for the last position",
             format!(
-                "{} prompt tokens in chunks of {}; peak {} GFLOP/s × eff {} = {} GFLOP/s; BW {} GB/s; {} {}",
+                "{} prompt tokens in chunks of {}; runtime {} on the {}{threads}: {} matmuls, peak {} GFLOP/s × η_c {} = {} GFLOP/s; BW {} GB/s; o = {} µs per op, τ = {} µs per pass",
                 dep.prompt_tokens,
                 dep.prefill_chunk.unwrap_or(dep.prompt_tokens).min(dep.prompt_tokens),
+                l.runtime,
+                l.unit,
+                l.compute,
                 fmt_num(l.peak_gflops),
                 fmt_num(l.effective_gflops / l.peak_gflops),
                 fmt_num(l.effective_gflops),
-                fmt_num(l.bandwidth_gbs),
-                l.unit,
-                l.compute
+                fmt_num(l.prefill_bandwidth_gbs),
+                fmt_num(l.op_overhead_us),
+                fmt_num(l.token_overhead_us),
             ),
-            format!("{} ms", fmt_num(l.ttft_ms)),
+            format!(
+                "{} ms (range {}..{} ms)",
+                fmt_num(l.ttft_ms),
+                fmt_num(l.ttft_ms_range[0]),
+                fmt_num(l.ttft_ms_range[1])
+            ),
         )
-        .note("a model: roofline with the profile's efficiency factors, at the top frequency"),
+        .note(format!(
+            "a model: the runtime's precision per weight format and its achieved fraction of peak (fitted on the validation set, `edgefit validate`); on a CPU the peak is Σ over the threads' cores of f·FLOP/cycle·(2 f16, 4 SDOT, 8 i8mm int8). Range: {}",
+            l.range_basis
+        )),
     );
     e.insert(
         "latency.prefill_tok_s".into(),
@@ -480,24 +561,58 @@ fn explanations(
                 dep.batch,
                 fmt_num(l.prefill_ms)
             ),
-            format!("{} tok/s", fmt_num(l.prefill_tok_s)),
-        ),
+            format!(
+                "{} tok/s (range {}..{})",
+                fmt_num(l.prefill_tok_s),
+                fmt_num(l.prefill_tok_s_range[0]),
+                fmt_num(l.prefill_tok_s_range[1])
+            ),
+        )
+        .note(format!("range: {}", l.range_basis)),
     );
     e.insert(
         "latency.decode_tok_s".into(),
         Explanation::new(
-            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = Σ ops roofline time, attention grows with L",
+            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = τ + Σ ops [max(FLOPs/(peak·η_c), (weights + KV read of L tokens + logits head)/BW_decode) + o]; BW_decode = BW_theoretical · η_d · min(1, threads/t_sat)",
             format!(
-                "first step {} ms ({} bytes moved, ~{} ms at {} GB/s), last step {} ms",
+                "runtime {} on the {}{threads}: first step {} ms ({} bytes moved, ~{} ms at {} GB/s; fixed overhead {} ms = {}% of the step: o = {} µs × ops + τ = {} µs), last step {} ms",
+                l.runtime,
+                l.unit,
                 fmt_num(l.decode_ms_first),
                 fmt_num(l.decode_bytes_per_step),
                 fmt_num(l.decode_bytes_per_step / (l.bandwidth_gbs * 1e9) * 1e3),
                 fmt_num(l.bandwidth_gbs),
+                fmt_num(overhead_ms),
+                fmt_num(l.decode_overhead_share * 100.0),
+                fmt_num(l.op_overhead_us),
+                fmt_num(l.token_overhead_us),
                 fmt_num(l.decode_ms_last)
             ),
-            format!("{} tok/s", fmt_num(l.decode_tok_s)),
+            format!(
+                "{} tok/s (range {}..{})",
+                fmt_num(l.decode_tok_s),
+                fmt_num(l.decode_tok_s_range[0]),
+                fmt_num(l.decode_tok_s_range[1])
+            ),
         )
-        .note("decode is usually memory-bound: bytes moved per token set the speed"),
+        .note(format!(
+            "decode is usually memory-bound: bytes moved per token over the bandwidth the runtime achieves (η_d fitted on the validation set) set the speed; with few CPU threads the compute roof can bind. Range: {}",
+            l.range_basis
+        )),
+    );
+    e.insert(
+        "latency.decode_overhead_share".into(),
+        Explanation::new(
+            "(ops per pass × o + τ) / t_step(P)",
+            format!(
+                "({} µs per op, {} µs per pass) / {} ms",
+                fmt_num(l.op_overhead_us),
+                fmt_num(l.token_overhead_us),
+                fmt_num(l.decode_ms_first)
+            ),
+            format!("{}%", fmt_num(l.decode_overhead_share * 100.0)),
+        )
+        .note("fixed costs of the runtime (kernel launches, thread barriers, sampling), from its profile in models/runtimes/"),
     );
     let th = &device.thermal;
     e.insert(
@@ -555,6 +670,27 @@ fn explanations(
             ),
             format!("{} J/token", fmt_num(t.energy_per_token_j)),
         ),
+    );
+    e.insert(
+        "verdict.thresholds".into(),
+        Explanation::new(
+            "deployment thresholds, else the device profile's, else the defaults of its kind",
+            format!(
+                "device {} (kind {}): memory ≤ {} B, TTFT < {} ms, sustained ≥ {} tok/s, temperature rise < {} °C",
+                device.id,
+                device.kind,
+                v.thresholds.peak_memory_bytes,
+                v.thresholds.ttft_ms,
+                v.thresholds.sustained_tok_s,
+                v.thresholds.temp_rise_c
+            ),
+            if dep.thresholds.as_ref() == device.thresholds.as_ref() && device.thresholds.is_some() {
+                "from the device profile".to_string()
+            } else {
+                format!("{} defaults unless the deployment set them", device.kind)
+            },
+        )
+        .note("a board with an active cooler is not held to a phone's skin-temperature rise: see Thresholds::for_kind"),
     );
     for (key, verdict, f, val) in [
         (

@@ -236,3 +236,105 @@ pub fn simulate(device: &DeviceProfile, unit: &UnitProfile, inp: &ThermalInputs)
         series,
     }
 }
+
+/// One sample of a published sustained-load trace (fields the source does not give are `null`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceSample {
+    /// Seconds since the start of the load, if the source states it.
+    #[serde(default)]
+    pub t_s: Option<f64>,
+    /// Iteration label (sources that report per-iteration means).
+    #[serde(default, deserialize_with = "any_text")]
+    pub iteration: Option<String>,
+    /// Tokens per second.
+    #[serde(default)]
+    pub tok_s: Option<f64>,
+    /// Throughput as a fraction of the run's own peak.
+    #[serde(default)]
+    pub fraction_of_peak: Option<f64>,
+    /// Temperature, °C (which sensor: see the source's `temp_kind`).
+    #[serde(default)]
+    pub temp_c: Option<f64>,
+    /// The OS thermal state, if reported.
+    #[serde(default)]
+    pub thermal_state: Option<String>,
+}
+
+fn any_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let v = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(v.map(|v| match v {
+        serde_json::Value::String(s) => s,
+        other => other.to_string(),
+    }))
+}
+
+/// A published sustained-load trace (tok/s, and temperature where given, over minutes), as
+/// committed in `models/validation/thermal/`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThermalTrace {
+    /// Where it comes from.
+    pub source: crate::validate::Source,
+    /// Device as published.
+    pub device: String,
+    /// SoC slug = the device profile id.
+    pub soc: String,
+    /// Model slug.
+    pub model: String,
+    /// Runtime id.
+    pub runtime: String,
+    /// Unit id.
+    pub unit: String,
+    /// Room temperature, °C, if stated.
+    #[serde(default)]
+    pub ambient_c: Option<f64>,
+    /// The samples.
+    pub samples: Vec<TraceSample>,
+}
+
+const TRACE_FILES: &[(&str, &str)] = &[
+    (
+        "thermal-arxiv-2603.23640-iphone16pro",
+        include_str!("../../../models/validation/thermal/thermal-arxiv-2603.23640-iphone16pro.json"),
+    ),
+    (
+        "thermal-arxiv-2603.23640-s24ultra",
+        include_str!("../../../models/validation/thermal/thermal-arxiv-2603.23640-s24ultra.json"),
+    ),
+    (
+        "thermal-devto-iphone17pro-gemma4-e2b-coreml-ane",
+        include_str!(
+            "../../../models/validation/thermal/thermal-devto-iphone17pro-gemma4-e2b-coreml-ane.json"
+        ),
+    ),
+    (
+        "thermal-devto-iphone17pro-gemma4-e2b-litert",
+        include_str!(
+            "../../../models/validation/thermal/thermal-devto-iphone17pro-gemma4-e2b-litert.json"
+        ),
+    ),
+    (
+        "thermal-devto-iphone17pro-gemma4-e2b-mlx",
+        include_str!("../../../models/validation/thermal/thermal-devto-iphone17pro-gemma4-e2b-mlx.json"),
+    ),
+];
+
+/// Every committed trace.
+pub fn all_thermal_traces() -> crate::Result<Vec<ThermalTrace>> {
+    TRACE_FILES
+        .iter()
+        .map(|(id, text)| {
+            serde_json::from_str(text).map_err(|e| {
+                crate::error::json_error_in(format!("thermal trace {id}.json"), text, e)
+            })
+        })
+        .collect()
+}
+
+/// The committed traces measured on `device_id` (a device profile id), for the page's thermal
+/// chart; empty when none exists for it.
+pub fn thermal_traces(device_id: &str) -> crate::Result<Vec<ThermalTrace>> {
+    Ok(all_thermal_traces()?
+        .into_iter()
+        .filter(|t| t.soc == device_id)
+        .collect())
+}

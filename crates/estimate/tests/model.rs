@@ -13,7 +13,7 @@ use edgefit_estimate::{
 /// A device with one CPU unit whose roofs are chosen so one of them always wins.
 fn synthetic(peak_gflops: f64, bandwidth_gbs: f64) -> DeviceProfile {
     let json = format!(
-        r#"{{"id":"synthetic","name":"synthetic","kind":"test",
+        r#"{{"id":"synthetic","name":"synthetic","kind":"board","default_runtime":{{"cpu":"edgefit"}},
         "memory":{{"total_bytes":1000000000,"usable_bytes":1000000000,"runtime_overhead_bytes":0,
                    "fragmentation":0.0,"loader":"mmap"}},
         "units":{{"cpu":{{"peak_gflops":{{"f32":{peak_gflops}}},"compute_efficiency":1.0,
@@ -421,10 +421,12 @@ fn verdicts_follow_thresholds() {
     let mut dep = Deployment::default();
     let r = estimate(&spec, &dep, &dev).unwrap();
     assert_eq!(r.verdict.memory, Verdict::Pass);
-    dep.thresholds.peak_memory_bytes = r.memory.total_bytes - 1;
-    dep.thresholds.ttft_ms = r.latency.ttft_ms;
-    dep.thresholds.sustained_tok_s = r.thermal.sustained_tok_s + 1.0;
-    dep.thresholds.temp_rise_c = r.thermal.temp_rise_c;
+    let mut t = r.verdict.thresholds.clone();
+    t.peak_memory_bytes = r.memory.total_bytes - 1;
+    t.ttft_ms = r.latency.ttft_ms;
+    t.sustained_tok_s = r.thermal.sustained_tok_s + 1.0;
+    t.temp_rise_c = r.thermal.temp_rise_c;
+    dep.thresholds = Some(t);
     let f = estimate(&spec, &dep, &dev).unwrap();
     assert_eq!(
         [

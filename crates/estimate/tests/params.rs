@@ -29,6 +29,10 @@ const PUBLISHED: &[(&str, u64)] = &[
     ("gemma-2-2b", 2_614_341_888),
     // Published as "1.3B" / 1.35B on the Hub; within 1% of 1.35e9.
     ("sheared-llama-1.3b", 1_345_423_360),
+    // Presets added for the validation set.
+    ("llama-3.1-8b", 8_030_261_248),
+    ("phi-3.5-mini", 3_821_079_552),
+    ("qwen2.5-7b", 7_615_616_512),
 ];
 
 #[test]
@@ -378,4 +382,44 @@ fn ratios_round_like_the_engine() {
         ..Default::default()
     };
     assert!(Pruning::from_ratios(&base, &r).is_err());
+}
+
+/// Presets added for the validation set whose shapes the spec has exactly.
+#[test]
+fn validation_presets_match_published_totals() {
+    for (id, total) in [
+        ("qwen2-7b", 7_615_616_512u64),
+        ("deepseek-r1-distill-qwen-1.5b", 1_777_088_000),
+        ("falcon3-7b", 7_455_550_464),
+    ] {
+        assert_eq!(preset(id).unwrap().params().total, total, "{id}");
+    }
+}
+
+/// Qwen3 has no family of its own in the spec: its presets are llama shapes with head_dim 128,
+/// and miss exactly the per-layer q_norm and k_norm weights (2 × 128 per layer) of the total
+/// recorded in the preset (computed from the config.json shape, by hand here for 0.6B).
+#[test]
+fn qwen3_presets_miss_exactly_the_qk_norms() {
+    // Qwen3-0.6B by hand: d = 1024, 28 layers, 16 heads × 128, 8 KV heads × 128, I = 3072,
+    // V = 151936, tied; per layer q 1024·2048, k and v 1024·1024, o 2048·1024, MLP 3·1024·3072,
+    // two norms 2·1024, q/k norms 2·128; final norm 1024.
+    let per_layer = 1024 * 2048 + 2 * 1024 * 1024 + 2048 * 1024 + 3 * 1024 * 3072 + 2 * 1024 + 256;
+    assert_eq!(
+        preset_info("qwen3-0.6b").unwrap().published_params,
+        151_936 * 1024 + 28 * per_layer + 1024
+    );
+    for (id, layers) in [
+        ("qwen3-0.6b", 28u64),
+        ("qwen3-1.7b", 28),
+        ("qwen3-4b", 36),
+        ("qwen3-8b", 36),
+    ] {
+        let got = preset(id).unwrap().params().total;
+        assert_eq!(
+            got + 2 * 128 * layers,
+            preset_info(id).unwrap().published_params,
+            "{id}"
+        );
+    }
 }

@@ -1,0 +1,460 @@
+//! Runtimes: how efficiently a given inference runtime uses a given compute unit.
+//!
+//! The same chip runs a model at very different speeds under llama.cpp, ExecuTorch, LiteRT,
+//! MLC, QNN/Genie, Core ML or MLX: each picks its own compute precision per weight format (int8
+//! dot products for a 4-bit GGUF on a CPU with SDOT/i8mm, f16 on a GPU, int8/int4 on an NPU),
+//! reaches its own fraction of the unit's peak and of the DRAM bandwidth, and pays its own
+//! fixed cost per op (kernel launch, thread barrier) and per forward pass (graph scheduling,
+//! sampling). Each runtime is a small JSON profile in `models/runtimes/<id>.json`, bundled here,
+//! with a `sources` map and lists of `estimates` and `fitted` fields.
+//!
+//! # What a runtime profile gives per unit ([`RuntimeUnit`])
+//! - `compute`: weight format → compute precision of the matrix products (`default_compute`
+//!   for formats not listed);
+//! - `compute_fraction` `η_c`: achieved fraction of the unit's peak at that precision (over the
+//!   cores used, for a CPU) in prefill GEMMs — **fitted** on the validation set, see
+//!   [`crate::validate`];
+//! - `decode_bandwidth_fraction` `η_d` and `prefill_bandwidth_fraction` `η_p`: achieved
+//!   fractions of the device's theoretical DRAM bandwidth (`memory.theoretical_bandwidth_gbs`)
+//!   — `η_d` is **fitted**;
+//! - `op_overhead_us` `o`: fixed cost per op of the estimator's op table (≈ one kernel launch
+//!   or one thread barrier), and `token_overhead_us` `τ`: fixed cost per forward pass;
+//! - `decode_weights_per_cycle` `w` (CPU only): weights per cycle per core its decode GEMV
+//!   kernel unpacks and multiplies for quantized formats — a 4-bit CPU decode is bound by
+//!   instructions before bandwidth with few threads — **fitted**;
+//! - `default_threads` (CPU only; `null` = the device's `default_threads`).
+//!
+//! # The roofs it gives the time model (per phase, at the top frequency)
+//! ```text
+//! peak     = CPU: Σ over the t fastest cores of f_core · FLOP/cycle_f32 · m(precision)
+//!            (m = 1 f32, 2 f16 with fp16 arithmetic, 4 int8 with SDOT, 8 with i8mm);
+//!            other units: the profile's peak_gflops[precision]
+//! compute  = peak · η_c in prefill; peak in decode (a batch-1 GEMV is bound by bytes or by
+//!            the CPU's unpacking kernel, not by GEMM efficiency)
+//! BW_phase = BW_theoretical · η_phase · min(1, t / t_sat)        (t_sat: cores that saturate DRAM)
+//! rate     = decode of a quantized format on a CPU: Σ over the t fastest cores of f_core · w
+//! t_op     = max(FLOPs / compute, bytes / BW_phase, weights / rate) + o
+//! t_pass   = Σ ops t_op + τ
+//! ```
+//! The `edgefit` runtime is this engine: it keeps the device unit's own figures
+//! (`compute_efficiency`, `bandwidth_gbs`, `op_overhead_us`, `weight_rate_gws`,
+//! `prefill_weight_rate_gws`), which the page replaces with the tab's own measurements.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::deploy::Deployment;
+use crate::device::DeviceProfile;
+use crate::error::{json_error_in, out_of_range, EstimateError, Result};
+use crate::format::{named_enum, ComputeDtype, ComputeUnit, WeightFormat};
+use crate::latency::PhaseRoof;
+
+named_enum! {
+    /// An inference runtime.
+    Runtime, "runtime" {
+        /// llama.cpp (ggml): CPU NEON kernels, OpenCL/Vulkan/Metal GPU backends.
+        Llamacpp = "llamacpp",
+        /// PyTorch ExecuTorch: XNNPACK on the CPU, QNN / Core ML / MediaTek delegates on NPUs.
+        Executorch = "executorch",
+        /// Google LiteRT (TensorFlow Lite) / LiteRT-LM: XNNPACK CPU, ML Drift GPU, NPU delegates.
+        Litert = "litert",
+        /// MLC LLM (TVM-compiled OpenCL / Metal / Vulkan kernels).
+        Mlc = "mlc",
+        /// Qualcomm QNN / Genie on the Hexagon NPU.
+        Qnn = "qnn",
+        /// Apple Core ML.
+        Coreml = "coreml",
+        /// Apple MLX.
+        Mlx = "mlx",
+        /// This engine (edgefit): the device unit's own figures.
+        Edgefit = "edgefit",
+    }
+}
+
+/// What one runtime does on one compute unit (see the module docs for the formulas).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeUnit {
+    /// Use the device unit's own figures (`compute_efficiency`, `bandwidth_gbs`,
+    /// `op_overhead_us`, kernel rates) instead of the fractions below: the `edgefit` runtime,
+    /// whose figures the page measures in the tab.
+    #[serde(default)]
+    pub device_figures: bool,
+    /// Compute precision of the matrix products per weight format.
+    #[serde(default)]
+    pub compute: BTreeMap<WeightFormat, ComputeDtype>,
+    /// Precision for weight formats not in `compute`.
+    pub default_compute: ComputeDtype,
+    /// Achieved fraction of peak compute at that precision in prefill GEMMs.
+    pub compute_fraction: f64,
+    /// Achieved fraction of the theoretical DRAM bandwidth in prefill.
+    pub prefill_bandwidth_fraction: f64,
+    /// Achieved fraction of the theoretical DRAM bandwidth in decode.
+    pub decode_bandwidth_fraction: f64,
+    /// Fixed cost per op of the op table, µs.
+    pub op_overhead_us: f64,
+    /// Fixed cost per forward pass (decode step or prefill chunk), µs.
+    pub token_overhead_us: f64,
+    /// CPU only: weights per cycle per core the runtime's decode GEMV kernel unpacks and
+    /// multiplies for quantized formats (everything but f32/f16/bf16) — the instruction-bound
+    /// kernel roof `Σ_cores f · w` of a CPU decode. `None`: no such roof.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_weights_per_cycle: Option<f64>,
+    /// CPU only: whether its int8 kernels use the i8mm matrix instructions (SMMLA, 8× the f32
+    /// rate) where the CPU has them; `false`: SDOT dot products (4×) at best.
+    #[serde(default = "yes")]
+    pub int8_i8mm: bool,
+    /// Threads by default on a CPU (`None`: the device's `default_threads`).
+    #[serde(default)]
+    pub default_threads: Option<u32>,
+}
+
+/// A runtime profile: `models/runtimes/<id>.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeProfile {
+    /// The id (file stem).
+    pub id: Runtime,
+    /// Display name.
+    pub name: String,
+    /// The units it runs on, and how well.
+    pub units: BTreeMap<ComputeUnit, RuntimeUnit>,
+    /// Field path → source.
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+    /// Field paths that are our estimates.
+    #[serde(default)]
+    pub estimates: Vec<String>,
+    /// Field paths refitted on the validation set by [`crate::validate::fit_runtimes`] (the
+    /// file's value is the prior used where no validation point constrains it).
+    #[serde(default)]
+    pub fitted: Vec<String>,
+}
+
+macro_rules! runtimes {
+    ($($id:literal),+ $(,)?) => {
+        const RUNTIME_FILES: &[(&str, &str)] = &[
+            $(($id, include_str!(concat!("../../../models/runtimes/", $id, ".json")))),+
+        ];
+    };
+}
+
+runtimes!(
+    "llamacpp",
+    "executorch",
+    "litert",
+    "mlc",
+    "qnn",
+    "coreml",
+    "mlx",
+    "edgefit"
+);
+
+/// The bundled profile of `id`, as committed (the priors; see [`crate::validate`] for the fit).
+pub fn runtime_profile(id: Runtime) -> Result<RuntimeProfile> {
+    let text = RUNTIME_FILES
+        .iter()
+        .find(|(i, _)| *i == id.as_str())
+        .map(|(_, t)| *t)
+        .ok_or_else(|| EstimateError::UnknownName {
+            kind: "runtime",
+            value: id.to_string(),
+            expected: Runtime::ALL
+                .iter()
+                .map(|r| r.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+    RuntimeProfile::from_json(text)
+}
+
+/// Every bundled runtime profile, as committed.
+pub fn runtime_profiles() -> Result<Vec<RuntimeProfile>> {
+    Runtime::ALL.iter().map(|r| runtime_profile(*r)).collect()
+}
+
+impl RuntimeProfile {
+    /// Parses and validates a runtime profile.
+    pub fn from_json(text: &str) -> Result<RuntimeProfile> {
+        let p: RuntimeProfile =
+            serde_json::from_str(text).map_err(|e| json_error_in("runtime profile", text, e))?;
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// Every fraction in (0, 1], overheads finite and non-negative, threads ≥ 1.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field: String, reason: String| EstimateError::InvalidRuntime {
+            runtime: self.id.to_string(),
+            field,
+            reason,
+        };
+        if self.units.is_empty() {
+            return Err(bad("units".into(), "no compute unit".into()));
+        }
+        for (u, r) in &self.units {
+            for (name, v) in [
+                ("compute_fraction", r.compute_fraction),
+                ("prefill_bandwidth_fraction", r.prefill_bandwidth_fraction),
+                ("decode_bandwidth_fraction", r.decode_bandwidth_fraction),
+            ] {
+                if !(v.is_finite() && v > 0.0 && v <= 1.0) {
+                    return Err(bad(
+                        format!("units.{u}.{name}"),
+                        format!("{v} must be in (0, 1]"),
+                    ));
+                }
+            }
+            for (name, v) in [
+                ("op_overhead_us", r.op_overhead_us),
+                ("token_overhead_us", r.token_overhead_us),
+            ] {
+                if !(v.is_finite() && (0.0..=1e6).contains(&v)) {
+                    return Err(bad(
+                        format!("units.{u}.{name}"),
+                        format!("{v} must be in [0, 1e6] µs"),
+                    ));
+                }
+            }
+            if let Some(w) = r.decode_weights_per_cycle {
+                if !(w.is_finite() && w > 0.0 && w <= 1024.0) {
+                    return Err(bad(
+                        format!("units.{u}.decode_weights_per_cycle"),
+                        format!("{w} must be in (0, 1024]"),
+                    ));
+                }
+            }
+            if r.default_threads == Some(0) {
+                return Err(bad(
+                    format!("units.{u}.default_threads"),
+                    "0 must be at least 1".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The profile of `unit`, or an error naming the units this runtime runs on.
+    pub fn unit(&self, unit: ComputeUnit) -> Result<&RuntimeUnit> {
+        self.units
+            .get(&unit)
+            .ok_or_else(|| EstimateError::RuntimeUnitUnsupported {
+                runtime: self.id.to_string(),
+                unit: unit.to_string(),
+                supported: self
+                    .units
+                    .keys()
+                    .map(|u| u.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+}
+
+impl RuntimeUnit {
+    /// The precision the runtime multiplies `weights` in.
+    pub fn compute_for(&self, weights: WeightFormat) -> ComputeDtype {
+        self.compute
+            .get(&weights)
+            .copied()
+            .unwrap_or(self.default_compute)
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Weights that a kernel must unpack (every format but f32, f16 and bf16).
+pub fn is_quantized(w: WeightFormat) -> bool {
+    !matches!(
+        w,
+        WeightFormat::F32 | WeightFormat::F16 | WeightFormat::Bf16
+    )
+}
+
+/// The runtime a deployment on `unit` of `device` uses when it does not name one: the
+/// profile's `default_runtime[unit]`, else `edgefit` in a browser, else `llamacpp` on a CPU or
+/// GPU. An NPU has no runtime-independent default: the error asks for one.
+pub fn default_runtime(device: &DeviceProfile, unit: ComputeUnit) -> Result<Runtime> {
+    if let Some(r) = device.default_runtime.get(&unit) {
+        return Ok(*r);
+    }
+    match unit {
+        _ if device.kind == "browser" => Ok(Runtime::Edgefit),
+        ComputeUnit::Cpu | ComputeUnit::Gpu => Ok(Runtime::Llamacpp),
+        ComputeUnit::Npu => Err(EstimateError::UnknownName {
+            kind: "runtime (the device profile names no default for its npu)",
+            value: String::new(),
+            expected: "qnn, coreml, litert, executorch".into(),
+        }),
+    }
+}
+
+/// How a runtime runs on one unit of one device: the resolved threads, precision and the roofs
+/// of both phases at the top frequency.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Exec {
+    pub runtime: Runtime,
+    pub threads: Option<u32>,
+    pub compute: ComputeDtype,
+    pub prefill: PhaseRoof,
+    pub decode: PhaseRoof,
+    pub warnings: Vec<String>,
+}
+
+/// Resolves `runtime` (profile `rt`, possibly refitted) on `unit_id` of `device` for `dep`.
+pub(crate) fn resolve(
+    device: &DeviceProfile,
+    unit_id: ComputeUnit,
+    dep: &Deployment,
+    rt: &RuntimeProfile,
+) -> Result<Exec> {
+    let unit = device.unit(unit_id)?;
+    let ru = rt.unit(unit_id)?;
+    let mut warnings = Vec::new();
+    let dtype_err = |dtype: ComputeDtype| EstimateError::DtypeUnavailable {
+        device: device.id.clone(),
+        unit: unit_id.to_string(),
+        dtype: dtype.to_string(),
+        available: unit
+            .peak_gflops
+            .keys()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    // Threads: CPU only.
+    let cores = unit.cores();
+    let threads = if unit_id == ComputeUnit::Cpu {
+        let t = dep
+            .threads
+            .or(ru.default_threads)
+            .or(unit.default_threads)
+            .or((cores > 0).then_some(cores));
+        if let (Some(t), true) = (t, cores > 0) {
+            if t > cores {
+                return Err(out_of_range(
+                    "threads",
+                    t,
+                    format!("{} has {cores} CPU cores", device.id),
+                ));
+            }
+        }
+        t
+    } else {
+        if let Some(t) = dep.threads {
+            warnings.push(format!(
+                "threads = {t} ignored: only the cpu unit runs on threads, this runs on the {unit_id}"
+            ));
+        }
+        None
+    };
+    if ru.device_figures {
+        let compute = match dep.compute {
+            Some(c) => c,
+            None if unit.peak_for(ComputeDtype::F16).is_some() => ComputeDtype::F16,
+            None => ComputeDtype::F32,
+        };
+        let peak = unit.peak_for(compute).ok_or_else(|| dtype_err(compute))?;
+        let decode_rate = unit.weight_rate_gws.get(&dep.weights).copied();
+        let prefill_rate = unit
+            .prefill_weight_rate_gws
+            .get(&dep.weights)
+            .copied()
+            .or(decode_rate);
+        let phase = |rate| PhaseRoof {
+            peak_gflops: peak,
+            compute_fraction: unit.compute_efficiency,
+            bandwidth_gbs: unit.bandwidth_gbs,
+            weight_rate_gws: rate,
+            op_overhead_us: unit.op_overhead_us,
+            pass_overhead_us: 0.0,
+        };
+        return Ok(Exec {
+            runtime: rt.id,
+            threads,
+            compute,
+            prefill: phase(prefill_rate),
+            decode: phase(decode_rate),
+            warnings,
+        });
+    }
+    let compute = dep.compute.unwrap_or(ru.compute_for(dep.weights));
+    let sdot_only;
+    let cpu = if ru.int8_i8mm || !unit.features.i8mm {
+        unit
+    } else {
+        let mut u = unit.clone();
+        u.features.i8mm = false;
+        sdot_only = u;
+        &sdot_only
+    };
+    let peak = match threads.and_then(|t| cpu.cluster_peak(compute, t)) {
+        Some(p) => p,
+        None => unit.peak_for(compute).ok_or_else(|| dtype_err(compute))?,
+    };
+    let base_bw = device
+        .memory
+        .theoretical_bandwidth_gbs
+        .unwrap_or(unit.bandwidth_gbs);
+    let thread_bw = match threads {
+        Some(t) => (f64::from(t) / unit.bandwidth_saturation_cores.unwrap_or(1.0)).min(1.0),
+        None => 1.0,
+    };
+    let phase = |bw_fraction: f64| PhaseRoof {
+        peak_gflops: peak,
+        compute_fraction: ru.compute_fraction,
+        bandwidth_gbs: base_bw * bw_fraction * thread_bw,
+        weight_rate_gws: None,
+        op_overhead_us: ru.op_overhead_us,
+        pass_overhead_us: ru.token_overhead_us,
+    };
+    // Decode's compute roof is the unit's peak: η_c is a GEMM figure, and a batch-1 GEMV is
+    // bound by the bytes it moves or, on a CPU, by the unpacking kernel (the rate below).
+    let mut decode = PhaseRoof {
+        compute_fraction: 1.0,
+        ..phase(ru.decode_bandwidth_fraction)
+    };
+    if is_quantized(dep.weights) {
+        if let (Some(w), Some(t)) = (ru.decode_weights_per_cycle, threads) {
+            decode.weight_rate_gws = unit.cluster_ghz(t).map(|ghz| ghz * w);
+        }
+    }
+    Ok(Exec {
+        runtime: rt.id,
+        threads,
+        compute,
+        prefill: phase(ru.prefill_bandwidth_fraction),
+        decode,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundled_runtimes_parse_and_hostile_ones_are_named_errors() {
+        for r in Runtime::ALL {
+            let p = runtime_profile(*r).unwrap();
+            assert_eq!(p.id, *r);
+        }
+        let mut v = serde_json::to_value(runtime_profile(Runtime::Llamacpp).unwrap()).unwrap();
+        v["units"]["cpu"]["compute_fraction"] = 1.5.into();
+        let msg = RuntimeProfile::from_json(&v.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("units.cpu.compute_fraction") && msg.contains("1.5"),
+            "{msg}"
+        );
+        let msg = runtime_profile(Runtime::Qnn)
+            .unwrap()
+            .unit(ComputeUnit::Cpu)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("qnn") && msg.contains("npu"), "{msg}");
+        assert!("tensorrt".parse::<Runtime>().is_err());
+    }
+}
