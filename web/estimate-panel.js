@@ -86,9 +86,7 @@ export function createEstimatePanel({ send }) {
     loadedName: null,
     config: null, // {name, text}
     metrics: null, // the last finished generation's metrics
-    kvHeld: null, // the estimator's bytes for the KV tokens that run held (wasm kvBytes)
     kvFormats: [...V.KV_FORMATS], // the wasm's kvFormats() once the catalog arrives
-    stored: null, // the loaded model's info.weights.stored (the formats the engine holds)
     measuring: false,
     shown: null, // {report, deviceName} of the last answer rendered
   };
@@ -205,9 +203,11 @@ export function createEstimatePanel({ send }) {
   }
 
   function recompare() {
-    const dep = V.comparisonDeployment(st.metrics, st.stored);
-    if (comparable() && dep) {
-      request('compare', dep);
+    // The worker maps the engine's own last run to the deployment that predicts it and
+    // computes the rows (wasm comparisonDeployment / comparisonRows, edgefit_estimate::compare):
+    // the deployment sent here is a placeholder it replaces.
+    if (comparable() && V.canCompare(st.metrics)) {
+      request('compare', {});
       el.compareHint.textContent = '';
     } else {
       st.latest.compare = st.nextId++;
@@ -350,32 +350,24 @@ export function createEstimatePanel({ send }) {
   }
 
   function renderCompare(msg) {
-    const rows = V.comparisonRows(msg.report, st.metrics, st.kvHeld);
+    const cmp = msg.comparison;
     el.compareBody.replaceChildren();
-    for (const row of rows) {
+    for (const c of V.comparisonCells(cmp?.rows)) {
       const tr = document.createElement('tr');
-      tr.dataset.key = row.key;
-      const fmt = (v) => (v === null ? '–' : row.unit === 'bytes' ? `${Math.round(v)} (${V.formatBinary(v)})` : V.formatValue(v, 1));
-      const cellsTxt = [
-        `${row.label} (${row.unit})`,
-        fmt(row.estimate),
-        fmt(row.measured),
-        row.error === null ? '–' : V.formatPercent(row.error),
-      ];
-      cellsTxt.forEach((t, i) => {
+      tr.dataset.key = c.key;
+      [c.label, c.estimate, c.measured, c.error].forEach((t, i) => {
         const td = document.createElement(i === 0 ? 'th' : 'td');
         td.textContent = t;
         if (i === 1) td.className = 'cmp-est';
         if (i === 3) {
-          td.setAttribute('data-testid', `cmp-error-${row.key}`);
-          td.dataset.percent = row.error === null ? '' : String(row.error);
+          td.setAttribute('data-testid', `cmp-error-${c.key}`);
+          td.dataset.percent = c.percent;
         }
         tr.append(td);
       });
       el.compareBody.append(tr);
     }
-    const f = V.engineFormats(st.metrics, st.stored);
-    el.compareFormats.textContent = `weights ${f.weights}, embedding ${f.embedding}, KV cache ${V.engineKvFormat(st.metrics)}`;
+    el.compareFormats.textContent = V.describeComparison(cmp?.deployment, st.metrics);
     el.compare.hidden = false;
   }
 
@@ -597,7 +589,7 @@ export function createEstimatePanel({ send }) {
       el.measureProgress.value = msg.done;
       el.measureProgress.hidden = !st.measuring;
       const elapsed = st.measureStartedMs === undefined ? null : performance.now() - st.measureStartedMs;
-      el.deviceNote.textContent = `measuring this tab: streaming read, f32 GEMM, GEMV per weight format: ${msg.done} / ${msg.total} probes${P.timeLeft(msg.done, msg.total, elapsed)}`;
+      el.deviceNote.textContent = `measuring this tab with the engine's kernel: streaming read, f32 GEMM, cost per op, GEMV and GEMM per weight format: ${msg.done} / ${msg.total} probes${P.timeLeft(msg.done, msg.total, elapsed)}`;
     },
     onResult(msg) {
       if (msg.measurements) st.measuring = false;
@@ -626,8 +618,6 @@ export function createEstimatePanel({ send }) {
     modelLoaded(info) {
       st.loadedName = info?.name || 'model';
       st.metrics = null;
-      st.kvHeld = null;
-      st.stored = info?.weights?.stored ?? null;
       const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
       if (o) {
         o.disabled = false;
@@ -639,8 +629,6 @@ export function createEstimatePanel({ send }) {
     modelUnloaded() {
       st.loadedName = null;
       st.metrics = null;
-      st.kvHeld = null;
-      st.stored = null;
       const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
       if (o) {
         o.disabled = true;
@@ -651,9 +639,8 @@ export function createEstimatePanel({ send }) {
         recompute();
       } else recompare();
     },
-    generationDone(metrics, kvHeldBytes = null) {
+    generationDone(metrics) {
       st.metrics = metrics;
-      st.kvHeld = Number.isFinite(kvHeldBytes) ? kvHeldBytes : null;
       recompare();
     },
     workerRestarted() {

@@ -73,60 +73,18 @@ export function buildDeployment(knobs, lists = {}) {
 }
 
 /**
- * The formats the engine really holds, as estimator names: {weights, embedding}. The linear
- * layers' format is the stored format holding the most matrices (`info.weights.stored`: a GGUF
- * Q4_1 loaded as w4g32 keeps its asymmetric blocks and is stored as `q4_1`); the embedding's is
- * the one the engine reports (`metrics.embedding`). Without either (an older engine), f32.
+ * Whether a run's metrics can be compared with an estimate: at least one prompt and one
+ * generated token (the rule itself, the deployment that predicts the run and the rows of the
+ * table are the wasm's: edgefit_estimate::compare, run by the worker).
  */
-export function engineFormats(metrics, stored) {
-  const known = (f) => typeof f === 'string' && WEIGHT_FORMATS.includes(f);
-  let weights = isObject(metrics) && known(metrics.weights) ? metrics.weights : 'f32';
-  if (Array.isArray(stored)) {
-    let most = null;
-    for (const s of stored) {
-      if (isObject(s) && known(s.format) && Number.isSafeInteger(s.matrices) && (most === null || s.matrices > most.matrices)) most = s;
-    }
-    if (most) weights = most.format;
-  }
-  const embedding = isObject(metrics) && known(metrics.embedding) ? metrics.embedding : weights;
-  return { weights, embedding };
-}
-
-/**
- * The deployment that predicts the run the engine just measured: the weight formats the engine
- * holds (`engineFormats`), its KV format (`metrics.kv_format`; f32 when an older engine does not
- * say), the tab's CPU. The context is the run's prompt + generated tokens, or the tokens the
- * cache holds when a conversation holds more (the estimator requires the run to fit in it); see
- * `comparisonRows` for the KV bytes.
- */
-export function comparisonDeployment(metrics, stored) {
-  if (!isObject(metrics)) return null;
-  const p = metrics.prompt_tokens;
-  const g = metrics.generated_tokens;
-  if (!Number.isSafeInteger(p) || !Number.isSafeInteger(g) || p < 1 || g < 1) return null;
-  const { weights, embedding } = engineFormats(metrics, stored);
-  const held = Number.isSafeInteger(metrics.kv_tokens) ? metrics.kv_tokens : 0;
-  return {
-    weights,
-    embedding_weights: embedding,
-    kv: engineKvFormat(metrics),
-    unit: 'cpu',
-    policy: 'flat-out',
-    prompt_tokens: p,
-    gen_tokens: g,
-    context: Math.max(p + g, held),
-  };
-}
-
-/** The KV format the engine ran with (`metrics.kv_format`), f32 when it does not say. */
-export function engineKvFormat(metrics) {
-  return isObject(metrics) && typeof metrics.kv_format === 'string' && metrics.kv_format !== '' ? metrics.kv_format : 'f32';
-}
-
-/** Signed error of an estimate against a measurement, in percent; null when not comparable. */
-export function percentError(estimate, measured) {
-  if (!isFiniteNumber(estimate) || !isFiniteNumber(measured) || measured === 0) return null;
-  return ((estimate - measured) / Math.abs(measured)) * 100;
+export function canCompare(metrics) {
+  return (
+    isObject(metrics) &&
+    Number.isSafeInteger(metrics.prompt_tokens) &&
+    Number.isSafeInteger(metrics.generated_tokens) &&
+    metrics.prompt_tokens >= 1 &&
+    metrics.generated_tokens >= 1
+  );
 }
 
 /** "+12.3 %" / "−4.0 %" / "" */
@@ -137,43 +95,29 @@ export function formatPercent(p) {
 }
 
 /**
- * Rows of the estimate-vs-measured table. Each: {key, label, unit, estimate, measured, error}
- * (error in percent, null when the measurement is missing).
- *
- * `kvHeldBytes`: the estimator's exact bytes for the tokens the cache holds (`metrics.kv_tokens`
- * of `metrics.kv_format`, from the wasm's kvBytes, which the worker computes). Bytes per token ×
- * tokens is not exact for every format (kivi4 stores 32-token groups plus an f16 residual), so
- * that product is only the fallback when kvHeldBytes is not given.
+ * The table cells of the comparison rows the worker sends (wasm comparisonRows:
+ * {key, label, unit, estimate, measured, error_pct}, null where nothing was measured):
+ * {key, label, estimate, measured, error, percent} strings, bytes as "N (human)".
  */
-export function comparisonRows(report, metrics, kvHeldBytes = null) {
-  if (!isObject(report) || !isObject(metrics)) return [];
-  const gen = metrics.generated_tokens ?? 0;
-  // The cache holds the prompt and every generated token but the last (sampled, never fed
-  // back); an engine that reports kv_tokens says so itself (a conversation holds more).
-  const held = Number.isSafeInteger(metrics.kv_tokens)
-    ? metrics.kv_tokens
-    : (metrics.prompt_tokens ?? 0) + Math.max(gen - 1, 0);
-  const perToken = report.memory?.kv_bytes_per_token;
-  const kvHeld = isFiniteNumber(kvHeldBytes)
-    ? kvHeldBytes
-    : isFiniteNumber(perToken) && held > 0
-      ? perToken * held
-      : null;
-  const rows = [
-    ['ttft', 'Time to first token', 'ms', report.latency?.ttft_ms, gen >= 1 ? metrics.ttft_ms : null],
-    ['prefill', 'Prefill', 'tok/s', report.latency?.prefill_tok_s, gen >= 1 ? metrics.prefill_tok_s : null],
-    ['decode', 'Decode', 'tok/s', report.latency?.decode_tok_s, gen >= 2 ? metrics.decode_tok_s : null],
-    ['weights', 'Weights', 'bytes', report.memory?.weights_bytes, metrics.weights_bytes],
-    ['kv', 'KV cache (tokens held)', 'bytes', kvHeld, metrics.kv_bytes],
-  ];
-  return rows.map(([key, label, unit, estimate, measured]) => ({
-    key,
-    label,
-    unit,
-    estimate: isFiniteNumber(estimate) ? estimate : null,
-    measured: isFiniteNumber(measured) ? measured : null,
-    error: percentError(estimate, measured),
+export function comparisonCells(rows) {
+  if (!Array.isArray(rows)) return [];
+  const num = (v, unit) =>
+    !isFiniteNumber(v) ? '\u2013' : unit === 'bytes' ? `${Math.round(v)} (${formatBinary(v)})` : formatValue(v, 1);
+  return rows.filter(isObject).map((r) => ({
+    key: String(r.key),
+    label: `${r.label} (${r.unit})`,
+    estimate: num(r.estimate, r.unit),
+    measured: num(r.measured, r.unit),
+    error: isFiniteNumber(r.error_pct) ? formatPercent(r.error_pct) : '\u2013',
+    percent: isFiniteNumber(r.error_pct) ? String(r.error_pct) : '',
   }));
+}
+
+/** "weights q4_1, embedding q8_0, KV cache int8, kernel simd128" from the compared deployment. */
+export function describeComparison(deployment, metrics) {
+  if (!isObject(deployment)) return '';
+  const kernel = isObject(metrics) && typeof metrics.kernel === 'string' && metrics.kernel ? `, kernel ${metrics.kernel}` : '';
+  return `weights ${deployment.weights}, embedding ${deployment.embedding_weights ?? deployment.weights}, KV cache ${deployment.kv}${kernel}`;
 }
 
 /** Bytes in binary units for humans: "663.2 MiB", "1.07 GiB". */
@@ -327,14 +271,22 @@ export function warningTexts(report) {
   return w.map((x) => (typeof x === 'string' ? x : isObject(x) && typeof x.message === 'string' ? x.message : JSON.stringify(x)));
 }
 
-/** Describes measurements for the panel: "read 21.3 GB/s · f32 GEMM 6.1 GFLOP/s · f32 GEMV 2.9 G weights/s". */
+/**
+ * Describes measurements for the panel: "simd128 kernel · streaming read 21.3 GB/s · f32 GEMM
+ * 6.1 GFLOP/s · 2.10 µs per op · GEMV G weights/s: f32 2.90, ... · GEMM (64 rows) G weights/s: ...".
+ */
 export function describeMeasurements(m) {
   if (!isObject(m)) return '';
   const f = (v, d = 1) => (isFiniteNumber(v) ? v.toFixed(d) : '?');
-  const rates = isObject(m.weight_rate_gws)
-    ? Object.entries(m.weight_rate_gws).map(([k, v]) => `${k} ${f(v, 2)}`).join(', ')
-    : '';
-  return `streaming read ${f(m.read_bandwidth_gbs)} GB/s · f32 GEMM ${f(m.f32_gflops)} GFLOP/s · GEMV G weights/s: ${rates || '?'}`;
+  const list = (o) => (isObject(o) ? Object.entries(o).map(([k, v]) => `${k} ${f(v, 2)}`).join(', ') : '');
+  const parts = [];
+  if (typeof m.kernel === 'string' && m.kernel) parts.push(`${m.kernel} kernel`);
+  parts.push(`streaming read ${f(m.read_bandwidth_gbs)} GB/s`, `f32 GEMM ${f(m.f32_gflops)} GFLOP/s`);
+  if (isFiniteNumber(m.op_overhead_us)) parts.push(`${f(m.op_overhead_us, 2)} \u00b5s per op`);
+  parts.push(`GEMV G weights/s: ${list(m.weight_rate_gws) || '?'}`);
+  const gemm = list(m.prefill_weight_rate_gws);
+  if (gemm) parts.push(`GEMM (64 rows) G weights/s: ${gemm}`);
+  return parts.join(' \u00b7 ');
 }
 
 /** "135 M" / "1.24 B" for a parameter count ("" if absent). */

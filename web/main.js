@@ -357,7 +357,7 @@ function onWorkerMessage(w, msg) {
       el.finish.dataset.reason = msg.reason;
       setStatus('done');
       render();
-      panel.generationDone(msg.metrics, msg.kvEstimateBytes);
+      panel.generationDone(msg.metrics);
       break;
     case P.FromWorker.CATALOG:
       state.kvFormats = [...msg.kvFormats];

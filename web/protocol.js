@@ -43,7 +43,8 @@
 //                                            generation runs, between two tokens). model:
 //                                            {kind:"preset", id} | {kind:"loaded"} |
 //                                            {kind:"config", name, text}; device: {kind:"bundled",
-//                                            id} | {kind:"this-browser"} (measured once, cached);
+//                                            id} | {kind:"this-browser"} (measured once per kernel
+//                                            with the engine's kernel, cached);
 //                                            purpose: "panel" | "compare"; id: increasing integer;
 //                                            prune (optional, 0..FIT_MAX_PRUNE): the model is pruned
 //                                            TransAct-style at that level first (wasm prunedSpec)
@@ -83,9 +84,13 @@
 //                                            kvFormats(), in order), sent once after booted
 //   measuring {done, total}                  the this-browser micro-benchmarks are running (~1 s):
 //                                            `done` of `total` probes have run
-//   estimate-result {id, purpose, report, device, measurements}
+//   estimate-result {id, purpose, report, device, measurements, comparison?}
 //                                            device: {id, name, units, default_unit};
-//                                            measurements: BrowserMeasurements or null
+//                                            measurements: BrowserMeasurements or null;
+//                                            comparison (purpose "compare" only, always there):
+//                                            {deployment, rows} of the engine's last run (wasm
+//                                            comparisonDeployment / comparisonRows); the
+//                                            request's deployment is ignored for "compare"
 //   estimate-error  {id, purpose, message}   the estimator refused the request (message says why)
 //   fit-result {id, result}                  the solver's FitResult without its request: {device,
 //                                            device_name, tried, failed: {memory, ttft, sustained,
@@ -772,8 +777,9 @@ export function measuring(done, total) {
   return m;
 }
 
-export function estimateResult(id, purpose, report, device, measurements = null) {
+export function estimateResult(id, purpose, report, device, measurements = null, comparison = null) {
   const m = { type: FromWorker.ESTIMATE_RESULT, id, purpose, report, device, measurements };
+  if (comparison !== null) m.comparison = comparison;
   must(validateFromWorker(m));
   return m;
 }
@@ -1049,6 +1055,20 @@ export function validateFromWorker(msg) {
       if (!isObject(msg.device) || typeof msg.device.id !== 'string' || !Array.isArray(msg.device.units))
         return 'estimate-result: device must be {id, name, units, default_unit}';
       if (msg.measurements !== null && !isObject(msg.measurements)) return 'estimate-result: measurements must be an object or null';
+      if (msg.comparison !== undefined) {
+        const c = msg.comparison;
+        if (msg.purpose !== 'compare') return 'estimate-result: only a compare answer carries a comparison';
+        if (!isObject(c) || !isObject(c.deployment) || !Array.isArray(c.rows))
+          return 'estimate-result: comparison must be {deployment, rows}';
+        for (const r of c.rows) {
+          if (!isObject(r) || typeof r.key !== 'string' || typeof r.label !== 'string' || typeof r.unit !== 'string')
+            return 'estimate-result: each comparison row needs key, label and unit strings';
+          for (const k of ['estimate', 'measured', 'error_pct']) {
+            if (r[k] !== null && !(typeof r[k] === 'number' && Number.isFinite(r[k])))
+              return `estimate-result: comparison row ${r.key}: ${k} must be a finite number or null`;
+          }
+        }
+      } else if (msg.purpose === 'compare') return 'estimate-result: a compare answer must carry its comparison';
       return null;
     }
     case FromWorker.ESTIMATE_ERROR:

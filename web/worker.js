@@ -162,6 +162,7 @@ async function load(getBytes, weights) {
     specJson = engine.modelSpec();
     const info = JSON.parse(engine.info());
     const metrics = JSON.parse(engine.metrics());
+    warmUp(info);
     post(P.loaded(info, metrics));
   } catch (e) {
     engine = null;
@@ -177,6 +178,21 @@ function keepChosenKernel() {
 }
 
 // ---- kernel ----------------------------------------------------------------------------------
+/**
+ * Runs the engine's code for this model's formats and kernel for ~300 ms (wasm warmUp) before
+ * the page may generate: Chromium compiles wasm in tiers (Liftoff first, TurboFan for hot
+ * functions), and without this the first run after a load ran visibly slower than the next
+ * (see edgefit_engine::microbench::warm_up). A failure here only costs that first run's speed.
+ */
+function warmUp(info) {
+  const formats = [...new Set((info.weights?.stored ?? []).map((s) => s.format))];
+  try {
+    wasm.warmUp(info.kernel ?? '', JSON.stringify(formats), 300);
+  } catch (e) {
+    if (isPanic(e)) throw e;
+  }
+}
+
 async function setKernel(name) {
   await ready;
   if (!engine) {
@@ -186,7 +202,9 @@ async function setKernel(name) {
   try {
     engine.setKernel(name);
     chosenKernel = name;
-    post(P.kernelSet(JSON.parse(engine.info())));
+    const info = JSON.parse(engine.info());
+    warmUp(info);
+    post(P.kernelSet(info));
   } catch (e) {
     report(e, 'switching the kernel');
   }
@@ -399,8 +417,11 @@ async function runExport(msg) {
 // Pure and fast (milliseconds), so it runs right here, also between two tokens of a generation.
 const presetSpecs = new Map(); // preset id -> ModelSpec JSON
 const devices = new Map(); // bundled device id -> DeviceProfile JSON
-let browserMeasurements = null; // measured once per worker, then cached
-let browserDevice = null;
+// The this-browser profile, measured once per kernel with the engine's own kernels (the kernel
+// the loaded engine runs; the build's fastest without a model), then cached:
+// kernel -> {device: DeviceProfile JSON, measurements: BrowserMeasurements}.
+const browserProfiles = new Map();
+let defaultKernel = ''; // the kernel a bench without a model measured (the build's fastest)
 
 function presetSpec(id) {
   if (!presetSpecs.has(id)) presetSpecs.set(id, wasm.presetSpec(id));
@@ -420,23 +441,56 @@ function specFor(model) {
   throw new Error(`unknown model kind ${model.kind}`);
 }
 
-function deviceFor(device) {
-  if (device.kind === 'this-browser') {
-    if (!browserDevice) {
-      // One probe at a time, each followed by a progress message (the page shows a bar).
-      const bench = new wasm.BrowserBench();
-      const total = bench.total();
-      post(P.measuring(0, total));
-      while (bench.step()) post(P.measuring(bench.done(), total));
-      const m = bench.finish();
-      post(P.measuring(total, total));
-      browserDevice = wasm.thisBrowserDevice(m);
-      browserMeasurements = JSON.parse(m);
+/** The kernel the engine runs ('' without a model: the bench then takes the build's fastest). */
+function engineKernel() {
+  if (!engine) return '';
+  const k = JSON.parse(engine.metrics()).kernel;
+  return typeof k === 'string' ? k : '';
+}
+
+/** The this-browser profile for the engine's kernel: {device, measurements}, measured once. */
+function thisBrowser() {
+  const kernel = engineKernel() || defaultKernel;
+  if (!browserProfiles.has(kernel)) {
+    // One probe at a time, each followed by a progress message (the page shows a bar). The
+    // probes also run the engine's kernels and its forward pass, so Chromium has optimized
+    // them (wasm is compiled in tiers) before a run the estimate is compared with.
+    const bench = new wasm.BrowserBench(kernel);
+    const total = bench.total();
+    post(P.measuring(0, total));
+    while (bench.step()) post(P.measuring(bench.done(), total));
+    const m = bench.finish();
+    post(P.measuring(total, total));
+    const measurements = JSON.parse(m);
+    const profile = { device: wasm.thisBrowserDevice(m), measurements };
+    if (kernel === '') {
+      defaultKernel = measurements.kernel;
+      browserProfiles.set(defaultKernel, profile);
+      return profile;
     }
-    return browserDevice;
+    browserProfiles.set(kernel, profile);
   }
+  return browserProfiles.get(kernel);
+}
+
+function deviceFor(device) {
+  if (device.kind === 'this-browser') return thisBrowser().device;
   if (!devices.has(device.id)) devices.set(device.id, wasm.deviceProfile(device.id));
   return devices.get(device.id);
+}
+
+/**
+ * The engine's last run against its estimate (edgefit_estimate::compare through the wasm):
+ * {deployment, report JSON, comparison}. Throws without a model or a run to compare.
+ */
+function compareRun(spec, devJson) {
+  if (!engine) throw new Error('no model is loaded: load one and generate to compare');
+  const metrics = engine.metrics();
+  const stored = JSON.stringify(JSON.parse(engine.info()).weights?.stored ?? []);
+  const depJson = wasm.comparisonDeployment(metrics, stored);
+  const rep = wasm.estimate(spec, depJson, devJson);
+  const rows = JSON.parse(wasm.comparisonRows(spec, rep, metrics));
+  return { report: rep, comparison: { deployment: JSON.parse(depJson), rows } };
 }
 
 async function runEstimate(msg) {
@@ -446,11 +500,19 @@ async function runEstimate(msg) {
     let spec = specFor(msg.model);
     if (msg.prune !== undefined && msg.prune > 0) spec = wasm.prunedSpec(spec, msg.prune);
     const devJson = deviceFor(msg.device);
-    const rep = JSON.parse(wasm.estimate(spec, JSON.stringify(msg.deployment), devJson));
+    let rep;
+    let comparison = null;
+    if (msg.purpose === 'compare') {
+      const c = compareRun(spec, devJson);
+      rep = JSON.parse(c.report);
+      comparison = c.comparison;
+    } else {
+      rep = JSON.parse(wasm.estimate(spec, JSON.stringify(msg.deployment), devJson));
+    }
     const d = JSON.parse(devJson);
     const device = { id: d.id, name: d.name, units: Object.keys(d.units ?? {}), default_unit: d.default_unit };
-    const measured = msg.device.kind === 'this-browser' ? browserMeasurements : null;
-    post(P.estimateResult(msg.id, msg.purpose, rep, device, measured));
+    const measured = msg.device.kind === 'this-browser' ? thisBrowser().measurements : null;
+    post(P.estimateResult(msg.id, msg.purpose, rep, device, measured, comparison));
   } catch (e) {
     if (isPanic(e)) {
       report(e, 'estimating');

@@ -45,48 +45,39 @@ test('buildDeployment reports syntax errors by name, leaves ranges to the estima
   assert.equal(V.buildDeployment({ context: '1000000000' }).deployment.context, 1e9);
 });
 
-test('comparisonDeployment mirrors the engine: its stored weight formats, f32 KV, measured tokens', () => {
-  // An engine that names no formats: f32.
-  assert.deepEqual(V.comparisonDeployment({ prompt_tokens: 6, generated_tokens: 16 }), {
-    weights: 'f32', embedding_weights: 'f32', kv: 'f32', unit: 'cpu', policy: 'flat-out', prompt_tokens: 6, gen_tokens: 16, context: 22,
-  });
-  // w4g32 from a Q4_1 file: the linear layers are stored as q4_1, the embedding as q8_0.
-  const m = { prompt_tokens: 6, generated_tokens: 16, weights: 'w4g32', embedding: 'q8_0', kernel: 'simd128' };
-  const stored = [{ format: 'q8_0', matrices: 1, bytes: 30081024 }, { format: 'q4_1', matrices: 210, bytes: 67000000 }];
-  const d = V.comparisonDeployment(m, stored);
-  assert.equal(d.weights, 'q4_1');
-  assert.equal(d.embedding_weights, 'q8_0');
-  assert.equal(d.kv, 'f32');
-  // Without the stored list, the requested format; unknown names fall back.
-  assert.deepEqual(V.engineFormats(m, undefined), { weights: 'w4g32', embedding: 'q8_0' });
-  assert.deepEqual(V.engineFormats({ weights: 'f32', embedding: 'f32' }, [{ format: 'f32', matrices: 211, bytes: 538e6 }]), { weights: 'f32', embedding: 'f32' });
-  assert.deepEqual(V.engineFormats({ weights: 'w9', embedding: 'w9' }, [{ format: 'w9', matrices: 3, bytes: 1 }]), { weights: 'f32', embedding: 'f32' });
-  assert.equal(V.comparisonDeployment({ prompt_tokens: 6, generated_tokens: 0 }), null);
-  assert.equal(V.comparisonDeployment(null), null);
+test('canCompare needs a prompt and a generated token', () => {
+  assert.equal(V.canCompare({ prompt_tokens: 6, generated_tokens: 16 }), true);
+  assert.equal(V.canCompare({ prompt_tokens: 6, generated_tokens: 0 }), false);
+  assert.equal(V.canCompare({ prompt_tokens: 0, generated_tokens: 3 }), false);
+  assert.equal(V.canCompare(null), false);
 });
 
-test('percentError and formatPercent', () => {
-  assert.equal(V.percentError(110, 100), 10);
-  assert.equal(V.percentError(90, 100), -10);
-  assert.equal(V.percentError(1, 0), null);
-  assert.equal(V.percentError(NaN, 1), null);
+test('formatPercent', () => {
   assert.equal(V.formatPercent(12.345), '+12.3 %');
   assert.equal(V.formatPercent(-4), '\u22124.0 %');
+  assert.equal(V.formatPercent(0), '0.0 %');
   assert.equal(V.formatPercent(null), '');
 });
 
-test('comparisonRows pairs estimates with measurements', () => {
-  const rows = V.comparisonRows(report(), { ttft_ms: 100, prefill_tok_s: 800, decode_tok_s: 25, weights_bytes: 1000, kv_bytes: 160, prompt_tokens: 5, generated_tokens: 16 });
-  assert.deepEqual(rows.map((r) => r.key), ['ttft', 'prefill', 'decode', 'weights', 'kv']);
-  const by = Object.fromEntries(rows.map((r) => [r.key, r]));
-  assert.ok(Math.abs(by.ttft.error - 23.456) < 1e-9);
-  assert.equal(by.weights.error, 0);
-  // KV for the tokens held: 10 bytes/token × (5 + 16 − 1) = 200 against 160 measured.
-  assert.equal(by.kv.estimate, 200);
-  assert.equal(by.kv.error, 25);
-  // One generated token: no decode rate was measured.
-  const one = V.comparisonRows(report(), { ttft_ms: 100, prefill_tok_s: 800, decode_tok_s: 0, weights_bytes: 1, kv_bytes: 1, generated_tokens: 1 });
-  assert.equal(one.find((r) => r.key === 'decode').error, null);
+test('comparisonCells format the wasm rows: bytes with their human form, dashes for nothing measured', () => {
+  const rows = [
+    { key: 'ttft', label: 'Time to first token', unit: 'ms', estimate: 123.456, measured: 100, error_pct: 23.456 },
+    { key: 'decode', label: 'Decode', unit: 'tok/s', estimate: 20.5, measured: null, error_pct: null },
+    { key: 'kv', label: 'KV cache (tokens held)', unit: 'bytes', estimate: 2048, measured: 2048, error_pct: 0 },
+  ];
+  const cells = V.comparisonCells(rows);
+  assert.deepEqual(cells[0], { key: 'ttft', label: 'Time to first token (ms)', estimate: '123.5', measured: '100.0', error: '+23.5 %', percent: '23.456' });
+  assert.equal(cells[1].measured, '\u2013');
+  assert.equal(cells[1].error, '\u2013');
+  assert.equal(cells[1].percent, '');
+  assert.equal(cells[2].estimate, '2048 (2.0 KiB)');
+  assert.equal(cells[2].error, '0.0 %');
+  assert.deepEqual(V.comparisonCells(undefined), []);
+  assert.equal(
+    V.describeComparison({ weights: 'q4_1', embedding_weights: 'q8_0', kv: 'int8' }, { kernel: 'scalar' }),
+    'weights q4_1, embedding q8_0, KV cache int8, kernel scalar',
+  );
+  assert.equal(V.describeComparison(null), '');
 });
 
 test('summaryCells: raw integers for bytes, plain numbers elsewhere, explain keys', () => {
@@ -151,6 +142,13 @@ test('warningTexts and describeMeasurements', () => {
     V.describeMeasurements({ read_bandwidth_gbs: 21.34, f32_gflops: 6.1, weight_rate_gws: { f32: 2.9, w4g32: 11.25 } }),
     'streaming read 21.3 GB/s · f32 GEMM 6.1 GFLOP/s · GEMV G weights/s: f32 2.90, w4g32 11.25',
   );
+  assert.equal(
+    V.describeMeasurements({
+      kernel: 'scalar', read_bandwidth_gbs: 20, f32_gflops: 5, op_overhead_us: 1.234,
+      weight_rate_gws: { q4_1: 3 }, prefill_weight_rate_gws: { q4_1: 4.5 },
+    }),
+    'scalar kernel · streaming read 20.0 GB/s · f32 GEMM 5.0 GFLOP/s · 1.23 µs per op · GEMV G weights/s: q4_1 3.00 · GEMM (64 rows) G weights/s: q4_1 4.50',
+  );
 });
 
 test('estimate messages: constructors and validators', () => {
@@ -169,6 +167,12 @@ test('estimate messages: constructors and validators', () => {
   assert.equal(P.validateFromWorker(P.estimateResult(3, 'panel', report(), dev, { read_bandwidth_gbs: 1 })), null);
   assert.throws(() => P.estimateResult(3, 'panel', { memory: {} }, dev), TypeError);
   assert.throws(() => P.estimateResult(3, 'panel', report(), { id: 'x' }), TypeError);
+  const cmp = { deployment: { weights: 'q4_1', kv: 'int8' }, rows: [{ key: 'decode', label: 'Decode', unit: 'tok/s', estimate: 1, measured: null, error_pct: null }] };
+  assert.equal(P.validateFromWorker(P.estimateResult(4, 'compare', report(), dev, null, cmp)), null);
+  assert.throws(() => P.estimateResult(4, 'compare', report(), dev), TypeError, 'a compare answer carries its rows');
+  assert.throws(() => P.estimateResult(4, 'panel', report(), dev, null, cmp), TypeError, 'a panel answer does not');
+  const badRow = { ...cmp, rows: [{ ...cmp.rows[0], estimate: 'x' }] };
+  assert.match(P.validateFromWorker({ type: 'estimate-result', id: 4, purpose: 'compare', report: report(), device: dev, measurements: null, comparison: badRow }), /estimate must be a finite number or null/);
   assert.equal(P.validateFromWorker(P.estimateError(3, 'compare', 'context 0 is out of range')), null);
   assert.equal(P.estimateError(3, 'panel', '').message, 'unknown error');
   assert.equal(P.validateFromWorker(P.catalog([{ id: 'a', name: 'A' }], [{ id: 'd', name: 'D' }])), null);

@@ -175,20 +175,8 @@ test('conversation: a refused turn (context full) is marked failed', () => {
   assert.equal(C.failTurn(c, 'again'), null, 'nothing in flight');
 });
 
-test('comparison: the KV row uses the estimator bytes for the tokens held (kvBytes), the run KV format', () => {
-  const report = { latency: { ttft_ms: 1, prefill_tok_s: 1, decode_tok_s: 1 }, memory: { weights_bytes: 1, kv_bytes_per_token: 10 } };
-  const m = { ttft_ms: 1, prefill_tok_s: 1, decode_tok_s: 1, weights_bytes: 1, kv_bytes: 1234, prompt_tokens: 5, generated_tokens: 16, kv_tokens: 40, kv_format: 'kivi4' };
-  const kv = V.comparisonRows(report, m, 1234).find((r) => r.key === 'kv');
-  assert.equal(kv.estimate, 1234, 'the exact bytes the worker computed with kvBytes');
-  assert.equal(kv.error, 0);
-  // Without kvBytes: per-token × the tokens the engine says it holds.
-  assert.equal(V.comparisonRows(report, m).find((r) => r.key === 'kv').estimate, 400);
-  const dep = V.comparisonDeployment(m, null);
-  assert.equal(dep.kv, 'kivi4');
-  assert.equal(dep.context, 40, 'a conversation holding more than this turn still fits the context');
-  assert.equal(V.comparisonDeployment({ ...m, kv_tokens: 3 }, null).context, 21);
-  assert.equal(V.engineKvFormat({}), 'f32');
-});
+// The comparison's KV row and deployment rule live in Rust now (edgefit_estimate::compare):
+// tests/web/compare-wasm.test.mjs checks them through the built wasm.
 
 test('buildDeployment takes the wasm KV list when given', () => {
   assert.equal(V.buildDeployment({ kv: 'kivi4' }, { kv: ['f32', 'kivi4'] }).deployment.kv, 'kivi4');

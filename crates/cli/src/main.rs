@@ -17,6 +17,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 mod estimate;
 mod fit;
+mod generate;
 mod kv_eval;
 mod perplexity;
 mod prune;
@@ -86,6 +87,12 @@ struct GenerateArgs {
     /// Print one JSON object with the text and the metrics instead of streaming text.
     #[arg(long)]
     json: bool,
+    /// After each turn, estimate the run on DEVICE (a device id, a profile JSON path, or
+    /// `this-browser`: that profile filled with this machine's micro-benchmarks) and print the
+    /// estimate-vs-measured rows, as the page's table does (with --json: the
+    /// `estimate_comparison` field).
+    #[arg(long, value_name = "DEVICE")]
+    estimate: Option<String>,
 }
 
 /// How to hold the weights and which kernel runs them (shared by the commands that run a model).
@@ -256,6 +263,12 @@ fn generate(args: GenerateArgs) -> Result<()> {
     args.format.kv_format()?;
     let mut engine = load(&args.model, args.json, load_options)?;
     args.format.apply(&mut engine)?;
+    let device = match &args.estimate {
+        Some(id) => {
+            Some(generate::device_for(id, &engine).with_context(|| format!("--estimate {id}"))?)
+        }
+        None => None,
+    };
     let mut options = GenerateOptions {
         chat: args.chat,
         max_tokens: args.max_tokens,
@@ -285,7 +298,11 @@ fn generate(args: GenerateArgs) -> Result<()> {
             }
             text.push_str(&piece);
         }
-        report(&engine, &args, turn, text, &mut stdout)?;
+        let comparison = match &device {
+            Some(d) => Some(generate::compare(&engine, d).with_context(context)?),
+            None => None,
+        };
+        report(&engine, &args, turn, text, comparison.as_ref(), &mut stdout)?;
     }
     Ok(())
 }
@@ -329,6 +346,7 @@ fn report(
     args: &GenerateArgs,
     turn: usize,
     text: String,
+    comparison: Option<&generate::Comparison>,
     stdout: &mut impl Write,
 ) -> Result<()> {
     let m = engine.metrics();
@@ -341,6 +359,9 @@ fn report(
                 "model".to_string(),
                 serde_json::Value::String(args.model.display().to_string()),
             );
+            if let Some(c) = comparison {
+                map.insert("estimate_comparison".to_string(), serde_json::to_value(c)?);
+            }
         }
         writeln!(stdout, "{}", serde_json::to_string(&obj)?)?;
     } else {
@@ -368,6 +389,9 @@ fn report(
             m.kv_bytes as f64 / 1e6,
             m.peak_bytes as f64 / 1e6
         );
+        if let Some(c) = comparison {
+            eprint!("{}", generate::table(c));
+        }
     }
     Ok(())
 }

@@ -2,20 +2,33 @@
 //! measured on the machine running the engine (in a browser tab through the wasm facade's
 //! `BrowserBench`, or natively).
 //!
-//! Three kinds of probe, each bounded in time (≤ [`MicrobenchConfig::budget_ms`], 250 ms by
-//! default; the weight-rate probes get half that per format):
+//! Four kinds of probe, each bounded in time (≤ [`MicrobenchConfig::budget_ms`], 250 ms by
+//! default; the kernel probes get a quarter of that per shape), all with the kernel the engine
+//! runs ([`MeasureRun::new`] takes it: the page measures the kernel in use, `simd128` or its
+//! `scalar` twin):
 //! - **streaming read bandwidth**: sum a buffer larger than the last-level cache (64 MiB) with
 //!   integer adds (associative, so the compiler vectorises them and the loop is bound by memory,
 //!   not by an add-latency chain); GB/s = bytes / time.
-//! - **f32 GEMM throughput**: [`edgefit_kernels::matmul_t`] with [`Kernel::best()`] on a small
-//!   cache-resident problem (32 activation rows × 512 × 512); GFLOP/s = 2·M·K·N / time.
-//! - **weight rate of the engine's GEMV** (one activation row, as in decode), per weight format
-//!   the engine runs ([`MEASURED_FORMATS`]: f32, w4g32, w4g128, q4_1 — the default model's own
-//!   4-bit layers — and q8_0, its embedding/output head): [`Matrix::matmul_t`] with
-//!   [`Kernel::best()`] on a 1536×576 weight matrix (SmolLM2-135M's MLP) and a larger 2048×2048
-//!   one; G weights/s = N·K / time, the best of the two. This is the estimator's third roof
-//!   (`weight_rate_gws`): in wasm an int4 GEMV is bound by instructions per weight, not by
-//!   memory, so the bandwidth alone would overestimate decode speed.
+//! - **f32 GEMM throughput**: [`edgefit_kernels::matmul_t`] on a small cache-resident problem
+//!   (32 activation rows × 512 × 512); GFLOP/s = 2·M·K·N / time.
+//! - **the engine's fixed cost per op**: a few decode steps of the 2-layer, 64-wide synthetic
+//!   model ([`crate::synthetic`]) through the real [`Engine`]; its arithmetic is negligible, so
+//!   `µs per op = median step time / ops per step`, with the estimator's count of ops per step
+//!   (10 per layer: norms, q, k, v, o, attention, gate, up, activation, down; plus embedding,
+//!   final norm and output head). It also runs the engine's whole forward path once, so the
+//!   browser has compiled it before the first real run.
+//! - **the engine's kernels per weight format** the page offers ([`MEASURED_FORMATS`]: f32, f16,
+//!   w4g32, w4g64, w4g128, q4_1 — GGUF Q4_1 layers kept as they are — and q8_0, the 4-bit
+//!   models' embedding/output head), two roofs each:
+//!   - decode, one activation row (GEMV): [`Matrix::matmul_t`] on a 1536×576 weight matrix
+//!     (SmolLM2-135M's MLP) and a larger 2048×2048 one; G weights/s = N·K / time, the best of
+//!     the two (`weight_rate_gws`);
+//!   - prefill, [`PREFILL_ROWS`] = 64 rows (the engine's prefill chunk) on the 1536×576 matrix:
+//!     G weight·rows/s = 64·N·K / time (`prefill_weight_rate_gws`).
+//!
+//!   These are the estimator's kernel roofs: in wasm an int4 GEMV is bound by instructions per
+//!   weight, not by memory, so the bandwidth alone would overestimate decode speed, and an
+//!   integer GEMM is not bound by the f32 GEMM's FLOP rate.
 //!
 //! Time comes from the injected [`Platform`] clock, never from `Instant`, so the same code runs
 //! in wasm32 (`performance.now()`) and natively, and tests can drive it with a fake clock. Each
@@ -26,9 +39,21 @@
 use std::hint::black_box;
 
 use edgefit_estimate::{BrowserMeasurements, WeightFormat};
-use edgefit_kernels::{matmul_t, wrapping_sum, Kernel, Matrix, Q8Matrix, W4Kind, W4Matrix};
+use edgefit_kernels::{
+    matmul_t, wrapping_sum, F16Matrix, Kernel, Matrix, Q8Matrix, W4Kind, W4Matrix,
+};
 
-use crate::engine::Platform;
+use crate::engine::{Engine, GenerateOptions, Platform, PREFILL_CHUNK};
+use crate::sampler::SamplerConfig;
+use crate::synthetic;
+use crate::weights::LoadOptions;
+
+/// Activation rows of the prefill GEMM probe: the engine's prefill chunk.
+pub const PREFILL_ROWS: usize = PREFILL_CHUNK;
+const _: () = assert!(
+    PREFILL_CHUNK == edgefit_estimate::compare::ENGINE_PREFILL_CHUNK as usize,
+    "the estimator's comparison mirrors the engine's prefill chunk"
+);
 
 /// Sizes and time limits of the probes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -109,31 +134,27 @@ pub fn read_bandwidth_gbs(p: &dyn Platform, cfg: &MicrobenchConfig) -> f64 {
     (words * 4) as f64 / (ms * 1e6)
 }
 
-/// f32 GEMM throughput of `matmul_t` with the default kernel, GFLOP/s.
-pub fn f32_gemm_gflops(p: &dyn Platform, cfg: &MicrobenchConfig) -> f64 {
+/// f32 GEMM throughput of `matmul_t` with `kernel`, GFLOP/s.
+pub fn f32_gemm_gflops(p: &dyn Platform, cfg: &MicrobenchConfig, kernel: Kernel) -> f64 {
     let (rows, k, n) = (32, 512, 512);
     let x = fill(rows * k, 1);
     let w = fill(n * k, 2);
     let mut out = vec![0.0f32; rows * n];
     let ms = best_ms_per_call(p, cfg, || {
-        matmul_t(
-            Kernel::best(),
-            black_box(&x),
-            rows,
-            k,
-            black_box(&w),
-            n,
-            &mut out,
-        );
+        matmul_t(kernel, black_box(&x), rows, k, black_box(&w), n, &mut out);
         black_box(&out);
     });
     2.0 * (rows * k * n) as f64 / (ms * 1e6)
 }
 
-/// The weight formats whose GEMV rate [`measure`] probes.
-pub const MEASURED_FORMATS: [WeightFormat; 5] = [
+/// The weight formats whose kernel rates [`measure`] probes: every format the page's weight
+/// picker loads (w4g32, w4g64, w4g128, q8_0, f16, f32), GGUF Q4_1 layers kept as they are
+/// (`q4_1`, the default model's) and q8_0 (the 4-bit models' embedding and output head).
+pub const MEASURED_FORMATS: [WeightFormat; 7] = [
     WeightFormat::F32,
+    WeightFormat::F16,
     WeightFormat::W4g32,
+    WeightFormat::W4g64,
     WeightFormat::W4g128,
     WeightFormat::Q4_1,
     WeightFormat::Q8_0,
@@ -149,7 +170,9 @@ fn matrix(format: WeightFormat, rows: usize, cols: usize) -> Option<Matrix> {
             rows,
             cols,
         },
+        WeightFormat::F16 => Matrix::F16(F16Matrix::from_f32(&w, rows, cols).ok()?),
         WeightFormat::W4g32 => Matrix::W4(w4(32, W4Kind::Symmetric)?),
+        WeightFormat::W4g64 => Matrix::W4(w4(64, W4Kind::Symmetric)?),
         WeightFormat::W4g128 => Matrix::W4(w4(128, W4Kind::Symmetric)?),
         WeightFormat::Q4_1 => Matrix::W4(w4(32, W4Kind::Asymmetric)?),
         WeightFormat::Q8_0 => Matrix::Q8(Q8Matrix::quantize(&w, rows, cols).ok()?),
@@ -158,12 +181,13 @@ fn matrix(format: WeightFormat, rows: usize, cols: usize) -> Option<Matrix> {
 }
 
 /// Weights per second (10^9) of the engine's GEMV (one activation row, as in decode) in
-/// `format`, the best of a 1536×576 and a 2048×2048 weight matrix, each probed for a quarter of
-/// the budget. `None` for a format the engine does not run.
+/// `format` with `kernel`, the best of a 1536×576 and a 2048×2048 weight matrix, each probed for
+/// a quarter of the budget. `None` for a format the engine does not run.
 pub fn gemv_weight_rate_gws(
     p: &dyn Platform,
     cfg: &MicrobenchConfig,
     format: WeightFormat,
+    kernel: Kernel,
 ) -> Option<f64> {
     let quarter = MicrobenchConfig {
         budget_ms: cfg.budget_ms / 4.0,
@@ -175,7 +199,7 @@ pub fn gemv_weight_rate_gws(
         let x = fill(k, 3);
         let mut out = vec![0.0f32; n];
         let ms = best_ms_per_call(p, &quarter, || {
-            m.matmul_t(Kernel::best(), black_box(&x), 1, &mut out);
+            m.matmul_t(kernel, black_box(&x), 1, &mut out);
             black_box(&out);
         });
         let rate = (n * k) as f64 / (ms * 1e6);
@@ -184,37 +208,160 @@ pub fn gemv_weight_rate_gws(
     best
 }
 
-/// Runs the probes and returns what the estimator's `DeviceProfile::this_browser` takes: the
-/// weight rate of every format in [`MEASURED_FORMATS`] (the others keep their bundled figures).
-pub fn measure(
+/// Weight·rows per second (10^9) of the engine's GEMM on [`PREFILL_ROWS`] activation rows (a
+/// prefill chunk) in `format` with `kernel`: `64 · N · K / time` on a 1536×576 matrix, probed
+/// for a quarter of the budget. `None` for a format the engine does not run.
+pub fn gemm_weight_rate_gws(
     p: &dyn Platform,
     cfg: &MicrobenchConfig,
+    format: WeightFormat,
+    kernel: Kernel,
+) -> Option<f64> {
+    let quarter = MicrobenchConfig {
+        budget_ms: cfg.budget_ms / 4.0,
+        ..*cfg
+    };
+    let (n, k) = (1536usize, 576usize);
+    let m = matrix(format, n, k)?;
+    let x = fill(PREFILL_ROWS * k, 3);
+    let mut out = vec![0.0f32; PREFILL_ROWS * n];
+    let ms = best_ms_per_call(p, &quarter, || {
+        m.matmul_t(kernel, black_box(&x), PREFILL_ROWS, &mut out);
+        black_box(&out);
+    });
+    Some((PREFILL_ROWS * n * k) as f64 / (ms * 1e6))
+}
+
+/// Ops the estimator counts in one decode step of a model with `layers` layers: 10 per layer
+/// (norms, q, k, v, o, attention, gate, up, activation, down) plus embedding, final norm and
+/// output head (`edgefit_estimate::latency`).
+pub fn estimator_ops_per_step(layers: usize) -> usize {
+    10 * layers + 3
+}
+
+/// The engine's fixed cost per op, µs: the median decode step (forward + sample) of the
+/// synthetic model (2 layers, 64 wide, 259 tokens: its arithmetic is a few thousand
+/// multiply-adds per op) with `kernel`, over at most `steps` steps, divided by
+/// [`estimator_ops_per_step`]. `None` when the model generated fewer than 3 tokens (it is random
+/// and may sample its stop token) or the clock did not advance.
+pub fn op_overhead_us(platform: Box<dyn Platform>, kernel: Kernel, steps: usize) -> Option<f64> {
+    let bytes = synthetic::gguf_bytes(7, synthetic::SyntheticDType::F32).ok()?;
+    let mut engine = Engine::load_gguf(
+        &mut std::io::Cursor::new(bytes),
+        platform,
+        LoadOptions::default(),
+        &mut |_, _| {},
+    )
+    .ok()?;
+    engine.set_kernel(kernel).ok()?;
+    let mut token_ms: Vec<f64> = Vec::new();
+    // A random model may stop early: a few seeds until enough steps were timed.
+    for seed in 0..4u64 {
+        let options = GenerateOptions {
+            max_tokens: steps.max(3),
+            sampler: SamplerConfig {
+                temperature: 1.0,
+                top_p: 1.0,
+                seed,
+            },
+            ..GenerateOptions::default()
+        };
+        engine.start("the the the", options).ok()?;
+        while !engine.prefill_chunk().ok()?.finished() {}
+        while engine.step().ok()?.is_some() {}
+        token_ms.extend(engine.metrics().token_ms.iter().copied());
+        if token_ms.len() >= steps {
+            break;
+        }
+    }
+    if token_ms.len() < 2 {
+        return None;
+    }
+    token_ms.sort_by(f64::total_cmp);
+    let median = token_ms[token_ms.len() / 2];
+    let us = median * 1e3 / estimator_ops_per_step(synthetic::LAYERS) as f64;
+    (us.is_finite() && us > 0.0).then_some(us)
+}
+
+/// Warms up the code a run of a model in `formats` with `kernel` executes: a few decode steps of
+/// the synthetic model through the real [`Engine`] (norms, RoPE, attention, sampling) and the
+/// GEMV and 64-row GEMM of each format, for about `budget_ms` in all.
+///
+/// Why: a browser compiles wasm in tiers (Chromium: Liftoff at once, TurboFan for the functions
+/// that turn out hot, in the background), so the first run after loading can execute baseline
+/// code. The page's first measured run after a load was slower than the next ones (the e2e run
+/// of this change: prefill 12.6 against 67.8 and 32.3 tok/s, decode 16.4 against 22.1 and 22.5,
+/// w4g32 on a loaded 2-core machine), so the worker runs this after every load and kernel switch.
+pub fn warm_up(
+    p: &dyn Platform,
+    engine_platform: Box<dyn Platform>,
+    kernel: Kernel,
+    formats: &[WeightFormat],
+    budget_ms: f64,
+) {
+    let _ = op_overhead_us(engine_platform, kernel, 4);
+    let shapes = 2 * formats.len().max(1);
+    let cfg = MicrobenchConfig {
+        // gemv probes two shapes for a quarter each, gemm one: about budget / shapes per call.
+        budget_ms: 4.0 * budget_ms / (3.0 * shapes as f64),
+        batch_ms: 5.0,
+        max_batches: 4,
+        ..MicrobenchConfig::default()
+    };
+    for &f in formats {
+        let _ = gemv_weight_rate_gws(p, &cfg, f, kernel);
+        let _ = gemm_weight_rate_gws(p, &cfg, f, kernel);
+    }
+}
+
+/// Runs the probes with `kernel` and returns what the estimator's `DeviceProfile::this_browser`
+/// takes: the kernel rates of every format in [`MEASURED_FORMATS`] (the others keep their
+/// bundled figures). `engine_platform` makes the platform of the engine the overhead probe runs.
+pub fn measure(
+    p: &dyn Platform,
+    engine_platform: &dyn Fn() -> Box<dyn Platform>,
+    cfg: &MicrobenchConfig,
+    kernel: Kernel,
     wasm_limit_bytes: Option<u64>,
 ) -> BrowserMeasurements {
-    let mut run = MeasureRun::new(*cfg, wasm_limit_bytes);
-    while run.step(p) {}
+    let mut run = MeasureRun::new(*cfg, kernel, wasm_limit_bytes);
+    while run.step(p, engine_platform) {}
     run.finish()
 }
 
-/// The probes of [`measure`], one at a time (read bandwidth, f32 GEMM, then the GEMV of each
-/// format in [`MEASURED_FORMATS`]), so that a caller can report progress between them.
+/// Probes before the per-format ones: bandwidth, f32 GEMM, op overhead.
+const FIXED_PROBES: usize = 3;
+
+/// The probes of [`measure`], one at a time (read bandwidth, f32 GEMM, the op overhead, then
+/// the GEMV and the GEMM of each format in [`MEASURED_FORMATS`]), so that a caller can report
+/// progress between them.
 #[derive(Clone, Debug)]
 pub struct MeasureRun {
     cfg: MicrobenchConfig,
+    kernel: Kernel,
     next: usize,
     result: BrowserMeasurements,
 }
 
 impl MeasureRun {
-    /// A run with nothing measured yet.
-    pub fn new(cfg: MicrobenchConfig, wasm_limit_bytes: Option<u64>) -> MeasureRun {
+    /// A run with nothing measured yet, timing `kernel` (resolved to one this build runs).
+    pub fn new(cfg: MicrobenchConfig, kernel: Kernel, wasm_limit_bytes: Option<u64>) -> MeasureRun {
+        let kernel = if kernel.is_available() {
+            kernel
+        } else {
+            Kernel::best()
+        };
         MeasureRun {
             cfg,
+            kernel,
             next: 0,
             result: BrowserMeasurements {
                 read_bandwidth_gbs: 0.0,
                 f32_gflops: 0.0,
                 weight_rate_gws: Default::default(),
+                prefill_weight_rate_gws: Default::default(),
+                kernel: Some(kernel.name().to_string()),
+                op_overhead_us: None,
                 wasm_limit_bytes,
             },
         }
@@ -222,7 +369,7 @@ impl MeasureRun {
 
     /// Probes in all.
     pub fn total(&self) -> usize {
-        2 + MEASURED_FORMATS.len()
+        FIXED_PROBES + 2 * MEASURED_FORMATS.len()
     }
 
     /// Probes run so far.
@@ -231,18 +378,30 @@ impl MeasureRun {
     }
 
     /// Runs the next probe; `false` once all have run (then it does nothing).
-    pub fn step(&mut self, p: &dyn Platform) -> bool {
+    pub fn step(
+        &mut self,
+        p: &dyn Platform,
+        engine_platform: &dyn Fn() -> Box<dyn Platform>,
+    ) -> bool {
+        if self.next >= self.total() {
+            return false;
+        }
+        let k = self.kernel;
         match self.next {
             0 => self.result.read_bandwidth_gbs = read_bandwidth_gbs(p, &self.cfg),
-            1 => self.result.f32_gflops = f32_gemm_gflops(p, &self.cfg),
-            i => match MEASURED_FORMATS.get(i - 2) {
-                Some(&f) => {
-                    if let Some(r) = gemv_weight_rate_gws(p, &self.cfg, f) {
+            1 => self.result.f32_gflops = f32_gemm_gflops(p, &self.cfg, k),
+            2 => self.result.op_overhead_us = op_overhead_us(engine_platform(), k, 16),
+            i => {
+                let j = i - FIXED_PROBES;
+                let f = MEASURED_FORMATS[j / 2];
+                if j.is_multiple_of(2) {
+                    if let Some(r) = gemv_weight_rate_gws(p, &self.cfg, f, k) {
                         self.result.weight_rate_gws.insert(f, r);
                     }
+                } else if let Some(r) = gemm_weight_rate_gws(p, &self.cfg, f, k) {
+                    self.result.prefill_weight_rate_gws.insert(f, r);
                 }
-                None => return false,
-            },
+            }
         }
         self.next += 1;
         self.next < self.total()
@@ -259,6 +418,11 @@ mod tests {
     use super::*;
     use crate::native::NativePlatform;
     use std::cell::Cell;
+
+    /// The engine platform of the overhead probe in these tests.
+    fn native() -> Box<dyn Platform> {
+        Box::new(NativePlatform::default())
+    }
 
     /// A clock that advances `step_ms` every time it is read, and counts the reads.
     struct FakeClock {
@@ -294,13 +458,19 @@ mod tests {
         ] {
             assert!(v.is_finite() && v > 0.0, "{what} = {v}");
         }
-        let formats: Vec<WeightFormat> = m.weight_rate_gws.keys().copied().collect();
         let mut want = MEASURED_FORMATS.to_vec();
         want.sort();
-        assert_eq!(formats, want, "every format the engine runs is measured");
-        for (f, v) in &m.weight_rate_gws {
-            assert!(v.is_finite() && *v > 0.0, "{f} rate = {v}");
+        for rates in [&m.weight_rate_gws, &m.prefill_weight_rate_gws] {
+            let formats: Vec<WeightFormat> = rates.keys().copied().collect();
+            assert_eq!(formats, want, "every format the engine runs is measured");
+            for (f, v) in rates {
+                assert!(v.is_finite() && *v > 0.0, "{f} rate = {v}");
+            }
         }
+        let us = m.op_overhead_us.expect("the op overhead is measured");
+        assert!(us.is_finite() && us > 0.0, "{us} µs per op");
+        // The profile the estimator builds from it is valid.
+        edgefit_estimate::DeviceProfile::this_browser(m).unwrap();
     }
 
     #[test]
@@ -324,14 +494,15 @@ mod tests {
             step_ms: 1.0,
         };
         let cfg = small();
-        let m = measure(&clock, &cfg, Some(4 << 30));
+        let m = measure(&clock, &native, &cfg, Kernel::Scalar, Some(4 << 30));
         assert_sane(&m);
         assert_eq!(m.wasm_limit_bytes, Some(4 << 30));
+        assert_eq!(m.kernel.as_deref(), Some("scalar"));
         // Each probe stops once its budget of fake time is spent: a bounded number of reads
-        // (two full-budget probes, then two quarter-budget shapes per weight format).
+        // (two full-budget probes, then three quarter-budget shapes per weight format).
         let per_probe = (cfg.budget_ms + 2.0 * cfg.batch_ms + 4.0) as u64;
         assert!(
-            clock.reads.get() <= (3 + MEASURED_FORMATS.len() as u64) * per_probe,
+            clock.reads.get() <= (2 + MEASURED_FORMATS.len() as u64) * per_probe,
             "{} clock reads",
             clock.reads.get()
         );
@@ -339,6 +510,31 @@ mod tests {
         // follows from the fake time, not the real one.
         let expect = 1536.0 * 576.0 / (1e6 * 1.0);
         assert!(m.weight_rate_gws[&WeightFormat::F32] >= expect * 0.9);
+        let expect = 64.0 * 1536.0 * 576.0 / (1e6 * 1.0);
+        assert!(m.prefill_weight_rate_gws[&WeightFormat::F32] >= expect * 0.9);
+    }
+
+    #[test]
+    fn warm_up_runs_within_its_budget_and_skips_unknown_formats() {
+        let p = NativePlatform::default();
+        let t0 = p.now_ms();
+        warm_up(
+            &p,
+            native(),
+            Kernel::best(),
+            &[WeightFormat::Q4_1, WeightFormat::Q8_0, WeightFormat::Q4K],
+            40.0,
+        );
+        let took = p.now_ms() - t0;
+        assert!(took < 5000.0, "took {took} ms");
+    }
+
+    #[test]
+    fn the_op_overhead_probe_counts_the_estimators_ops() {
+        assert_eq!(estimator_ops_per_step(2), 23);
+        // The real engine on the synthetic model: a finite, positive figure.
+        let us = op_overhead_us(native(), Kernel::Scalar, 4).expect("measured");
+        assert!(us.is_finite() && us > 0.0, "{us}");
     }
 
     #[test]
@@ -350,15 +546,18 @@ mod tests {
             ..MicrobenchConfig::default()
         };
         let p = NativePlatform::default();
-        let mut run = MeasureRun::new(cfg, Some(7));
-        assert_eq!((run.done(), run.total()), (0, 2 + MEASURED_FORMATS.len()));
+        let mut run = MeasureRun::new(cfg, Kernel::best(), Some(7));
+        assert_eq!(
+            (run.done(), run.total()),
+            (0, 3 + 2 * MEASURED_FORMATS.len())
+        );
         let mut done = vec![];
-        while run.step(&p) {
+        while run.step(&p, &native) {
             done.push(run.done());
         }
         done.push(run.done());
         assert_eq!(done, (1..=run.total()).collect::<Vec<_>>());
-        assert!(!run.step(&p), "a finished run stays finished");
+        assert!(!run.step(&p, &native), "a finished run stays finished");
         let m = run.finish();
         assert_sane(&m);
         assert_eq!(m.wasm_limit_bytes, Some(7));
@@ -381,7 +580,11 @@ mod tests {
             max_batches: 2,
             ..MicrobenchConfig::default()
         };
-        assert_sane(&measure(&Stuck, &cfg, None));
+        let m = measure(&Stuck, &native, &cfg, Kernel::best(), None);
+        for rates in [&m.weight_rate_gws, &m.prefill_weight_rate_gws] {
+            assert_eq!(rates.len(), MEASURED_FORMATS.len());
+            assert!(rates.values().all(|v| v.is_finite() && *v > 0.0));
+        }
     }
 
     #[test]
@@ -394,11 +597,12 @@ mod tests {
             ..MicrobenchConfig::default()
         };
         let t0 = p.now_ms();
-        let m = measure(&p, &cfg, None);
+        let m = measure(&p, &native, &cfg, Kernel::best(), None);
         let took = p.now_ms() - t0;
         assert_sane(&m);
-        // Two probes of 60 ms and ten of 15 ms, plus set-up (quantizing the test matrices) and
-        // one batch overrun each; generous for a busy machine.
+        // Two probes of 60 ms and 21 of 15 ms, the overhead probe (loading and running the
+        // synthetic model), set-up (quantizing the test matrices) and one batch overrun each;
+        // generous for a busy machine.
         assert!(took < 5000.0, "took {took} ms");
         // Sanity: a machine that runs these tests streams more than 0.1 GB/s.
         assert!(m.read_bandwidth_gbs > 0.1, "{m:?}");

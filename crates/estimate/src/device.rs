@@ -104,8 +104,11 @@ pub struct UnitProfile {
     /// decode and multiply, when it is instruction-bound (wasm int4 GEMV), at top frequency.
     #[serde(default)]
     pub weight_rate_gws: BTreeMap<WeightFormat, f64>,
-    /// The same roof for a prompt-sized GEMM (m ≥ 64 rows of activations), weights/s (10^9),
-    /// applied in prefill when present (else `weight_rate_gws` applies there too).
+    /// Optional kernel roof of a prompt-sized GEMM (prefill), by weight format: weight·rows per
+    /// second (10^9), i.e. `m · N · K / time` of an `m`-row product (the tab measures `m = 64`).
+    /// A matmul of `rows ≥ 64` activation rows takes `rows · weights / rate` on this roof (fewer
+    /// rows: linear between the GEMV's time and the 64-row time, see `latency`); without it,
+    /// `weight_rate_gws` (one pass over the weights) applies.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub prefill_weight_rate_gws: BTreeMap<WeightFormat, f64>,
     /// CPU clusters (CPU units only). With them, a runtime's peak is computed from the cores
@@ -260,16 +263,28 @@ pub fn device(id: &str) -> Result<DeviceProfile> {
     DeviceProfile::from_json(text)
 }
 
-/// What the wasm micro-benchmarks measured in this tab.
+/// What the micro-benchmarks (`edgefit_engine::microbench`) measured in this tab, with the
+/// engine's own kernels.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BrowserMeasurements {
     /// Streaming read bandwidth, GB/s.
     pub read_bandwidth_gbs: f64,
     /// f32 GEMM throughput, GFLOP/s.
     pub f32_gflops: f64,
-    /// Weights per second (10^9) of the engine's kernels, by weight format (at least `f32`
-    /// and `w4g32`).
+    /// Weights per second (10^9) of the engine's GEMV (one activation row, as in decode), by
+    /// weight format (at least `f32` and `w4g32`).
     pub weight_rate_gws: BTreeMap<WeightFormat, f64>,
+    /// Weight·rows per second (10^9) of the engine's GEMM on a prompt-sized block of rows (64,
+    /// the engine's prefill chunk), by weight format: `64 · N · K / time`.
+    #[serde(default)]
+    pub prefill_weight_rate_gws: BTreeMap<WeightFormat, f64>,
+    /// The kernel the rates were measured with (`simd128`, `scalar`, ...), if known.
+    #[serde(default)]
+    pub kernel: Option<String>,
+    /// The engine's fixed cost per op, µs: a decode step of a model too small for its arithmetic
+    /// to matter, divided by the ops the estimator counts in that step.
+    #[serde(default)]
+    pub op_overhead_us: Option<f64>,
     /// The wasm memory limit the tab gives (bytes), if known.
     #[serde(default)]
     pub wasm_limit_bytes: Option<u64>,
@@ -289,9 +304,44 @@ impl DeviceProfile {
     /// Weight rates are *merged*: a format the tab measured replaces the bundled figure, a
     /// format it did not measure keeps the bundled one (still an estimate, from another
     /// machine). `sources` marks as measured only what was measured.
+    ///
+    /// The matrix products of this tab are bound by the engine's own kernels, per format and per
+    /// phase (`weight_rate_gws` for decode, `prefill_weight_rate_gws` for a prompt-sized GEMM),
+    /// not by an f32 GEMM: an int4 or int8 kernel does its arithmetic in integers and can beat
+    /// it. So the f32 compute roof is set to
+    /// `peak = max(f32 GEMM, 2 · max over formats of the measured kernel rates)` (2 FLOPs per
+    /// weight·row): it never caps a format below its own measured kernel, and each format's
+    /// matmuls take `max(bytes / bandwidth, weights · rows / rate)`. The ops without a kernel
+    /// roof (attention, norms, activations) use that peak and the bandwidth.
     pub fn this_browser(m: &BrowserMeasurements) -> Result<DeviceProfile> {
         const MEASURED: &str = "measured in this tab by the wasm micro-benchmarks";
+        let bad = |field: &str, v: f64| EstimateError::InvalidDevice {
+            device: "this-browser".into(),
+            field: format!("measurements.{field}"),
+            reason: format!("{v} must be a positive finite number"),
+        };
+        let check = |field: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(v)
+            } else {
+                Err(bad(field, v))
+            }
+        };
+        check("read_bandwidth_gbs", m.read_bandwidth_gbs)?;
+        check("f32_gflops", m.f32_gflops)?;
+        for (f, v) in &m.weight_rate_gws {
+            check(&format!("weight_rate_gws.{f}"), *v)?;
+        }
+        for (f, v) in &m.prefill_weight_rate_gws {
+            check(&format!("prefill_weight_rate_gws.{f}"), *v)?;
+        }
+        if let Some(v) = m.op_overhead_us {
+            check("op_overhead_us", v)?;
+        }
         let mut p = device("this-browser")?;
+        if let Some(k) = &m.kernel {
+            p.name = format!("This browser tab (wasm32, {k} kernel, one thread)");
+        }
         let cpu =
             p.units
                 .get_mut(&ComputeUnit::Cpu)
@@ -301,10 +351,22 @@ impl DeviceProfile {
                     reason: "missing".into(),
                 })?;
         cpu.bandwidth_gbs = m.read_bandwidth_gbs;
-        cpu.peak_gflops.insert(ComputeDtype::F32, m.f32_gflops);
+        let fastest_kernel = m
+            .weight_rate_gws
+            .values()
+            .chain(m.prefill_weight_rate_gws.values())
+            .fold(0.0f64, |a, &b| a.max(b));
+        let peak = m.f32_gflops.max(2.0 * fastest_kernel);
+        cpu.peak_gflops.insert(ComputeDtype::F32, peak);
         cpu.compute_efficiency = 1.0;
         for (format, rate) in &m.weight_rate_gws {
             cpu.weight_rate_gws.insert(*format, *rate);
+        }
+        for (format, rate) in &m.prefill_weight_rate_gws {
+            cpu.prefill_weight_rate_gws.insert(*format, *rate);
+        }
+        if let Some(us) = m.op_overhead_us {
+            cpu.op_overhead_us = us;
         }
         let unmeasured: Vec<WeightFormat> = cpu
             .weight_rate_gws
@@ -315,17 +377,40 @@ impl DeviceProfile {
         if let Some(limit) = m.wasm_limit_bytes {
             p.memory.wasm_limit_bytes = Some(limit);
         }
+        let kernel = m.kernel.as_deref().unwrap_or("the default");
         let mut measured = vec![
-            "units.cpu.bandwidth_gbs".to_string(),
-            "units.cpu.peak_gflops.f32".to_string(),
+            (
+                "units.cpu.bandwidth_gbs".to_string(),
+                MEASURED.to_string(),
+            ),
+            (
+                "units.cpu.peak_gflops.f32".to_string(),
+                format!(
+                    "{MEASURED}: max(f32 GEMM {:.1} GFLOP/s, 2 x the fastest {kernel} kernel rate {fastest_kernel:.2} G weights/s), so no format is capped below its own kernel",
+                    m.f32_gflops
+                ),
+            ),
         ];
-        measured.extend(
-            m.weight_rate_gws
-                .keys()
-                .map(|f| format!("units.cpu.weight_rate_gws.{f}")),
-        );
-        for f in &measured {
-            p.sources.insert(f.clone(), MEASURED.into());
+        if m.op_overhead_us.is_some() {
+            measured.push((
+                "units.cpu.op_overhead_us".to_string(),
+                format!("{MEASURED}: a decode step of a 2-layer 64-wide model (its arithmetic is negligible) / the ops the estimator counts in it"),
+            ));
+        }
+        measured.extend(m.weight_rate_gws.keys().map(|f| {
+            (
+                format!("units.cpu.weight_rate_gws.{f}"),
+                format!("{MEASURED}: the engine's {kernel} GEMV (1 row)"),
+            )
+        }));
+        measured.extend(m.prefill_weight_rate_gws.keys().map(|f| {
+            (
+                format!("units.cpu.prefill_weight_rate_gws.{f}"),
+                format!("{MEASURED}: the engine's {kernel} GEMM (64 rows)"),
+            )
+        }));
+        for (f, src) in &measured {
+            p.sources.insert(f.clone(), src.clone());
             p.estimates.retain(|e| e != f);
         }
         // The bundled list marks all weight rates as estimates; keep that only for the formats
@@ -395,6 +480,9 @@ impl DeviceProfile {
             }
             for (dt, v) in &p.peak_gflops {
                 pos(&f(&format!("peak_gflops.{dt}")), *v)?;
+            }
+            for (wf, v) in &p.prefill_weight_rate_gws {
+                pos(&f(&format!("prefill_weight_rate_gws.{wf}")), *v)?;
             }
             for (wf, v) in &p.weight_rate_gws {
                 pos(&f(&format!("weight_rate_gws.{wf}")), *v)?;
@@ -736,6 +824,9 @@ mod tests {
             read_bandwidth_gbs: 11.0,
             f32_gflops: 7.5,
             weight_rate_gws: [(WeightFormat::F32, 1.25)].into(),
+            prefill_weight_rate_gws: [(WeightFormat::F32, 3.0)].into(),
+            kernel: Some("scalar".into()),
+            op_overhead_us: Some(4.5),
             wasm_limit_bytes: Some(4 << 30),
         };
         let p = DeviceProfile::this_browser(&m).unwrap();
@@ -744,6 +835,9 @@ mod tests {
         assert_eq!(cpu.weight_rate_gws[&WeightFormat::F32], 1.25);
         assert_eq!(cpu.bandwidth_gbs, 11.0);
         assert_eq!(cpu.peak_gflops[&ComputeDtype::F32], 7.5);
+        assert_eq!(cpu.prefill_weight_rate_gws[&WeightFormat::F32], 3.0);
+        assert_eq!(cpu.op_overhead_us, 4.5);
+        assert!(p.name.contains("scalar kernel"), "{}", p.name);
         // Not measured: the bundled figures stay.
         assert_eq!(cpu.weight_rate_gws[&WeightFormat::W4g32], w4_bundled);
         for (f, v) in &bundled_cpu.weight_rate_gws {
@@ -758,6 +852,8 @@ mod tests {
                 .is_some_and(|s| s.contains("measured in this tab"))
         };
         assert!(measured("units.cpu.weight_rate_gws.f32"));
+        assert!(measured("units.cpu.prefill_weight_rate_gws.f32"));
+        assert!(measured("units.cpu.op_overhead_us"));
         assert!(measured("units.cpu.bandwidth_gbs"));
         assert!(measured("units.cpu.peak_gflops.f32"));
         assert!(!measured("units.cpu.weight_rate_gws.w4g32"));

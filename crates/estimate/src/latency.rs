@@ -14,7 +14,12 @@
 //! # Roofline per op on the chosen unit, at frequency `f` of a table topped by `f_max`
 //! `t = max(FLOPs / (peak · efficiency · f/f_max), bytes / bandwidth, weights / (rate · f/f_max))
 //! + overhead`, where `rate` is the optional instruction-bound kernel roof of the weight format
-//! (weights per second; a wasm int4 GEMV is bound by instructions, not memory). DRAM has its own
+//! (weights per second; a wasm int4 GEMV is bound by instructions, not memory); for a matmul of
+//! `rows = b·n > 1` activation rows on a unit with a prompt-sized GEMM roof `rate_gemm`
+//! (`prefill_weight_rate_gws`, weight·rows per second) the kernel term is
+//! `rows · weights / (rate_gemm · f/f_max)` instead (from 64 rows, the size it is measured at;
+//! between 1 and 64 rows the kernel time interpolates linearly between the GEMV's and the
+//! 64-row GEMM's). DRAM has its own
 //! clock, so a memory-bound decode slows less than the unit's frequency drops. The op's intensity is FLOPs/bytes, its attainable GFLOP/s is
 //! `FLOPs / max(...)`, and its bound is the term that wins (`compute`, `memory`, `kernel`, or
 //! `overhead` when the fixed cost is larger than all three). The bandwidth follows the unit's clock
@@ -59,6 +64,9 @@ pub(crate) struct OpCost {
     pub act_bytes: f64,
     /// Weights processed (for the kernel roof).
     pub weights: f64,
+    /// Activation rows each weight multiplies (`b·n` for a matmul, 0 for other ops): picks the
+    /// kernel roof (`rows > 1`: the prompt-sized GEMM's, when the unit has one).
+    pub rows: f64,
 }
 
 impl OpCost {
@@ -71,6 +79,7 @@ impl OpCost {
         self.kv_bytes += o.kv_bytes;
         self.act_bytes += o.act_bytes;
         self.weights += o.weights;
+        self.rows = self.rows.max(o.rows);
     }
 }
 
@@ -97,6 +106,10 @@ pub struct OpRow {
     pub time_us: f64,
 }
 
+/// Activation rows the prompt-sized GEMM roof (`prefill_weight_rate_gws`) is measured at (the
+/// engine's prefill chunk; `edgefit_engine::microbench` measures it so).
+pub const GEMM_ROWS: f64 = 64.0;
+
 /// The roofs of a unit at one frequency.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Roof {
@@ -106,6 +119,8 @@ pub(crate) struct Roof {
     pub bw: f64,
     /// weights/s, if the format has a kernel roof.
     pub weight_rate: Option<f64>,
+    /// weight·rows/s of a prompt-sized GEMM, if the format has one (`prefill_weight_rate_gws`).
+    pub prefill_weight_rate: Option<f64>,
     /// s per op.
     pub overhead: f64,
     /// s per forward pass (decode step or prefill chunk): graph scheduling, sampling.
@@ -124,6 +139,10 @@ pub struct PhaseRoof {
     pub bandwidth_gbs: f64,
     /// Instruction-bound kernel roof, 10^9 weights/s, if any.
     pub weight_rate_gws: Option<f64>,
+    /// Kernel roof of a prompt-sized GEMM ([`GEMM_ROWS`] activation rows), 10^9 weight·rows/s,
+    /// if any (`UnitProfile::prefill_weight_rate_gws`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gemm_rate_gws: Option<f64>,
     /// Fixed cost per op, µs.
     pub op_overhead_us: f64,
     /// Fixed cost per forward pass, µs.
@@ -141,6 +160,7 @@ impl Roof {
                 * 1e9
                 * (1.0 - unit.bandwidth_freq_sensitivity + unit.bandwidth_freq_sensitivity * scale),
             weight_rate: phase.weight_rate_gws.map(|r| r * 1e9 * scale),
+            prefill_weight_rate: phase.gemm_rate_gws.map(|r| r * 1e9 * scale),
             overhead: phase.op_overhead_us * 1e-6,
             pass_overhead: phase.pass_overhead_us * 1e-6,
         }
@@ -149,9 +169,23 @@ impl Roof {
     fn time(&self, c: &OpCost) -> (f64, Bound) {
         let tc = c.flops / self.flops;
         let tm = c.bytes() / self.bw;
-        let tk = match (self.weight_rate, c.weights > 0.0) {
-            (Some(r), true) => c.weights / r,
-            _ => 0.0,
+        // Kernel roof: a GEMV (one row) streams each weight once, `weights / rate`; a GEMM of
+        // `rows > 1` rows on a unit with a GEMM roof measured at GEMM_ROWS rows interpolates
+        // linearly between the two measured points, t(1) = weights / rate and
+        // t(64) = 64 · weights / rate_gemm, and scales as `rows · weights / rate_gemm` beyond.
+        let tk = match (self.weight_rate, self.prefill_weight_rate) {
+            _ if c.weights <= 0.0 => 0.0,
+            (r, Some(rg)) if c.rows > 1.0 => {
+                let t_gemm = GEMM_ROWS * c.weights / rg;
+                if c.rows >= GEMM_ROWS {
+                    c.rows * c.weights / rg
+                } else {
+                    let t1 = r.map_or(t_gemm / GEMM_ROWS, |r| c.weights / r);
+                    t1 + (c.rows - 1.0) / (GEMM_ROWS - 1.0) * (t_gemm - t1)
+                }
+            }
+            (Some(r), _) => c.weights / r,
+            (None, _) => 0.0,
         };
         let (t, mut bound) = if tc >= tm && tc >= tk {
             (tc, Bound::Compute)
@@ -253,6 +287,7 @@ impl<'a> TimeModel<'a> {
             kv_bytes: 0.0,
             act_bytes: self.a() * bn * (r + c),
             weights: r * c,
+            rows: bn,
         }
     }
 
@@ -270,6 +305,7 @@ impl<'a> TimeModel<'a> {
             kv_bytes: b * per_tok * (pf + nf) + b * per_tok * nf,
             act_bytes: self.a() * b * nf * h * (dk + dv),
             weights: 0.0,
+            rows: 0.0,
         }
     }
 
@@ -289,6 +325,7 @@ impl<'a> TimeModel<'a> {
                 kv_bytes: 0.0,
                 act_bytes: norms * 2.0 * self.a() * bn * df,
                 weights: 0.0,
+                rows: 0.0,
             },
             self.matmul("q_proj", w, l.q_dim(), d, n),
             self.matmul("k_proj", w, l.k_dim(), d, n),
@@ -303,6 +340,7 @@ impl<'a> TimeModel<'a> {
                 kv_bytes: 0.0,
                 act_bytes: 3.0 * self.a() * bn * i as f64,
                 weights: 0.0,
+                rows: 0.0,
             },
             self.matmul("down_proj", w, d, i, n),
         ]
@@ -325,6 +363,7 @@ impl<'a> TimeModel<'a> {
                 kv_bytes: 0.0,
                 act_bytes: self.a() * b * n as f64 * df,
                 weights: 0.0,
+                rows: 0.0,
             },
             OpCost {
                 op: "final_norm",
@@ -333,6 +372,7 @@ impl<'a> TimeModel<'a> {
                 kv_bytes: 0.0,
                 act_bytes: 2.0 * self.a() * b * logits as f64 * df,
                 weights: 0.0,
+                rows: 0.0,
             },
             lm,
         ]

@@ -47,6 +47,7 @@
 //! [`ModelSpec::pruned`]; devices from [`DeviceProfile::from_json`] and, in a browser tab,
 //! [`DeviceProfile::this_browser`] with measured figures.
 
+pub mod compare;
 pub mod deploy;
 pub mod device;
 pub mod error;

@@ -356,17 +356,16 @@ pub(crate) fn resolve(
             None => ComputeDtype::F32,
         };
         let peak = unit.peak_for(compute).ok_or_else(|| dtype_err(compute))?;
+        // The GEMV roof applies to one-row products in both phases; a prompt-sized GEMM roof
+        // (weight·rows/s, measured at GEMM_ROWS rows) to prefill's many-row products.
         let decode_rate = unit.weight_rate_gws.get(&dep.weights).copied();
-        let prefill_rate = unit
-            .prefill_weight_rate_gws
-            .get(&dep.weights)
-            .copied()
-            .or(decode_rate);
-        let phase = |rate| PhaseRoof {
+        let gemm_rate = unit.prefill_weight_rate_gws.get(&dep.weights).copied();
+        let phase = |gemm| PhaseRoof {
             peak_gflops: peak,
             compute_fraction: unit.compute_efficiency,
             bandwidth_gbs: unit.bandwidth_gbs,
-            weight_rate_gws: rate,
+            weight_rate_gws: decode_rate,
+            gemm_rate_gws: gemm,
             op_overhead_us: unit.op_overhead_us,
             pass_overhead_us: 0.0,
         };
@@ -374,8 +373,8 @@ pub(crate) fn resolve(
             runtime: rt.id,
             threads,
             compute,
-            prefill: phase(prefill_rate),
-            decode: phase(decode_rate),
+            prefill: phase(gemm_rate),
+            decode: phase(None),
             warnings,
         });
     }
@@ -406,6 +405,7 @@ pub(crate) fn resolve(
         compute_fraction: ru.compute_fraction,
         bandwidth_gbs: base_bw * bw_fraction * thread_bw,
         weight_rate_gws: None,
+        gemm_rate_gws: None,
         op_overhead_us: ru.op_overhead_us,
         pass_overhead_us: ru.token_overhead_us,
     };

@@ -581,6 +581,9 @@ fn this_browser_takes_measurements() {
         read_bandwidth_gbs: 12.5,
         f32_gflops: 30.0,
         weight_rate_gws: [(WeightFormat::F32, 2.0), (WeightFormat::W4g32, 4.0)].into(),
+        prefill_weight_rate_gws: Default::default(),
+        kernel: None,
+        op_overhead_us: None,
         wasm_limit_bytes: Some(2 << 30),
     };
     let d = DeviceProfile::this_browser(&m).unwrap();

@@ -12,6 +12,7 @@ pub mod heap;
 
 use edgefit_engine::{GenerateOptions, Platform, SamplerConfig};
 use edgefit_estimate::KvFormat;
+use edgefit_kernels::Kernel;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -619,11 +620,12 @@ pub fn memory_budget() -> u64 {
 }
 
 /// The `this-browser` micro-benchmarks in this tab (streaming read bandwidth, f32 GEMM
-/// throughput, the engine's GEMV weight rate in f32, w4g32, w4g128, q4_1 and q8_0; about a
-/// second in all), one probe per `step()` so the page can show progress: `step()` returns whether
-/// probes remain, `done()` / `total()` count them, `finish()` returns the `BrowserMeasurements`
-/// JSON that [`this_browser_device`] takes. Allocates a 64 MiB buffer for the bandwidth probe, so
-/// the wasm memory grows by that much (it never shrinks).
+/// throughput, the engine's fixed cost per op, and the engine's GEMV and 64-row GEMM rates in
+/// f32, f16, w4g32, w4g64, w4g128, q4_1 and q8_0; two to three seconds in all), with the kernel
+/// the engine runs, one probe per `step()` so the page can show progress: `step()` returns
+/// whether probes remain, `done()` / `total()` count them, `finish()` returns the
+/// `BrowserMeasurements` JSON that [`this_browser_device`] takes. Allocates a 64 MiB buffer for
+/// the bandwidth probe, so the wasm memory grows by that much (it never shrinks).
 #[wasm_bindgen]
 pub struct BrowserBench {
     run: edgefit_engine::microbench::MeasureRun,
@@ -631,15 +633,31 @@ pub struct BrowserBench {
 
 #[wasm_bindgen]
 impl BrowserBench {
+    /// Probes timing `kernel` (`simd128`, `scalar`, ... as the engine's `kernels` lists them;
+    /// empty: the fastest this build runs). Throws naming a kernel this build cannot run.
     #[wasm_bindgen(constructor)]
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> BrowserBench {
-        BrowserBench {
+    pub fn new(kernel: &str) -> Result<BrowserBench, JsError> {
+        let k = if kernel.is_empty() {
+            Kernel::best()
+        } else {
+            match Kernel::from_name(kernel) {
+                Some(k) if k.is_available() => k,
+                _ => {
+                    let names: Vec<&str> = Kernel::available().iter().map(|k| k.name()).collect();
+                    return Err(JsError::new(&format!(
+                        "kernel {kernel:?}: this build runs {}",
+                        names.join(", ")
+                    )));
+                }
+            }
+        };
+        Ok(BrowserBench {
             run: edgefit_engine::microbench::MeasureRun::new(
                 edgefit_engine::microbench::MicrobenchConfig::default(),
+                k,
                 Some(WASM32_LIMIT_BYTES),
             ),
-        }
+        })
     }
 
     /// Probes in all.
@@ -654,13 +672,76 @@ impl BrowserBench {
 
     /// Runs the next probe; `false` once all have run.
     pub fn step(&mut self) -> bool {
-        self.run.step(&BrowserPlatform)
+        self.run.step(&BrowserPlatform, &|| {
+            Box::new(BrowserPlatform) as Box<dyn Platform>
+        })
     }
 
     /// The `BrowserMeasurements` JSON (consumes the run).
     pub fn finish(self) -> Result<String, JsError> {
         serde_json::to_string(&self.run.finish()).map_err(js_err)
     }
+}
+
+/// Warms up the engine's code for a run in `formats_json` (a JSON array of weight format names,
+/// e.g. `["q4_1","q8_0"]`) with `kernel` (empty: the fastest), for about `budget_ms`
+/// (`edgefit_engine::microbench::warm_up`: the browser compiles wasm in tiers, and the first run
+/// after a load otherwise executes baseline code). Unknown names are skipped; bad JSON throws.
+#[wasm_bindgen(js_name = warmUp)]
+pub fn warm_up(kernel: &str, formats_json: &str, budget_ms: f64) -> Result<(), JsError> {
+    let names: Vec<String> =
+        serde_json::from_str(formats_json).map_err(|e| JsError::new(&format!("formats: {e}")))?;
+    let formats: Vec<edgefit_estimate::WeightFormat> =
+        names.iter().filter_map(|n| n.parse().ok()).collect();
+    let k = Kernel::from_name(kernel)
+        .filter(|k| k.is_available())
+        .unwrap_or_else(Kernel::best);
+    if !(budget_ms.is_finite() && (0.0..=10_000.0).contains(&budget_ms)) {
+        return Err(JsError::new(&format!(
+            "budget {budget_ms} ms: expected 0 to 10000"
+        )));
+    }
+    edgefit_engine::microbench::warm_up(
+        &BrowserPlatform,
+        Box::new(BrowserPlatform),
+        k,
+        &formats,
+        budget_ms,
+    );
+    Ok(())
+}
+
+/// The deployment (JSON) that predicts the run the engine measured
+/// (`edgefit_estimate::compare::measured_deployment`): `metrics_json` is the engine's
+/// `metrics()`, `stored_json` its `info().weights.stored` (`[]`: the requested format). Throws
+/// when the run has nothing to compare (no generated token) or names an unknown format.
+#[wasm_bindgen(js_name = comparisonDeployment)]
+pub fn comparison_deployment(metrics_json: &str, stored_json: &str) -> Result<String, JsError> {
+    use edgefit_estimate::compare::{measured_deployment, Measured, StoredWeights};
+    let m: Measured =
+        serde_json::from_str(metrics_json).map_err(|e| JsError::new(&format!("metrics: {e}")))?;
+    let stored: Vec<StoredWeights> = serde_json::from_str(stored_json)
+        .map_err(|e| JsError::new(&format!("stored weights: {e}")))?;
+    serde_json::to_string(&measured_deployment(&m, &stored).map_err(js_err)?).map_err(js_err)
+}
+
+/// The estimate-vs-measured rows (JSON array of `{key, label, unit, estimate, measured,
+/// error_pct}`, `edgefit_estimate::compare::comparison_rows`) of a report (JSON, the estimate of
+/// [`comparison_deployment`]) against the engine's metrics (JSON) of the model `spec_json`.
+#[wasm_bindgen(js_name = comparisonRows)]
+pub fn comparison_rows(
+    spec_json: &str,
+    report_json: &str,
+    metrics_json: &str,
+) -> Result<String, JsError> {
+    let spec: edgefit_estimate::ModelSpec =
+        serde_json::from_str(spec_json).map_err(|e| JsError::new(&format!("model spec: {e}")))?;
+    let report: edgefit_estimate::Report =
+        serde_json::from_str(report_json).map_err(|e| JsError::new(&format!("report: {e}")))?;
+    let m: edgefit_estimate::compare::Measured =
+        serde_json::from_str(metrics_json).map_err(|e| JsError::new(&format!("metrics: {e}")))?;
+    let rows = edgefit_estimate::compare::comparison_rows(&spec, &report, &m).map_err(js_err)?;
+    serde_json::to_string(&rows).map_err(js_err)
 }
 
 /// Fault injection for the page's tests, never called in normal use: the worker calls it only

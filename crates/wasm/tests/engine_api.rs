@@ -217,7 +217,12 @@ fn estimates_the_loaded_model_and_presets() {
 
 #[wasm_bindgen_test]
 fn measures_this_browser_and_builds_its_profile() {
-    let mut bench = edgefit_wasm::BrowserBench::new();
+    assert!(
+        edgefit_wasm::BrowserBench::new("avx2").is_err(),
+        "a kernel this build cannot run is refused"
+    );
+    let mut bench =
+        edgefit_wasm::BrowserBench::new("scalar").unwrap_or_else(|_| panic!("scalar bench"));
     let total = bench.total();
     let mut steps = 0;
     while bench.step() {
@@ -234,9 +239,13 @@ fn measures_this_browser_and_builds_its_profile() {
         m["read_bandwidth_gbs"].as_f64().unwrap(),
         m["f32_gflops"].as_f64().unwrap(),
         m["weight_rate_gws"]["f32"].as_f64().unwrap(),
+        m["weight_rate_gws"]["q4_1"].as_f64().unwrap(),
+        m["prefill_weight_rate_gws"]["w4g32"].as_f64().unwrap(),
+        m["op_overhead_us"].as_f64().unwrap(),
     ] {
         assert!(v.is_finite() && v > 0.0, "{m}");
     }
+    assert_eq!(m["kernel"], "scalar");
     assert_eq!(m["wasm_limit_bytes"].as_u64(), Some(4 << 30));
     let device = edgefit_wasm::this_browser_device(&m.to_string())
         .unwrap_or_else(|_| panic!("this-browser profile"));
@@ -245,12 +254,9 @@ fn measures_this_browser_and_builds_its_profile() {
         d["units"]["cpu"]["weight_rate_gws"]["f32"].as_f64(),
         m["weight_rate_gws"]["f32"].as_f64()
     );
-    // w4 is not measured yet: its bundled rate stays.
-    assert!(
-        d["units"]["cpu"]["weight_rate_gws"]["w4g32"]
-            .as_f64()
-            .unwrap()
-            > 0.0
+    assert_eq!(
+        d["units"]["cpu"]["prefill_weight_rate_gws"]["w4g32"].as_f64(),
+        m["prefill_weight_rate_gws"]["w4g32"].as_f64()
     );
     let spec = edgefit_wasm::preset_spec("smollm2-135m").unwrap_or_else(|_| panic!("preset"));
     let report = json(
@@ -387,4 +393,40 @@ fn the_prefill_runs_in_chunks_with_progress() {
     e.step().unwrap_or_else(|_| panic!("step"));
     let m = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
     assert!(m["kv_tokens"].as_u64().unwrap() <= total + 1, "{m}");
+}
+
+#[wasm_bindgen_test]
+fn compares_a_run_with_its_estimate() {
+    let mut e = engine();
+    e.start("the cat", false, 6, 0.0, 1.0, 0, None)
+        .unwrap_or_else(|_| panic!("start"));
+    while e.step().unwrap_or_else(|_| panic!("step")).is_some() {}
+    let metrics = e.metrics().unwrap_or_else(|_| panic!("metrics"));
+    let info = json(&e.info().unwrap_or_else(|_| panic!("info")));
+    let stored = info["weights"]["stored"].to_string();
+    let dep = edgefit_wasm::comparison_deployment(&metrics, &stored)
+        .unwrap_or_else(|_| panic!("deployment"));
+    let d = json(&dep);
+    assert_eq!(d["unit"], "cpu");
+    let device = edgefit_wasm::device_profile("this-browser").unwrap_or_else(|_| panic!("device"));
+    let spec = e.model_spec().unwrap_or_else(|_| panic!("spec"));
+    let report =
+        edgefit_wasm::estimate(&spec, &dep, &device).unwrap_or_else(|_| panic!("estimate"));
+    let rows = json(
+        &edgefit_wasm::comparison_rows(&spec, &report, &metrics).unwrap_or_else(|_| panic!("rows")),
+    );
+    let keys: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["ttft", "prefill", "decode", "weights", "kv"]);
+    // The KV row is exact: the engine allocates with the estimator's byte count.
+    let kv = &rows[4];
+    assert_eq!(kv["error_pct"].as_f64(), Some(0.0), "{kv}");
+    assert!(
+        edgefit_wasm::comparison_deployment("{}", "[]").is_err(),
+        "a run without tokens is refused"
+    );
 }
