@@ -65,8 +65,10 @@ pub use format::{
     DEFAULT_KV_FORMAT, KIVI_BLOCK,
 };
 pub use gguf::{GgufMetadata, GgufTensorInfo, GgufValue};
-pub use hf::{preset, preset_ids, preset_info, PresetInfo};
+pub use hf::{preset, preset_ids, preset_info, rope_from_hf_config, HfRope, PresetInfo};
 pub use memory::{weight_bytes, ComponentBytes, MemoryReport};
 pub use report::{estimate, Report};
-pub use spec::{Family, LayerPrune, LayerSpec, ModelSpec, ParamBreakdown, PruneRatios, Pruning};
+pub use spec::{
+    Family, LayerPrune, LayerSpec, ModelSpec, ParamBreakdown, PruneRatios, Pruning, RopeScaling,
+};
 pub use verdict::{Experience, Verdict, Verdicts};
