@@ -1,17 +1,100 @@
-//! The shape of a LLaMA-family model, validated before any tensor is read.
+//! The shape of a decoder-only model, validated before any tensor is read, and the table of
+//! the architectures the engine runs ([`ARCHS`]).
+//!
+//! Adding an architecture: one [`Arch`] entry (what its blocks have beyond the LLaMA block),
+//! the tensors it adds in [`crate::weights::LayerPart`]'s table, and, for a new kind of
+//! computation, a block helper in [`crate::model`] keyed by the feature (never by the name).
 
 use serde::{Deserialize, Serialize};
 
+use edgefit_estimate::{Family, RopeScaling};
+
 use crate::error::{EngineError, Result};
 
-/// Hyper-parameters of a LLaMA-family decoder (LLaMA, Mistral-style without sliding window,
+fn is_unscaled(s: &RopeScaling) -> bool {
+    *s == RopeScaling::None
+}
+
+/// What an architecture's blocks have beyond the LLaMA block (RMSNorm, q/k/v/o without bias,
+/// RoPE, SwiGLU), as the loaders set them in [`LlamaConfig`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arch {
+    /// GGUF `general.architecture` and HF `model_type`.
+    pub name: &'static str,
+    /// The estimator's family (its parameter and byte arithmetic).
+    pub family: Family,
+    /// The HF `architectures` class an export names.
+    pub hf_class: &'static str,
+    /// Biases on q, k and v.
+    pub qkv_bias: bool,
+    /// RMSNorm over each head's q and k before RoPE (one `qk_dim` weight for q, one for k).
+    pub qk_norm: bool,
+    /// GGUF files keep q/k rows in HF's rotate-half order (llama.cpp's NEOX RoPE: its
+    /// converter permutes q/k only for `llama`), so the GGUF loader permutes them too.
+    pub gguf_rotate_half: bool,
+}
+
+/// Every architecture the engine runs.
+pub const ARCHS: [Arch; 4] = [
+    Arch {
+        name: "llama",
+        hf_class: "LlamaForCausalLM",
+        family: Family::Llama,
+        qkv_bias: false,
+        qk_norm: false,
+        gguf_rotate_half: false,
+    },
+    Arch {
+        name: "mistral",
+        hf_class: "MistralForCausalLM",
+        family: Family::Mistral,
+        qkv_bias: false,
+        qk_norm: false,
+        gguf_rotate_half: false,
+    },
+    Arch {
+        name: "qwen2",
+        hf_class: "Qwen2ForCausalLM",
+        family: Family::Qwen2,
+        qkv_bias: true,
+        qk_norm: false,
+        gguf_rotate_half: true,
+    },
+    Arch {
+        name: "qwen3",
+        hf_class: "Qwen3ForCausalLM",
+        family: Family::Qwen3,
+        qkv_bias: false,
+        qk_norm: true,
+        gguf_rotate_half: true,
+    },
+];
+
+impl Arch {
+    /// The entry named `name`, or [`EngineError::Unsupported`] listing the supported ones
+    /// (`source` says where the name came from: "GGUF architecture", "config.json model_type").
+    pub fn named(name: &str, source: &str) -> Result<Arch> {
+        ARCHS
+            .iter()
+            .find(|a| a.name == name)
+            .copied()
+            .ok_or_else(|| {
+                EngineError::Unsupported(format!(
+                    "{source} `{name}` (supported: {})",
+                    ARCHS.map(|a| a.name).join(", ")
+                ))
+            })
+    }
+}
+
+/// Hyper-parameters of a decoder (LLaMA, Mistral-style without sliding window,
 /// SmolLM). Built by the loaders from GGUF metadata or an HF `config.json`, then
 /// [`validate`](LlamaConfig::validate)d so later code can index without checks.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LlamaConfig {
     /// Human-readable model name (from metadata; may be empty).
     pub name: String,
-    /// Architecture tag from the file (`llama`, `mistral`).
+    /// Architecture tag from the file, one of [`ARCHS`].
     pub arch: String,
     pub n_layers: usize,
     pub hidden: usize,
@@ -25,9 +108,17 @@ pub struct LlamaConfig {
     /// The longest sequence the model was trained for; the KV cache never exceeds it.
     pub context_length: usize,
     pub rope_base: f32,
+    /// How the RoPE frequencies are stretched (Llama 3.x, linear; see
+    /// [`edgefit_estimate::RopeScaling`] for the formulas).
+    #[serde(skip_serializing_if = "is_unscaled")]
+    pub rope_scaling: RopeScaling,
     pub rms_eps: f32,
     /// Output head shares the token-embedding matrix.
     pub tied_embeddings: bool,
+    /// Biases on q, k, v ([`Arch::qkv_bias`]).
+    pub qkv_bias: bool,
+    /// Per-head RMSNorm of q and k before RoPE ([`Arch::qk_norm`]).
+    pub qk_norm: bool,
     /// Per-layer shapes of a structurally pruned model; `None` = every layer has the shape the
     /// fields above give. With it, `n_layers == layers.len()`, and `n_heads`, `n_kv_heads`,
     /// `head_dim`, `ffn` keep the unpruned model's values: `head_dim` still sets the RoPE
@@ -68,7 +159,8 @@ impl LayerShape {
     pub fn o_width(&self) -> usize {
         self.n_heads * self.v_dim
     }
-    /// Parameters of this block with hidden size `h` (two norms, q/k/v/o, gate/up/down).
+    /// Parameters of this block with hidden size `h` as a LLaMA block (two norms, q/k/v/o,
+    /// gate/up/down; no biases or q/k norms: [`LlamaConfig::params`] counts those).
     pub fn params(&self, h: usize) -> u64 {
         let h = h as u64;
         2 * h
@@ -98,6 +190,24 @@ impl LlamaConfig {
         self.n_kv_heads * self.head_dim
     }
 
+    /// RoPE frequency of every pair of an unpruned head: `θ^(−2i/d) / s_i` with the scaling's
+    /// divisors `s_i` ([`RopeScaling::divisors`]).
+    pub fn rope_inv_freq(&self) -> Result<Vec<f32>> {
+        let d = self.head_dim;
+        Ok(self
+            .rope_divisors()?
+            .iter()
+            .enumerate()
+            .map(|(i, s)| self.rope_base.powf(-(2.0 * i as f32) / d as f32) / s)
+            .collect())
+    }
+
+    fn rope_divisors(&self) -> Result<Vec<f32>> {
+        self.rope_scaling
+            .divisors(self.rope_base, self.head_dim)
+            .map_err(EngineError::Config)
+    }
+
     /// The unpruned block shape the global fields describe.
     pub fn uniform_layer(&self) -> LayerShape {
         LayerShape {
@@ -118,17 +228,10 @@ impl LlamaConfig {
         }
     }
 
-    /// Number of parameters, counting a tied output head once.
+    /// Number of parameters, counting a tied output head once: the estimator's count of
+    /// [`to_spec`](Self::to_spec) (one formula for both).
     pub fn params(&self) -> u64 {
-        let h = self.hidden as u64;
-        let embed = self.vocab as u64 * h;
-        let head = if self.tied_embeddings { 0 } else { embed };
-        let blocks: u64 = self
-            .layer_shapes()
-            .iter()
-            .map(|l| l.params(self.hidden))
-            .sum();
-        embed + head + h + blocks
+        self.to_spec().params().total
     }
 
     /// The estimator's description of this shape, so a loaded model can be estimated exactly.
@@ -150,25 +253,35 @@ impl LlamaConfig {
             } else {
                 self.name.clone()
             },
-            family: if self.arch == "mistral" {
-                edgefit_estimate::Family::Mistral
-            } else {
-                edgefit_estimate::Family::Llama
-            },
+            family: self.arch().map_or(Family::Llama, |a| a.family),
             hidden_size: self.hidden as u32,
             vocab_size: self.vocab as u32,
             tie_word_embeddings: self.tied_embeddings,
-            qkv_bias: false,
+            qkv_bias: self.qkv_bias,
             o_bias: false,
             mlp_bias: false,
             norms_per_layer: 2,
+            qk_norm: self.qk_norm,
             max_position_embeddings: Some(self.context_length as u32),
             layers,
         }
     }
 
-    /// Checks every dimension is positive, consistent and within sane bounds.
+    /// The [`ARCHS`] entry of [`arch`](Self::arch).
+    pub fn arch(&self) -> Result<Arch> {
+        Arch::named(&self.arch, "architecture")
+    }
+
+    /// Checks every dimension is positive, consistent and within sane bounds, and the
+    /// architecture is one the engine runs with the features it has.
     pub fn validate(&self) -> Result<()> {
+        let arch = self.arch()?;
+        if (arch.qkv_bias, arch.qk_norm) != (self.qkv_bias, self.qk_norm) {
+            return Err(EngineError::Config(format!(
+                "architecture `{}` has qkv_bias = {}, qk_norm = {}; the config says {}, {}",
+                arch.name, arch.qkv_bias, arch.qk_norm, self.qkv_bias, self.qk_norm
+            )));
+        }
         let check = |what: &str, v: usize, max: usize| -> Result<()> {
             if v == 0 || v > max {
                 return Err(EngineError::Config(format!(
@@ -203,6 +316,7 @@ impl LlamaConfig {
                 self.rope_base
             )));
         }
+        self.rope_divisors()?;
         if !(self.rms_eps.is_finite() && self.rms_eps > 0.0 && self.rms_eps < 1.0) {
             return Err(EngineError::Config(format!(
                 "RMSNorm epsilon = {} must be in (0, 1)",

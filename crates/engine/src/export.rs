@@ -6,7 +6,7 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `config.json` | `LlamaForCausalLM` keys (`hidden_size`, `num_hidden_layers`, `num_attention_heads`, `num_key_value_heads`, `head_dim`, `intermediate_size`, `vocab_size`, `max_position_embeddings`, `rope_theta`, `rms_norm_eps`, `tie_word_embeddings`, `hidden_act`, `torch_dtype`, `bos_token_id`/`eos_token_id` when known), plus `edgefit_layers` for a pruned model |
+//! | `config.json` | the architecture's `*ForCausalLM` keys (`hidden_size`, `num_hidden_layers`, `num_attention_heads`, `num_key_value_heads`, `head_dim`, `intermediate_size`, `vocab_size`, `max_position_embeddings`, `rope_theta`, `rms_norm_eps`, `tie_word_embeddings`, `hidden_act`, `torch_dtype`, `bos_token_id`/`eos_token_id` when known, `rope_scaling` (`linear`, `llama3`) when scaled; per-pair divisors from a GGUF `rope_freqs.weight` are refused), plus `edgefit_layers` for a pruned model |
 //! | `tokenizer.json` | the tokenizer ([`TextTokenizer::to_json`]) |
 //! | `tokenizer_config.json` | `bos_token`, `eos_token`, `add_bos_token`, `chat_template` when the tokenizer knows them |
 //! | `model.safetensors` | every tensor under its HF name, in the chosen [`ExportDType`] (norms too), with q/k rows in HF's rotate-half order |
@@ -30,9 +30,10 @@
 //! quantized model exports its dequantized values.
 //!
 //! [`gguf_bytes`] writes one GGUF file (candle-core's writer, GGUF v2) that the engine's GGUF
-//! loader reads: llama metadata with the unpruned shape, the tokenizer as `tokenizer.ggml.*`
+//! loader reads: `{arch}.*` metadata with the unpruned shape, the tokenizer as `tokenizer.ggml.*`
 //! fields (byte-level BPE with a pre-tokenizer edgefit names: `gpt2`, `smollm`, `llama3`,
-//! `qwen2`), the chat template, and for a pruned model the `edgefit.layers.*` arrays described
+//! `qwen2`), the chat template, RoPE scaling (`rope.scaling.type = linear` with its factor, or
+//! Llama 3.x as the per-pair divisors tensor `rope_freqs.weight`, as llama.cpp writes it), and for a pruned model the `edgefit.layers.*` arrays described
 //! in [`crate::gguf`]. Tensors are F32, F16 or Q8_0 ([`GgufDType`]; norms always F32; a
 //! matrix whose width is not a multiple of 32 falls back from Q8_0 to F16). Q8_0 goes through
 //! ggml's quantizer (candle-core's), which reproduces Q8_0 blocks read from a GGUF exactly.
@@ -43,13 +44,14 @@ use std::str::FromStr;
 use candle_core::quantized::gguf_file::{self, Value as GValue};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
+use edgefit_estimate::RopeScaling;
 use edgefit_kernels::Matrix;
 use serde_json::{json, Map, Value};
 
 use crate::config::{LayerShape, LlamaConfig};
 use crate::error::{EngineError, Result};
 use crate::hf::pairs_to_rotate_half;
-use crate::model::Model;
+use crate::model::{LayerPart, Model};
 use crate::tokenizer::{GgufTokenizerFields, TextTokenizer};
 
 /// The number format tensors are written in.
@@ -186,9 +188,10 @@ pub fn config_json(
 ) -> Result<String> {
     config.validate()?;
     let c = config;
+    let arch = c.arch()?;
     let mut v = json!({
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
+        "architectures": [arch.hf_class],
+        "model_type": arch.name,
         "_name_or_path": c.name,
         "hidden_size": c.hidden,
         "num_hidden_layers": c.n_layers,
@@ -202,7 +205,6 @@ pub fn config_json(
         "rms_norm_eps": short_f32(c.rms_eps),
         "tie_word_embeddings": c.tied_embeddings,
         "hidden_act": "silu",
-        "attention_bias": false,
         "mlp_bias": false,
         "torch_dtype": dtype.torch_name(),
     });
@@ -220,8 +222,42 @@ pub fn config_json(
     if let Some(eos) = id(tokenizer.eos_text()).or(tokenizer.stop_ids().first().copied()) {
         obj.insert("eos_token_id".to_string(), eos.into());
     }
+    if !c.qkv_bias {
+        obj.insert("attention_bias".to_string(), false.into());
+    }
     if let Some(layers) = &c.layers {
         obj.insert("edgefit_layers".to_string(), layers_json(layers)?);
+    }
+    match &c.rope_scaling {
+        RopeScaling::None => {}
+        RopeScaling::Linear { factor } => {
+            obj.insert(
+                "rope_scaling".to_string(),
+                json!({"rope_type": "linear", "factor": short_f32(*factor)}),
+            );
+        }
+        RopeScaling::Llama3 {
+            factor,
+            low_freq_factor,
+            high_freq_factor,
+            original_context,
+        } => {
+            obj.insert(
+                "rope_scaling".to_string(),
+                json!({
+                    "rope_type": "llama3",
+                    "factor": short_f32(*factor),
+                    "low_freq_factor": short_f32(*low_freq_factor),
+                    "high_freq_factor": short_f32(*high_freq_factor),
+                    "original_max_position_embeddings": original_context,
+                }),
+            );
+        }
+        RopeScaling::Divisors { .. } => {
+            return Err(EngineError::Unsupported(
+                "HF export of per-pair RoPE divisors (a GGUF `rope_freqs.weight`): config.json has no form for them; export GGUF instead".to_string(),
+            ))
+        }
     }
     serde_json::to_string_pretty(&v).map_err(|e| EngineError::Config(format!("config.json: {e}")))
 }
@@ -258,12 +294,14 @@ enum Source<'a> {
     Matrix(&'a Matrix),
     /// A q/k projection: rows go back from pair order to rotate-half over heads of `qk_dim`.
     QkMatrix(&'a Matrix, usize),
+    /// A q/k bias or norm weight: entries go back to rotate-half order the same way.
+    QkVector(&'a [f32], usize),
 }
 
 impl Source<'_> {
     fn shape(&self) -> Vec<usize> {
         match self {
-            Source::Vector(v) => vec![v.len()],
+            Source::Vector(v) | Source::QkVector(v, _) => vec![v.len()],
             Source::Matrix(m) | Source::QkMatrix(m, _) => vec![m.rows(), m.cols()],
         }
     }
@@ -273,8 +311,34 @@ impl Source<'_> {
             Source::Vector(v) => v.to_vec(),
             Source::Matrix(m) => m.to_f32(),
             Source::QkMatrix(m, qk_dim) => pairs_to_rotate_half(&m.to_f32(), *qk_dim, m.cols()),
+            Source::QkVector(v, qk_dim) => pairs_to_rotate_half(v, *qk_dim, 1),
         }
     }
+}
+
+/// Block `layer`'s tensors (`l`, shape `shape`) from the one table of parts, each with the name
+/// `name(part, layer)` gives; q/k parts in rotate-half order when `rotate_half`.
+fn layer_sources<'a>(
+    l: &'a crate::model::LayerWeights,
+    shape: &LayerShape,
+    layer: usize,
+    rotate_half: bool,
+    name: impl Fn(LayerPart, usize) -> String,
+) -> Vec<(String, Source<'a>)> {
+    LayerPart::ALL
+        .iter()
+        .filter_map(|&p| {
+            let qk = rotate_half && p.along_qk();
+            let src = match (l.vector(p), l.matrix(p)) {
+                (Some(v), _) if qk => Source::QkVector(v, shape.qk_dim),
+                (Some(v), _) => Source::Vector(v),
+                (_, Some(m)) if qk => Source::QkMatrix(m, shape.qk_dim),
+                (_, Some(m)) => Source::Matrix(m),
+                _ => return None,
+            };
+            Some((name(p, layer), src))
+        })
+        .collect()
 }
 
 /// Every tensor of `model` under its HF name, in file order.
@@ -285,18 +349,7 @@ fn hf_tensors(model: &Model) -> Vec<(String, Source<'_>)> {
         Source::Matrix(&w.embed),
     )];
     for (i, (l, shape)) in w.layers.iter().zip(model.config.layer_shapes()).enumerate() {
-        let n = |p: &str| format!("model.layers.{i}.{p}.weight");
-        out.extend([
-            (n("input_layernorm"), Source::Vector(&l.attn_norm)),
-            (n("self_attn.q_proj"), Source::QkMatrix(&l.wq, shape.qk_dim)),
-            (n("self_attn.k_proj"), Source::QkMatrix(&l.wk, shape.qk_dim)),
-            (n("self_attn.v_proj"), Source::Matrix(&l.wv)),
-            (n("self_attn.o_proj"), Source::Matrix(&l.wo)),
-            (n("post_attention_layernorm"), Source::Vector(&l.ffn_norm)),
-            (n("mlp.gate_proj"), Source::Matrix(&l.w_gate)),
-            (n("mlp.up_proj"), Source::Matrix(&l.w_up)),
-            (n("mlp.down_proj"), Source::Matrix(&l.w_down)),
-        ]);
+        out.extend(layer_sources(l, &shape, i, true, LayerPart::hf_name));
     }
     out.push((
         "model.norm.weight".to_string(),
@@ -436,6 +489,8 @@ fn gguf_err(e: candle_core::Error) -> EngineError {
 pub fn gguf_bytes(model: &Model, tokenizer: &TextTokenizer, dtype: GgufDType) -> Result<Vec<u8>> {
     let c = &model.config;
     c.validate()?;
+    let arch = c.arch()?;
+    let k = |key: &str| format!("{}.{key}", arch.name);
     let tf = gguf_tokenizer_fields(tokenizer)?;
     let u32v = |v: usize| -> Result<GValue> {
         u32::try_from(v)
@@ -446,25 +501,25 @@ pub fn gguf_bytes(model: &Model, tokenizer: &TextTokenizer, dtype: GgufDType) ->
     let mut md: Vec<(String, GValue)> = vec![
         (
             "general.architecture".into(),
-            GValue::String("llama".into()),
+            GValue::String(arch.name.into()),
         ),
         ("general.name".into(), GValue::String(c.name.clone())),
         ("general.file_type".into(), u32v(gguf_file_type(dtype))?),
-        ("llama.block_count".into(), u32v(c.n_layers)?),
-        ("llama.context_length".into(), u32v(c.context_length)?),
-        ("llama.embedding_length".into(), u32v(c.hidden)?),
-        ("llama.feed_forward_length".into(), u32v(c.ffn)?),
-        ("llama.attention.head_count".into(), u32v(c.n_heads)?),
-        ("llama.attention.head_count_kv".into(), u32v(c.n_kv_heads)?),
-        ("llama.attention.key_length".into(), u32v(c.head_dim)?),
-        ("llama.attention.value_length".into(), u32v(c.head_dim)?),
-        ("llama.rope.dimension_count".into(), u32v(c.head_dim)?),
-        ("llama.rope.freq_base".into(), GValue::F32(c.rope_base)),
+        (k("block_count"), u32v(c.n_layers)?),
+        (k("context_length"), u32v(c.context_length)?),
+        (k("embedding_length"), u32v(c.hidden)?),
+        (k("feed_forward_length"), u32v(c.ffn)?),
+        (k("attention.head_count"), u32v(c.n_heads)?),
+        (k("attention.head_count_kv"), u32v(c.n_kv_heads)?),
+        (k("attention.key_length"), u32v(c.head_dim)?),
+        (k("attention.value_length"), u32v(c.head_dim)?),
+        (k("rope.dimension_count"), u32v(c.head_dim)?),
+        (k("rope.freq_base"), GValue::F32(c.rope_base)),
         (
-            "llama.attention.layer_norm_rms_epsilon".into(),
+            k("attention.layer_norm_rms_epsilon"),
             GValue::F32(c.rms_eps),
         ),
-        ("llama.vocab_size".into(), u32v(c.vocab)?),
+        (k("vocab_size"), u32v(c.vocab)?),
         ("tokenizer.ggml.model".into(), GValue::String(tf.model)),
         ("tokenizer.ggml.pre".into(), GValue::String(tf.pre)),
         ("tokenizer.ggml.tokens".into(), strings(&tf.tokens)),
@@ -512,9 +567,29 @@ pub fn gguf_bytes(model: &Model, tokenizer: &TextTokenizer, dtype: GgufDType) ->
     }
 
     let mut tensors: Vec<(String, QTensor)> = Vec::new();
+    match &c.rope_scaling {
+        RopeScaling::None => {}
+        RopeScaling::Linear { factor } => {
+            md.push((k("rope.scaling.type"), GValue::String("linear".into())));
+            md.push((k("rope.scaling.factor"), GValue::F32(*factor)));
+        }
+        // Llama 3.x as llama.cpp's converter writes it: the per-pair divisors as a tensor.
+        RopeScaling::Llama3 { .. } | RopeScaling::Divisors { .. } => {
+            let divisors = c
+                .rope_scaling
+                .divisors(c.rope_base, c.head_dim)
+                .map_err(EngineError::Config)?;
+            let n = divisors.len();
+            let t = Tensor::from_vec(divisors, vec![n], &Device::Cpu).map_err(gguf_err)?;
+            tensors.push((
+                crate::gguf::ROPE_FREQS.to_string(),
+                QTensor::quantize(&t, GgmlDType::F32).map_err(gguf_err)?,
+            ));
+        }
+    }
     for (name, src) in gguf_tensors(model) {
         let (shape, ggml) = match &src {
-            Source::Vector(v) => (vec![v.len()], GgmlDType::F32),
+            Source::Vector(v) | Source::QkVector(v, _) => (vec![v.len()], GgmlDType::F32),
             Source::Matrix(m) | Source::QkMatrix(m, _) => {
                 let dt = if dtype == GgufDType::Q8_0 && !m.cols().is_multiple_of(32) {
                     GgmlDType::F16
@@ -524,11 +599,9 @@ pub fn gguf_bytes(model: &Model, tokenizer: &TextTokenizer, dtype: GgufDType) ->
                 (vec![m.rows(), m.cols()], dt)
             }
         };
-        // GGUF keeps q/k in the engine's own pair layout: no permutation.
-        let values = match &src {
-            Source::Vector(v) => v.to_vec(),
-            Source::Matrix(m) | Source::QkMatrix(m, _) => m.to_f32(),
-        };
+        // GGUF keeps q/k in the engine's own pair layout for `llama`, in rotate-half order
+        // for the NEOX-RoPE architectures ([`crate::config::Arch::gguf_rotate_half`]).
+        let values = src.values();
         if let Some(bad) = values.iter().position(|v| !v.is_finite()) {
             return Err(EngineError::tensor(
                 &name,
@@ -561,19 +634,15 @@ fn gguf_file_type(dtype: GgufDType) -> usize {
 fn gguf_tensors(model: &Model) -> Vec<(String, Source<'_>)> {
     let w = &model.weights;
     let mut out = vec![("token_embd.weight".to_string(), Source::Matrix(&w.embed))];
-    for (i, l) in w.layers.iter().enumerate() {
-        let n = |p: &str| format!("blk.{i}.{p}.weight");
-        out.extend([
-            (n("attn_norm"), Source::Vector(&l.attn_norm)),
-            (n("attn_q"), Source::Matrix(&l.wq)),
-            (n("attn_k"), Source::Matrix(&l.wk)),
-            (n("attn_v"), Source::Matrix(&l.wv)),
-            (n("attn_output"), Source::Matrix(&l.wo)),
-            (n("ffn_norm"), Source::Vector(&l.ffn_norm)),
-            (n("ffn_gate"), Source::Matrix(&l.w_gate)),
-            (n("ffn_up"), Source::Matrix(&l.w_up)),
-            (n("ffn_down"), Source::Matrix(&l.w_down)),
-        ]);
+    let rotate_half = model.config.arch().is_ok_and(|a| a.gguf_rotate_half);
+    for (i, (l, shape)) in w.layers.iter().zip(model.config.layer_shapes()).enumerate() {
+        out.extend(layer_sources(
+            l,
+            &shape,
+            i,
+            rotate_half,
+            LayerPart::gguf_name,
+        ));
     }
     out.push((
         "output_norm.weight".to_string(),

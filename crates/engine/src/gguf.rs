@@ -31,16 +31,17 @@ use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 
-use edgefit_estimate::{GgufMetadata, GgufTensorInfo, GgufValue};
+use edgefit_estimate::{GgufMetadata, GgufTensorInfo, GgufValue, RopeScaling};
 
-use crate::config::{LayerShape, LlamaConfig};
+use crate::config::{Arch, LayerShape, LlamaConfig};
 use crate::error::{EngineError, Result};
+use crate::hf::rotate_half_source_rows;
 use crate::model::{LayerPart, Model, TensorRole, Weights};
 use crate::tokenizer::{GgufTokenizerFields, TextTokenizer};
 use crate::weights::{LoadOptions, MemoryNeed, RawTensor};
 
-/// Architectures whose GGUF tensors follow the llama naming and layout.
-const LLAMA_ARCHS: [&str; 2] = ["llama", "mistral"];
+/// The optional per-pair RoPE divisors ([`RopeScaling::Divisors`]), `head_dim / 2` f32s.
+pub(crate) const ROPE_FREQS: &str = "rope_freqs.weight";
 
 /// Reads a GGUF model and its tokenizer. `progress(done, total)` is called after each tensor
 /// with the number of tensors read. No memory budget: see [`load_gguf_within`].
@@ -64,12 +65,7 @@ pub fn load_gguf_within<R: Read + Seek>(
     let (content, file_len) = read_content(reader)?;
     let md = &content.metadata;
     let arch = get_str(md, "general.architecture")?;
-    if !LLAMA_ARCHS.contains(&arch.as_str()) {
-        return Err(EngineError::Unsupported(format!(
-            "architecture `{arch}` (supported: {})",
-            LLAMA_ARCHS.join(", ")
-        )));
-    }
+    let desc = Arch::named(&arch, "architecture")?;
     let key = |k: &str| format!("{arch}.{k}");
     let tokenizer = TextTokenizer::from_gguf(tokenizer_fields(md)?)?;
     let hidden = get_usize(md, &key("embedding_length"))?;
@@ -87,10 +83,29 @@ pub fn load_gguf_within<R: Read + Seek>(
         }
         None => hidden.checked_div(n_heads).unwrap_or(0),
     };
-    if content.tensor_infos.contains_key("rope_freqs.weight") {
-        return Err(EngineError::Unsupported(
-            "RoPE frequency scaling (rope_freqs.weight, as in Llama 3.1+)".to_string(),
-        ));
+    let rope_meta = GgufMetadata {
+        kv: md
+            .iter()
+            .filter(|(k, _)| k.starts_with(&format!("{arch}.rope.")))
+            .map(|(k, v)| (k.clone(), estimate_value(k, v)))
+            .collect(),
+        tensors: Vec::new(),
+    };
+    let mut rope_scaling = rope_meta
+        .rope_scaling(&arch)
+        .map_err(crate::hf::from_estimate)?;
+    if content.tensor_infos.contains_key(ROPE_FREQS) && head_dim >= 2 {
+        // Per-pair divisors (Llama 3.1+ as llama.cpp converts it); a linear factor on top
+        // multiplies them, as llama.cpp applies both.
+        let RawTensor::F32(mut divisors) =
+            read_tensor(&content, reader, file_len, ROPE_FREQS, 1, head_dim / 2)?
+        else {
+            return Err(EngineError::tensor(ROPE_FREQS, "is not stored as F32"));
+        };
+        if let RopeScaling::Linear { factor } = rope_scaling {
+            divisors.iter_mut().for_each(|d| *d *= factor);
+        }
+        rope_scaling = RopeScaling::Divisors { divisors };
     }
     let embed_rows = content
         .tensor_infos
@@ -109,8 +124,11 @@ pub fn load_gguf_within<R: Read + Seek>(
         vocab: opt_usize(md, &key("vocab_size"))?.unwrap_or(embed_rows),
         context_length: get_usize(md, &key("context_length"))?,
         rope_base: opt_f32(md, &key("rope.freq_base"))?.unwrap_or(10_000.0),
+        rope_scaling,
         rms_eps: opt_f32(md, &key("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-5),
         tied_embeddings: !content.tensor_infos.contains_key("output.weight"),
+        qkv_bias: desc.qkv_bias,
+        qk_norm: desc.qk_norm,
         layers: None,
     };
     config.validate()?;
@@ -139,7 +157,8 @@ pub fn load_gguf_within<R: Read + Seek>(
 
     MemoryNeed::of(&config, &options).check(memory_budget)?;
 
-    let total = 2 + usize::from(!config.tied_embeddings) + 9 * config.n_layers;
+    let per_layer = LayerPart::ALL.iter().filter(|p| p.present(&config)).count();
+    let total = 2 + usize::from(!config.tied_embeddings) + per_layer * config.n_layers;
     let mut done = 0usize;
     let mut read = |name: String, rows: usize, cols: usize| -> Result<(String, RawTensor)> {
         let v = read_tensor(&content, reader, file_len, &name, rows, cols)?;
@@ -147,27 +166,25 @@ pub fn load_gguf_within<R: Read + Seek>(
         progress(done, total);
         Ok((name, v))
     };
+    let shapes = config.layer_shapes();
     let weights = Weights::read_all(&config, options, |role, rows, cols| {
         let name = match role {
             TensorRole::Embed => "token_embd.weight".to_string(),
             TensorRole::FinalNorm => "output_norm.weight".to_string(),
             TensorRole::Output => "output.weight".to_string(),
-            TensorRole::Layer(i, part) => {
-                let p = match part {
-                    LayerPart::AttnNorm => "attn_norm",
-                    LayerPart::Q => "attn_q",
-                    LayerPart::K => "attn_k",
-                    LayerPart::V => "attn_v",
-                    LayerPart::O => "attn_output",
-                    LayerPart::FfnNorm => "ffn_norm",
-                    LayerPart::Gate => "ffn_gate",
-                    LayerPart::Up => "ffn_up",
-                    LayerPart::Down => "ffn_down",
-                };
-                format!("blk.{i}.{p}.weight")
-            }
+            TensorRole::Layer(i, part) => part.gguf_name(i),
         };
-        read(name, rows, cols)
+        let (name, raw) = read(name, rows, cols)?;
+        match role {
+            // NEOX-RoPE architectures keep HF's rotate-half order: into pairs, as the HF loader.
+            TensorRole::Layer(i, part) if desc.gguf_rotate_half && part.along_qk() => {
+                let qk_dim = shapes.get(i).map_or(config.head_dim, |s| s.qk_dim);
+                let n_rows = if part.is_vector() { cols } else { rows };
+                let raw = raw.rows_permuted(&rotate_half_source_rows(n_rows, qk_dim));
+                Ok((name, raw))
+            }
+            _ => Ok((name, raw)),
+        }
     })?;
     Ok((Model::new(config, weights), tokenizer))
 }

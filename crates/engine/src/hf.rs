@@ -15,9 +15,9 @@ use std::collections::HashMap;
 
 use safetensors::{Dtype, SafeTensors};
 
-use crate::config::{LayerShape, LlamaConfig};
+use crate::config::{Arch, LayerShape, LlamaConfig};
 use crate::error::{EngineError, Result};
-use crate::model::{LayerPart, Model, TensorRole, Weights};
+use crate::model::{Model, TensorRole, Weights};
 use crate::tokenizer::TextTokenizer;
 use crate::weights::{LoadOptions, MemoryNeed, RawTensor};
 
@@ -32,11 +32,14 @@ struct HfConfig {
     intermediate_size: usize,
     vocab_size: usize,
     rms_norm_eps: Option<f32>,
-    rope_theta: Option<f32>,
     max_position_embeddings: Option<usize>,
     tie_word_embeddings: Option<bool>,
     hidden_act: Option<String>,
-    rope_scaling: Option<serde_json::Value>,
+    attention_bias: Option<bool>,
+    mlp_bias: Option<bool>,
+    use_sliding_window: Option<bool>,
+    /// RoPE base and scaling, read by the estimator's one parser (both transformers layouts).
+    rope: edgefit_estimate::HfRope,
     eos_token_id: Option<serde_json::Value>,
     /// Per-layer shapes of a pruned model (see the module docs).
     edgefit_layers: Option<serde_json::Value>,
@@ -47,12 +50,13 @@ impl HfConfig {
     fn parse(text: &str) -> Result<HfConfig> {
         let v: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| EngineError::Config(format!("config.json is not JSON: {e}")))?;
-        let serde_json::Value::Object(obj) = v else {
+        let serde_json::Value::Object(obj) = &v else {
             return Err(EngineError::Config(format!(
                 "config.json is {}, not a JSON object",
                 json_kind(&v)
             )));
         };
+        let rope = edgefit_estimate::rope_from_hf_config(&v).map_err(from_estimate)?;
         let bad = |key: &str, v: &serde_json::Value, expected: &str| {
             let mut shown = v.to_string();
             if shown.len() > 60 {
@@ -93,6 +97,11 @@ impl HfConfig {
                 })
                 .transpose()
         };
+        let opt_bool = |key: &str| -> Result<Option<bool>> {
+            present(key)
+                .map(|v| v.as_bool().ok_or_else(|| bad(key, v, "a bool")))
+                .transpose()
+        };
         Ok(HfConfig {
             model_type: opt_str("model_type")?,
             name: opt_str("_name_or_path")?,
@@ -104,7 +113,6 @@ impl HfConfig {
             intermediate_size: req_usize("intermediate_size")?,
             vocab_size: req_usize("vocab_size")?,
             rms_norm_eps: opt_f32("rms_norm_eps")?,
-            rope_theta: opt_f32("rope_theta")?,
             max_position_embeddings: opt_usize("max_position_embeddings")?,
             tie_word_embeddings: present("tie_word_embeddings")
                 .map(|v| {
@@ -113,10 +121,24 @@ impl HfConfig {
                 })
                 .transpose()?,
             hidden_act: opt_str("hidden_act")?,
-            rope_scaling: present("rope_scaling").cloned(),
+            attention_bias: opt_bool("attention_bias")?,
+            mlp_bias: opt_bool("mlp_bias")?,
+            use_sliding_window: opt_bool("use_sliding_window")?,
+            rope,
             eos_token_id: present("eos_token_id").cloned(),
             edgefit_layers: present("edgefit_layers").cloned(),
         })
+    }
+}
+
+/// The estimator's parse errors in the engine's terms: what it does not implement stays
+/// [`EngineError::Unsupported`], the rest is a bad config.
+pub(crate) fn from_estimate(e: edgefit_estimate::EstimateError) -> EngineError {
+    match e {
+        edgefit_estimate::EstimateError::UnsupportedFeature { .. } => {
+            EngineError::Unsupported(e.to_string())
+        }
+        other => EngineError::Config(other.to_string()),
     }
 }
 
@@ -163,9 +185,20 @@ pub fn load_hf_within(
 ) -> Result<(Model, TextTokenizer)> {
     let hf = HfConfig::parse(config_json)?;
     let arch = hf.model_type.clone().unwrap_or_default();
-    if !["llama", "mistral"].contains(&arch.as_str()) {
+    let desc = Arch::named(&arch, "config.json model_type")?;
+    if hf.attention_bias == Some(true) && !desc.qkv_bias {
         return Err(EngineError::Unsupported(format!(
-            "config.json model_type `{arch}` (supported: llama, mistral)"
+            "config.json `attention_bias` = true for `{arch}` (biases on q/k/v/o are not implemented for it)"
+        )));
+    }
+    if hf.mlp_bias == Some(true) {
+        return Err(EngineError::Unsupported(
+            "config.json `mlp_bias` = true (MLP biases)".to_string(),
+        ));
+    }
+    if hf.use_sliding_window == Some(true) {
+        return Err(EngineError::Unsupported(format!(
+            "config.json `use_sliding_window` = true for `{arch}` (sliding-window attention)"
         )));
     }
     if let Some(act) = &hf.hidden_act {
@@ -174,11 +207,6 @@ pub fn load_hf_within(
                 "hidden_act `{act}` (only silu)"
             )));
         }
-    }
-    if hf.rope_scaling.as_ref().is_some_and(|v| !v.is_null()) {
-        return Err(EngineError::Unsupported(
-            "rope_scaling in config.json".to_string(),
-        ));
     }
     if hf.head_dim.is_none()
         && hf.num_attention_heads > 0
@@ -204,9 +232,12 @@ pub fn load_hf_within(
         ffn: hf.intermediate_size,
         vocab: hf.vocab_size,
         context_length: hf.max_position_embeddings.unwrap_or(2048),
-        rope_base: hf.rope_theta.unwrap_or(10_000.0),
+        rope_base: hf.rope.theta.unwrap_or(10_000.0),
+        rope_scaling: hf.rope.scaling.clone(),
         rms_eps: hf.rms_norm_eps.unwrap_or(1e-5),
         tied_embeddings: hf.tie_word_embeddings.unwrap_or(false),
+        qkv_bias: desc.qkv_bias,
+        qk_norm: desc.qk_norm,
         layers: None,
     };
     config.validate()?;
@@ -279,26 +310,14 @@ pub fn load_hf_within(
             TensorRole::Embed => "model.embed_tokens.weight".to_string(),
             TensorRole::FinalNorm => "model.norm.weight".to_string(),
             TensorRole::Output => "lm_head.weight".to_string(),
-            TensorRole::Layer(i, part) => {
-                let p = match part {
-                    LayerPart::AttnNorm => "input_layernorm",
-                    LayerPart::Q => "self_attn.q_proj",
-                    LayerPart::K => "self_attn.k_proj",
-                    LayerPart::V => "self_attn.v_proj",
-                    LayerPart::O => "self_attn.o_proj",
-                    LayerPart::FfnNorm => "post_attention_layernorm",
-                    LayerPart::Gate => "mlp.gate_proj",
-                    LayerPart::Up => "mlp.up_proj",
-                    LayerPart::Down => "mlp.down_proj",
-                };
-                format!("model.layers.{i}.{p}.weight")
-            }
+            TensorRole::Layer(i, part) => part.hf_name(i),
         };
         let w = read(&name, rows, cols)?;
         let w = match role {
-            TensorRole::Layer(i, LayerPart::Q | LayerPart::K) => {
+            TensorRole::Layer(i, part) if part.along_qk() => {
                 let qk_dim = shapes.get(i).map_or(config.head_dim, |s| s.qk_dim);
-                rotate_half_to_pairs(&w, qk_dim, hidden)
+                let cols = if part.is_vector() { 1 } else { hidden };
+                rotate_half_to_pairs(&w, qk_dim, cols)
             }
             _ => w,
         };
@@ -328,6 +347,23 @@ pub(crate) fn pairs_to_rotate_half(w: &[f32], head_dim: usize, cols: usize) -> V
         |i, j, _| 2 * i + j,
         |i, j| j * (head_dim / 2) + i,
     )
+}
+
+/// For the rows of a q/k tensor of `n_rows` rows (heads of `head_dim` rows; a bias or norm
+/// vector counts its entries as rows): the source row, in HF's rotate-half layout, of every
+/// row in the pair layout ([`rotate_half_to_pairs`]'s permutation).
+pub(crate) fn rotate_half_source_rows(n_rows: usize, head_dim: usize) -> Vec<usize> {
+    let half = head_dim / 2;
+    let mut src = vec![0; n_rows];
+    for head in 0..n_rows / head_dim.max(1) {
+        let base = head * head_dim;
+        for i in 0..half {
+            for j in 0..2 {
+                src[base + 2 * i + j] = base + j * half + i;
+            }
+        }
+    }
+    src
 }
 
 fn permute_heads(

@@ -1,4 +1,5 @@
-//! Weights of a LLaMA-family model and its forward pass.
+//! Weights of a decoder-only model and its forward pass, composed from block helpers keyed by
+//! what the weights hold (q/k/v biases, q/k norms), never by the architecture's name.
 //!
 //! Every matrix is row-major with one row per output feature, so a linear layer is `y = x · Wᵀ`
 //! ([`edgefit_kernels::Matrix::matmul_t_with`]), in whatever format the weights were loaded in
@@ -7,7 +8,8 @@
 //! quantized once.
 //!
 //! RoPE uses the GGUF llama layout: within each head, element pairs `(2i, 2i+1)` rotate by
-//! `pos · base^(−2i/d)`. llama.cpp's converter permutes HF's q/k weights into that layout, and
+//! `pos · base^(−2i/d) / s_i`, with the divisors `s_i` of the config's RoPE scaling
+//! ([`LlamaConfig::rope_inv_freq`]; 1 without scaling). llama.cpp's converter permutes HF's q/k weights into that layout, and
 //! the safetensors loader applies the same permutation, so one rotation serves both sources.
 
 use edgefit_estimate::KvFormat;
@@ -62,14 +64,12 @@ pub struct Model {
 impl Model {
     /// Wraps validated weights. The loaders check every tensor's shape before calling this.
     pub fn new(config: LlamaConfig, weights: Weights) -> Self {
-        let half = config.head_dim / 2;
-        let inv_freq = (0..half)
-            .map(|i| {
-                config
-                    .rope_base
-                    .powf(-(2.0 * i as f32) / config.head_dim as f32)
-            })
-            .collect();
+        // The config must be validated (every loader does): bad RoPE scaling is refused there.
+        // Should an unvalidated one get here, its frequencies are NaN, so every logit is NaN
+        // (visibly broken) rather than plausibly wrong.
+        let inv_freq = config
+            .rope_inv_freq()
+            .unwrap_or_else(|_| vec![f32::NAN; config.head_dim / 2]);
         let shapes = config.layer_shapes();
         Model {
             config,
@@ -193,6 +193,16 @@ impl Model {
                 &normed,
                 &mut [(&lw.wq, &mut q), (&lw.wk, &mut kk), (&lw.wv, &mut vv)],
             );
+            for (x, b) in [(&mut q, &lw.bq), (&mut kk, &lw.bk), (&mut vv, &lw.bv)] {
+                if let Some(b) = b {
+                    add_bias(x, b);
+                }
+            }
+            for (x, w) in [(&mut q, &lw.q_norm), (&mut kk, &lw.k_norm)] {
+                if let Some(w) = w {
+                    rms_norm_in_place(x, w, c.rms_eps);
+                }
+            }
             let (cs, sn) = if shape.qk_dim == hd {
                 (&cos[..], &sin[..])
             } else {
@@ -264,6 +274,26 @@ fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
         for ((o, v), g) in o.iter_mut().zip(row).zip(w) {
             *o = v * inv * g;
         }
+    }
+}
+
+/// `x = x / sqrt(mean(x²) + eps) · w` over every `w.len()` values (each head of q or k for
+/// QK-norm).
+fn rms_norm_in_place(x: &mut [f32], w: &[f32], eps: f32) {
+    let n = w.len();
+    for row in x.chunks_exact_mut(n) {
+        let ms = row.iter().map(|v| v * v).sum::<f32>() / n as f32;
+        let inv = 1.0 / (ms + eps).sqrt();
+        for (v, g) in row.iter_mut().zip(w) {
+            *v = *v * inv * g;
+        }
+    }
+}
+
+/// Adds `b` to every row of `x` (`b.len()` values per row).
+fn add_bias(x: &mut [f32], b: &[f32]) {
+    for row in x.chunks_exact_mut(b.len()) {
+        add_in_place(row, b);
     }
 }
 

@@ -93,8 +93,9 @@
 //! 97.5 / 71.9; Q/K dims 25% 144 / 19.1; V dims 25% 1 493 / 12.6; two layers (27, 28 by position
 //! / 14, 15 by block influence) 377 / 14.7. Without retraining, magnitude is a fallback only.
 //!
-//! LLaMA blocks have no biases, so FLAP's bias compensation (adding the removed units' mean
-//! output as a bias) has nowhere to go and is not done.
+//! Biases (Qwen2's q/k/v) are gathered with their matrix's rows. FLAP's bias compensation
+//! (adding the removed units' mean output as a bias) is not done. Q/K dims of a QK-norm
+//! architecture (Qwen3) cannot be pruned: the plan check refuses it.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -401,6 +402,7 @@ pub fn prune_into(
     let shapes = config.layer_shapes();
     let n = shapes.len();
     check_plan(plan, n)?;
+    check_arch(plan, config)?;
     let stats = match plan.importance {
         Importance::Magnitude => None,
         Importance::Activation => {
@@ -579,6 +581,30 @@ const RATIO_NAMES: [(&str, &str); 5] = [
 
 fn ratio_values(r: &LayerRatios) -> [f64; 5] {
     [r.heads, r.kv_heads, r.qk_dims, r.v_dims, r.mlp]
+}
+
+/// What this architecture cannot have pruned: Q/K dims under QK-norm (the per-head RMSNorm
+/// averages over the head's dims, so removing some rescales every kept one and the pruned head
+/// no longer scores the sum of its kept pairs).
+fn check_arch(plan: &PrunePlan, config: &LlamaConfig) -> Result<()> {
+    if !config.qk_norm {
+        return Ok(());
+    }
+    let per_layer = plan.per_layer.iter().flatten().map(|r| r.qk_dims);
+    if let Some(v) = std::iter::once(plan.ratios.qk_dims)
+        .chain(per_layer)
+        .find(|&v| v != 0.0)
+    {
+        return Err(EngineError::Setting {
+            name: "qk_dims",
+            value: v.to_string(),
+            expected: format!(
+                "0 for `{}`: its per-head q/k RMSNorm averages over the head's dims, so removing Q/K dims would change every kept one (heads, KV heads, V dims, MLP and layers can be pruned)",
+                config.arch
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn check_plan(plan: &PrunePlan, n: usize) -> Result<()> {
@@ -835,6 +861,11 @@ fn gather(m: &Matrix, rows: &[usize], cols: Option<&[usize]>) -> Matrix {
     }
 }
 
+/// The entries `idx` of an optional vector.
+fn pick(v: &Option<Vec<f32>>, idx: &[usize]) -> Option<Vec<f32>> {
+    v.as_ref().map(|v| idx.iter().map(|&i| v[i]).collect())
+}
+
 /// One kept layer while its units are chosen: what it keeps so far (indices of the input layer).
 struct Work<'a> {
     layer: usize,
@@ -1008,6 +1039,13 @@ impl<'a> Work<'a> {
             w_gate: gather(&lw.w_gate, &self.ffn, None),
             w_up: gather(&lw.w_up, &self.ffn, None),
             w_down: gather(&lw.w_down, &all_hidden, Some(&self.ffn)),
+            // Biases follow their matrix's rows; q/k norms are per head (shared by every
+            // head) and only lose entries with Q/K dims, which `check_arch` refuses for them.
+            bq: pick(&lw.bq, &qk_rows(&self.heads)),
+            bk: pick(&lw.bk, &qk_rows(&self.kv)),
+            bv: pick(&lw.bv, &v_idx(&self.kv)),
+            q_norm: pick(&lw.q_norm, &qk_rows(&[0])),
+            k_norm: pick(&lw.k_norm, &qk_rows(&[0])),
         };
         let shape = LayerShape {
             n_heads: self.heads.len(),

@@ -9,9 +9,12 @@ pub use candle_core::quantized::gguf_file::Value;
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 
+use crate::config::{Arch, LlamaConfig};
 use crate::error::{EngineError, Result};
 use crate::hf::pairs_to_rotate_half;
+use crate::model::{LayerPart, Model, TensorRole, Weights};
 use crate::tokenizer::{GgufTokenizerFields, TextTokenizer};
+use crate::weights::{LoadOptions, RawTensor, WeightsFormat};
 
 /// Shape of the synthetic model.
 pub const LAYERS: usize = 2;
@@ -132,6 +135,63 @@ pub fn tensors(seed: u64) -> Vec<(String, usize, usize, Vec<f32>)> {
     }
     push("output_norm.weight".into(), 1, h, 0.1, 1.0);
     out
+}
+
+/// The synthetic shape as architecture `arch` (an [`crate::config::ARCHS`] name) with
+/// `head_dim` dims per head (16 = `HIDDEN / HEADS`; another value decouples them, as Qwen3
+/// does), every tensor of the architecture's table random (biases too; norm weights near 1),
+/// as a loaded f32 model with the synthetic tokenizer. The exporters turn it into HF files or
+/// GGUF bytes of that architecture.
+pub fn model_of(arch: &str, seed: u64, head_dim: usize) -> Result<(Model, TextTokenizer)> {
+    let desc = Arch::named(arch, "architecture")?;
+    let config = LlamaConfig {
+        name: format!("edgefit synthetic tiny {arch}"),
+        arch: arch.to_string(),
+        n_layers: LAYERS,
+        hidden: HIDDEN,
+        n_heads: HEADS,
+        n_kv_heads: KV_HEADS,
+        head_dim,
+        ffn: FFN,
+        vocab: vocab().len(),
+        context_length: CONTEXT,
+        rope_base: 10_000.0,
+        rope_scaling: edgefit_estimate::RopeScaling::None,
+        rms_eps: 1e-5,
+        tied_embeddings: true,
+        qkv_bias: desc.qkv_bias,
+        qk_norm: desc.qk_norm,
+        layers: None,
+    };
+    config.validate()?;
+    let options = LoadOptions {
+        weights: WeightsFormat::F32,
+        embedding: None,
+        requantize: false,
+    };
+    let mut n = 0u64;
+    let weights = Weights::read_all(&config, options, |role, rows, cols| {
+        n += 1;
+        let (scale, offset) = match role {
+            TensorRole::Embed => (1.0, 0.0),
+            TensorRole::FinalNorm => (0.1, 1.0),
+            TensorRole::Layer(_, p) => match p {
+                LayerPart::AttnNorm | LayerPart::FfnNorm | LayerPart::QNorm | LayerPart::KNorm => {
+                    (0.1, 1.0)
+                }
+                LayerPart::O | LayerPart::Down => (0.2, 0.0),
+                _ => (0.3, 0.0),
+            },
+            TensorRole::Output => (0.3, 0.0),
+        };
+        let v = values(seed.wrapping_mul(1000).wrapping_add(n), rows * cols, scale)
+            .into_iter()
+            .map(|x| x + offset)
+            .collect();
+        Ok((format!("{role:?}"), RawTensor::F32(v)))
+    })?;
+    let tokenizer = TextTokenizer::from_gguf(tokenizer_fields())?;
+    Ok((Model::new(config, weights), tokenizer))
 }
 
 fn candle_err(e: candle_core::Error) -> EngineError {

@@ -27,7 +27,7 @@ use std::str::FromStr;
 use edgefit_kernels::{F16Matrix, Matrix, Q8Matrix, W4Kind, W4Matrix};
 use serde::Serialize;
 
-use crate::config::LlamaConfig;
+use crate::config::{LayerShape, LlamaConfig};
 use crate::error::{EngineError, Result};
 
 /// How the engine stores a weight matrix.
@@ -163,6 +163,24 @@ fn kernel_err(name: &str, e: edgefit_kernels::KernelError) -> EngineError {
 
 impl RawTensor {
     /// The values as f32 (`rows × cols`).
+    /// The same tensor with its rows reordered: new row `r` is old row `src[r]` (block formats
+    /// hold whole rows of blocks, so this moves bytes and never re-rounds). `src` must be a
+    /// permutation of the rows, each row `len / src.len()` elements.
+    pub fn rows_permuted(self, src: &[usize]) -> RawTensor {
+        fn permute<T: Copy>(v: &[T], src: &[usize]) -> Vec<T> {
+            let row = v.len() / src.len().max(1);
+            src.iter()
+                .flat_map(|&s| v[s * row..(s + 1) * row].iter().copied())
+                .collect()
+        }
+        match self {
+            RawTensor::F32(v) => RawTensor::F32(permute(&v, src)),
+            RawTensor::Q4_0(b) => RawTensor::Q4_0(permute(&b, src)),
+            RawTensor::Q4_1(b) => RawTensor::Q4_1(permute(&b, src)),
+            RawTensor::Q8_0(b) => RawTensor::Q8_0(permute(&b, src)),
+        }
+    }
+
     pub fn into_f32(self, name: &str, rows: usize, cols: usize) -> Result<Vec<f32>> {
         let err = |e| kernel_err(name, e);
         Ok(match self {
@@ -251,6 +269,14 @@ pub struct LayerWeights {
     pub w_up: Matrix,
     /// `hidden × ffn`
     pub w_down: Matrix,
+    /// Biases of q, k, v (`q_width`, `k_width`, `v_width`; Qwen2), q/k in the pair layout.
+    pub bq: Option<Vec<f32>>,
+    pub bk: Option<Vec<f32>>,
+    pub bv: Option<Vec<f32>>,
+    /// RMSNorm weights of every head's q and of every head's k (`qk_dim` each, shared by
+    /// all heads; Qwen3), in the pair layout.
+    pub q_norm: Option<Vec<f32>>,
+    pub k_norm: Option<Vec<f32>>,
 }
 
 impl LayerWeights {
@@ -265,6 +291,44 @@ impl LayerWeights {
             &self.w_up,
             &self.w_down,
         ]
+    }
+
+    /// The vector a [`LayerPart::is_vector`] part names (`None` for a matrix part, or an
+    /// optional vector this architecture does not have).
+    pub fn vector(&self, part: LayerPart) -> Option<&Vec<f32>> {
+        match part {
+            LayerPart::AttnNorm => Some(&self.attn_norm),
+            LayerPart::FfnNorm => Some(&self.ffn_norm),
+            LayerPart::QBias => self.bq.as_ref(),
+            LayerPart::KBias => self.bk.as_ref(),
+            LayerPart::VBias => self.bv.as_ref(),
+            LayerPart::QNorm => self.q_norm.as_ref(),
+            LayerPart::KNorm => self.k_norm.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The matrix a matrix part names (`None` for a vector part).
+    pub fn matrix(&self, part: LayerPart) -> Option<&Matrix> {
+        Some(match part {
+            LayerPart::Q => &self.wq,
+            LayerPart::K => &self.wk,
+            LayerPart::V => &self.wv,
+            LayerPart::O => &self.wo,
+            LayerPart::Gate => &self.w_gate,
+            LayerPart::Up => &self.w_up,
+            LayerPart::Down => &self.w_down,
+            _ => return None,
+        })
+    }
+
+    /// Number of f32 values in this layer's vectors (norms, biases).
+    pub fn vector_len(&self) -> usize {
+        LayerPart::ALL
+            .iter()
+            .filter_map(|&p| self.vector(p))
+            .map(Vec::len)
+            .sum()
     }
 
     /// This layer's matrices in `options`' linear format (layer `index`, for error messages),
@@ -284,6 +348,11 @@ impl LayerWeights {
             w_gate: conv("gate", self.w_gate)?,
             w_up: conv("up", self.w_up)?,
             w_down: conv("down", self.w_down)?,
+            bq: self.bq,
+            bk: self.bk,
+            bv: self.bv,
+            q_norm: self.q_norm,
+            k_norm: self.k_norm,
         })
     }
 }
@@ -336,7 +405,7 @@ impl Weights {
         let norms: usize = self
             .layers
             .iter()
-            .map(|l| l.attn_norm.len() + l.ffn_norm.len())
+            .map(LayerWeights::vector_len)
             .sum::<usize>()
             + self.final_norm.len();
         self.all_matrices().map(Matrix::bytes).sum::<u64>() + 4 * norms as u64
@@ -394,6 +463,11 @@ impl Weights {
                     w_gate: conv(&name("gate"), &l.w_gate, lin)?,
                     w_up: conv(&name("up"), &l.w_up, lin)?,
                     w_down: conv(&name("down"), &l.w_down, lin)?,
+                    bq: l.bq.clone(),
+                    bk: l.bk.clone(),
+                    bv: l.bv.clone(),
+                    q_norm: l.q_norm.clone(),
+                    k_norm: l.k_norm.clone(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -451,33 +525,40 @@ impl Weights {
         let embed = matrix(TensorRole::Embed, vocab, h, emb)?;
         let mut layers = Vec::with_capacity(config.n_layers);
         for (i, shape) in config.layer_shapes().iter().enumerate() {
-            let (qd, kd, vd, od, ffn) = (
-                shape.q_width(),
-                shape.k_width(),
-                shape.v_width(),
-                shape.o_width(),
-                shape.ffn,
-            );
             let l = |p| TensorRole::Layer(i, p);
-            let attn_norm = matrix(l(LayerPart::AttnNorm), 1, h, WeightsFormat::F32)?;
-            let wq = matrix(l(LayerPart::Q), qd, h, lin)?;
-            let wk = matrix(l(LayerPart::K), kd, h, lin)?;
-            let wv = matrix(l(LayerPart::V), vd, h, lin)?;
-            let wo = matrix(l(LayerPart::O), h, od, lin)?;
-            let ffn_norm = matrix(l(LayerPart::FfnNorm), 1, h, WeightsFormat::F32)?;
-            let w_gate = matrix(l(LayerPart::Gate), ffn, h, lin)?;
-            let w_up = matrix(l(LayerPart::Up), ffn, h, lin)?;
-            let w_down = matrix(l(LayerPart::Down), h, ffn, lin)?;
+            let mut vector = |p: LayerPart| -> Result<Option<Vec<f32>>> {
+                if !p.present(config) {
+                    return Ok(None);
+                }
+                let (_, len) = p.shape(shape, h);
+                Ok(Some(matrix(l(p), 1, len, WeightsFormat::F32)?.to_f32()))
+            };
+            let attn_norm = vector(LayerPart::AttnNorm)?.unwrap_or_default();
+            let bq = vector(LayerPart::QBias)?;
+            let bk = vector(LayerPart::KBias)?;
+            let bv = vector(LayerPart::VBias)?;
+            let q_norm = vector(LayerPart::QNorm)?;
+            let k_norm = vector(LayerPart::KNorm)?;
+            let ffn_norm = vector(LayerPart::FfnNorm)?.unwrap_or_default();
+            let mut mat = |p: LayerPart| {
+                let (rows, cols) = p.shape(shape, h);
+                matrix(l(p), rows, cols, lin)
+            };
             layers.push(LayerWeights {
-                attn_norm: attn_norm.to_f32(),
-                wq,
-                wk,
-                wv,
-                wo,
-                ffn_norm: ffn_norm.to_f32(),
-                w_gate,
-                w_up,
-                w_down,
+                attn_norm,
+                wq: mat(LayerPart::Q)?,
+                wk: mat(LayerPart::K)?,
+                wv: mat(LayerPart::V)?,
+                wo: mat(LayerPart::O)?,
+                ffn_norm,
+                w_gate: mat(LayerPart::Gate)?,
+                w_up: mat(LayerPart::Up)?,
+                w_down: mat(LayerPart::Down)?,
+                bq,
+                bk,
+                bv,
+                q_norm,
+                k_norm,
             });
         }
         let final_norm = matrix(TensorRole::FinalNorm, 1, h, WeightsFormat::F32)?.to_f32();
@@ -539,18 +620,133 @@ pub enum TensorRole {
     Output,
 }
 
-/// A weight inside one transformer block.
+/// A weight inside one transformer block. With [`LayerPart::ALL`], [`LayerPart::gguf_name`],
+/// [`LayerPart::hf_name`], [`LayerPart::shape`] and [`LayerPart::present`] this is the one
+/// table of a block's tensors (llama.cpp's `LLM_TENSOR_NAMES` plays this role there) that the
+/// loaders, the writers, the memory preflight and the synthetic model iterate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LayerPart {
     AttnNorm,
     Q,
     K,
     V,
+    /// Optional: bias of q ([`LlamaConfig::qkv_bias`]).
+    QBias,
+    KBias,
+    VBias,
+    /// Optional: RMSNorm weight of each q head ([`LlamaConfig::qk_norm`]).
+    QNorm,
+    KNorm,
     O,
     FfnNorm,
     Gate,
     Up,
     Down,
+}
+
+impl LayerPart {
+    /// Every part, in the order the loaders read and the writers write them.
+    pub const ALL: [LayerPart; 14] = [
+        LayerPart::AttnNorm,
+        LayerPart::Q,
+        LayerPart::K,
+        LayerPart::V,
+        LayerPart::QBias,
+        LayerPart::KBias,
+        LayerPart::VBias,
+        LayerPart::QNorm,
+        LayerPart::KNorm,
+        LayerPart::O,
+        LayerPart::FfnNorm,
+        LayerPart::Gate,
+        LayerPart::Up,
+        LayerPart::Down,
+    ];
+
+    /// `(GGUF name, HF name)` inside block `i`, without the `blk.{i}.` / `model.layers.{i}.`
+    /// prefix.
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            LayerPart::AttnNorm => ("attn_norm.weight", "input_layernorm.weight"),
+            LayerPart::Q => ("attn_q.weight", "self_attn.q_proj.weight"),
+            LayerPart::K => ("attn_k.weight", "self_attn.k_proj.weight"),
+            LayerPart::V => ("attn_v.weight", "self_attn.v_proj.weight"),
+            LayerPart::QBias => ("attn_q.bias", "self_attn.q_proj.bias"),
+            LayerPart::KBias => ("attn_k.bias", "self_attn.k_proj.bias"),
+            LayerPart::VBias => ("attn_v.bias", "self_attn.v_proj.bias"),
+            LayerPart::QNorm => ("attn_q_norm.weight", "self_attn.q_norm.weight"),
+            LayerPart::KNorm => ("attn_k_norm.weight", "self_attn.k_norm.weight"),
+            LayerPart::O => ("attn_output.weight", "self_attn.o_proj.weight"),
+            LayerPart::FfnNorm => ("ffn_norm.weight", "post_attention_layernorm.weight"),
+            LayerPart::Gate => ("ffn_gate.weight", "mlp.gate_proj.weight"),
+            LayerPart::Up => ("ffn_up.weight", "mlp.up_proj.weight"),
+            LayerPart::Down => ("ffn_down.weight", "mlp.down_proj.weight"),
+        }
+    }
+
+    /// The GGUF tensor name in block `layer` (`blk.3.attn_q.bias`).
+    pub fn gguf_name(self, layer: usize) -> String {
+        format!("blk.{layer}.{}", self.names().0)
+    }
+
+    /// The HF safetensors name in block `layer` (`model.layers.3.self_attn.q_proj.bias`).
+    pub fn hf_name(self, layer: usize) -> String {
+        format!("model.layers.{layer}.{}", self.names().1)
+    }
+
+    /// A vector (norm weight or bias), held as f32.
+    pub fn is_vector(self) -> bool {
+        matches!(
+            self,
+            LayerPart::AttnNorm
+                | LayerPart::FfnNorm
+                | LayerPart::QBias
+                | LayerPart::KBias
+                | LayerPart::VBias
+                | LayerPart::QNorm
+                | LayerPart::KNorm
+        )
+    }
+
+    /// Whether the model `config` describes has this tensor.
+    pub fn present(self, config: &LlamaConfig) -> bool {
+        match self {
+            LayerPart::QBias | LayerPart::KBias | LayerPart::VBias => config.qkv_bias,
+            LayerPart::QNorm | LayerPart::KNorm => config.qk_norm,
+            _ => true,
+        }
+    }
+
+    /// Whether its rows (or entries) run along q/k head dimensions, so they follow RoPE's
+    /// layout: HF's rotate-half order is permuted into pairs at load (and back on export).
+    pub fn along_qk(self) -> bool {
+        matches!(
+            self,
+            LayerPart::Q
+                | LayerPart::K
+                | LayerPart::QBias
+                | LayerPart::KBias
+                | LayerPart::QNorm
+                | LayerPart::KNorm
+        )
+    }
+
+    /// `(rows, cols)` in a block of shape `s` with hidden size `h`; vectors are `(1, len)`.
+    pub fn shape(self, s: &LayerShape, h: usize) -> (usize, usize) {
+        match self {
+            LayerPart::AttnNorm | LayerPart::FfnNorm => (1, h),
+            LayerPart::Q => (s.q_width(), h),
+            LayerPart::K => (s.k_width(), h),
+            LayerPart::V => (s.v_width(), h),
+            LayerPart::QBias => (1, s.q_width()),
+            LayerPart::KBias => (1, s.k_width()),
+            LayerPart::VBias => (1, s.v_width()),
+            LayerPart::QNorm | LayerPart::KNorm => (1, s.qk_dim),
+            LayerPart::O => (h, s.o_width()),
+            LayerPart::Gate | LayerPart::Up => (s.ffn, h),
+            LayerPart::Down => (h, s.ffn),
+        }
+    }
 }
 
 /// What a model will need in memory once loaded, by part, computed from its shape alone (no
@@ -561,7 +757,7 @@ pub enum LayerPart {
 ///   minimum per group, as GGUF Q4_1 kept exactly is; Q8_0 34 bytes per 32 values);
 /// - `embedding`: the embedding, and the output head when untied, in
 ///   [`LoadOptions::embedding_format`];
-/// - `norms`: the f32 norm vectors;
+/// - `norms`: the f32 vectors (norm weights, and biases where the architecture has them);
 /// - `kv_cache`: the KV cache at the model's whole context in the engine's default KV format
 ///   ([`edgefit_estimate::DEFAULT_KV_FORMAT`]); the cache grows in steps, so this is what a
 ///   conversation reaches at the context limit;
@@ -606,16 +802,14 @@ impl MemoryNeed {
         let mut weights = 0u64;
         let mut largest = (vocab as u64).saturating_mul(h as u64);
         let mut widest = h.max(vocab);
+        let mut vectors = h as u64; // the final norm
         for l in config.layer_shapes() {
-            for (rows, cols) in [
-                (l.q_width(), h),
-                (l.k_width(), h),
-                (l.v_width(), h),
-                (h, l.o_width()),
-                (l.ffn, h),
-                (l.ffn, h),
-                (h, l.ffn),
-            ] {
+            for part in LayerPart::ALL.into_iter().filter(|p| p.present(config)) {
+                let (rows, cols) = part.shape(&l, h);
+                if part.is_vector() {
+                    vectors = vectors.saturating_add(cols as u64);
+                    continue;
+                }
                 weights = weights.saturating_add(matrix_bytes(lin, rows, cols));
                 largest = largest.max((rows as u64).saturating_mul(cols as u64));
             }
@@ -623,7 +817,7 @@ impl MemoryNeed {
         }
         let heads = if config.tied_embeddings { 1 } else { 2 };
         let embedding = matrix_bytes(options.embedding_format(), vocab, h).saturating_mul(heads);
-        let norms = ((2 * config.n_layers + 1) as u64).saturating_mul(4 * h as u64);
+        let norms = vectors.saturating_mul(4);
         let kv_tokens = config.context_length as u64;
         let kv_cache = edgefit_estimate::kv_bytes(
             &config.to_spec(),

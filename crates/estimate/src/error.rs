@@ -52,12 +52,21 @@ pub enum EstimateError {
         expected: &'static str,
     },
     /// A model family we do not account for.
-    #[error("unsupported architecture {value:?} in {source_kind}; supported: llama, mistral, qwen2, gemma, gemma2, phi3")]
+    #[error("unsupported architecture {value:?} in {source_kind}; supported: llama, mistral, qwen2, qwen3, gemma, gemma2, phi3")]
     UnsupportedArchitecture {
         /// "config.json" or "GGUF metadata".
         source_kind: &'static str,
         /// The `model_type` / `general.architecture` given.
         value: String,
+    },
+    /// A feature of a model file that is not implemented (the engine runs what this crate
+    /// parses, so it refuses rather than running the model approximately).
+    #[error("{source_kind}: {what} is not supported")]
+    UnsupportedFeature {
+        /// "config.json" or "GGUF metadata".
+        source_kind: &'static str,
+        /// The feature and the value that names it (`RoPE scaling kind "yarn"`).
+        what: String,
     },
     /// Text that is not valid JSON (or not the expected JSON shape).
     #[error("invalid JSON in {what}: {message}")]

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{EstimateError, Result};
-use crate::spec::{Family, LayerSpec, ModelSpec};
+use crate::spec::{Family, LayerSpec, ModelSpec, RopeScaling};
 
 const SRC: &str = "GGUF metadata";
 
@@ -122,6 +122,61 @@ impl GgufMetadata {
                 source_kind: SRC,
                 field: key.to_string(),
                 expected: "one positive integer per layer (block_count entries)",
+            }),
+        }
+    }
+
+    fn float(&self, key: &str) -> Result<Option<f32>> {
+        let f = match self.kv.get(key) {
+            None => return Ok(None),
+            Some(GgufValue::Float(f)) => *f as f32,
+            Some(GgufValue::Uint(v)) => *v as f32,
+            Some(GgufValue::Int(v)) => *v as f32,
+            Some(_) => f32::NAN,
+        };
+        if f.is_finite() {
+            Ok(Some(f))
+        } else {
+            Err(EstimateError::MissingField {
+                source_kind: SRC,
+                field: key.to_string(),
+                expected: "a finite number",
+            })
+        }
+    }
+
+    /// The RoPE scaling the metadata of architecture `arch` states, as llama.cpp reads it:
+    /// `{arch}.rope.scaling.type` (`none` or `linear`; `linear` when absent) with the factor
+    /// `{arch}.rope.scaling.factor` (or the older `{arch}.rope.scale_linear`; no factor, 0 or
+    /// 1 = no scaling). Other types (`yarn`, `longrope`, ...) are refused naming them. Per-pair
+    /// divisors (`rope_freqs.weight`) are tensor data: the engine reads them.
+    pub fn rope_scaling(&self, arch: &str) -> Result<RopeScaling> {
+        let key = |s: &str| format!("{arch}.{s}");
+        let kind = match self.kv.get(&key("rope.scaling.type")) {
+            None => "linear".to_string(),
+            Some(GgufValue::String(s)) => s.clone(),
+            Some(_) => {
+                return Err(EstimateError::MissingField {
+                    source_kind: SRC,
+                    field: key("rope.scaling.type"),
+                    expected: "a string",
+                })
+            }
+        };
+        let factor = match self.float(&key("rope.scaling.factor"))? {
+            Some(f) => Some(f),
+            None => self.float(&key("rope.scale_linear"))?,
+        };
+        match (kind.as_str(), factor) {
+            ("none", _) | ("linear", None) => Ok(RopeScaling::None),
+            ("linear", Some(f)) if f == 0.0 || f == 1.0 => Ok(RopeScaling::None),
+            ("linear", Some(factor)) => Ok(RopeScaling::Linear { factor }),
+            (other, _) => Err(EstimateError::UnsupportedFeature {
+                source_kind: SRC,
+                what: format!(
+                    "RoPE scaling type {other:?} in `{}` (supported: none, linear, and per-pair `rope_freqs.weight`)",
+                    key("rope.scaling.type")
+                ),
             }),
         }
     }
@@ -251,6 +306,7 @@ impl GgufMetadata {
             o_bias: self.tensor("blk.0.attn_output.bias").is_some(),
             mlp_bias: self.tensor("blk.0.ffn_down.bias").is_some(),
             norms_per_layer: if family == Family::Gemma2 { 4 } else { 2 },
+            qk_norm: self.tensor("blk.0.attn_q_norm.weight").is_some(),
             max_position_embeddings: self.uint(&k("context_length"))?,
             layers,
         };

@@ -6,7 +6,7 @@
 //! `intermediate_size`, `vocab_size`, `tie_word_embeddings` (default per family, as in
 //! `transformers`: false for llama/mistral/qwen2/phi3, true for gemma/gemma2),
 //! `attention_bias` and `mlp_bias` (llama), `max_position_embeddings`.
-//! Family-specific structure: Qwen2 always has q/k/v biases; Gemma 2 has four norms a layer;
+//! Family-specific structure: Qwen2 always has q/k/v biases; Qwen3 has per-head q/k norms; Gemma 2 has four norms a layer;
 //! Phi-3's fused `qkv_proj` and `gate_up_proj` hold exactly the q, k, v and gate, up weights.
 //! A multimodal config whose decoder sits under `text_config` is read from there.
 //! A structurally pruned model written by edgefit adds `edgefit_layers`: one object per layer
@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{json_error, EstimateError, Result};
-use crate::spec::{Family, LayerSpec, ModelSpec};
+use crate::spec::{Family, LayerSpec, ModelSpec, RopeScaling};
 
 const SRC: &str = "config.json";
 
@@ -51,6 +51,142 @@ fn get_bool(v: &Value, key: &str) -> Result<Option<bool>> {
             source_kind: SRC,
             field: key.to_string(),
             expected: "a boolean",
+        }),
+    }
+}
+
+/// An optional number that must be a finite f32; the error names the key and shows the value.
+fn get_f32(v: &Value, key: &str) -> Result<Option<f32>> {
+    get_f32_as(v, key, key)
+}
+
+/// [`get_f32`] naming the key `name` in errors (`rope_scaling.factor`).
+fn get_f32_as(v: &Value, key: &str, name: &str) -> Result<Option<f32>> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(x) => match x.as_f64().map(|f| f as f32).filter(|f| f.is_finite()) {
+            Some(f) => Ok(Some(f)),
+            None => {
+                let mut shown = x.to_string();
+                if shown.len() > 60 {
+                    shown = format!("{}...", shown.chars().take(60).collect::<String>());
+                }
+                Err(crate::error::out_of_range(
+                    format!("{SRC} `{name}`"),
+                    shown,
+                    "must be a finite number (in f32 range)",
+                ))
+            }
+        },
+    }
+}
+
+/// RoPE as a `config.json` describes it: the base `θ` (`None` when the file does not say) and
+/// the scaling.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HfRope {
+    /// `rope_theta` (top level, or inside `rope_parameters`).
+    pub theta: Option<f32>,
+    /// The scaling, from `rope_scaling` / `rope_parameters`.
+    pub scaling: RopeScaling,
+}
+
+/// Reads RoPE from a `config.json` object, in both layouts:
+/// - transformers 4: `rope_theta` at the top and `rope_scaling` (null, or an object with
+///   `rope_type` or the older `type`);
+/// - transformers 5: `rope_parameters = {"rope_type", "rope_theta", "factor", ...}`.
+///
+/// Kinds: `default` (none), `linear` (`factor`), `llama3` (`factor`, `low_freq_factor`,
+/// `high_freq_factor`, `original_max_position_embeddings`). Any other kind (`dynamic`, `yarn`,
+/// `longrope`, ...) is refused naming it, as is a `rope_parameters` keyed by layer type and a
+/// file where `rope_scaling` and `rope_parameters` disagree.
+pub fn rope_from_hf_config(v: &Value) -> Result<HfRope> {
+    let unsupported = |what: String| EstimateError::UnsupportedFeature {
+        source_kind: SRC,
+        what,
+    };
+    let scaling_of = |obj: &Value, key: &str| -> Result<RopeScaling> {
+        let field = |k: &str| format!("{key}.{k}");
+        let kind = match obj.get("rope_type").or(obj.get("type")) {
+            None | Some(Value::Null) => "default",
+            Some(Value::String(s)) => s.as_str(),
+            Some(_) => {
+                return Err(EstimateError::MissingField {
+                    source_kind: SRC,
+                    field: field("rope_type"),
+                    expected: "a string",
+                })
+            }
+        };
+        let req = |k: &str| -> Result<f32> {
+            get_f32_as(obj, k, &field(k))?.ok_or_else(|| EstimateError::MissingField {
+                source_kind: SRC,
+                field: field(k),
+                expected: "a finite number",
+            })
+        };
+        match kind {
+            "default" => Ok(RopeScaling::None),
+            "linear" => Ok(RopeScaling::Linear {
+                factor: req("factor")?,
+            }),
+            "llama3" => Ok(RopeScaling::Llama3 {
+                factor: req("factor")?,
+                low_freq_factor: req("low_freq_factor")?,
+                high_freq_factor: req("high_freq_factor")?,
+                original_context: get_u32(obj, "original_max_position_embeddings")?.ok_or_else(
+                    || EstimateError::MissingField {
+                        source_kind: SRC,
+                        field: field("original_max_position_embeddings"),
+                        expected: "a non-negative integer",
+                    },
+                )?,
+            }),
+            other => Err(unsupported(format!(
+                "RoPE scaling kind {other:?} in `{key}` (supported: default, linear, llama3)"
+            ))),
+        }
+    };
+    let top_theta = get_f32(v, "rope_theta")?;
+    let scaling = match v.get("rope_scaling") {
+        None | Some(Value::Null) => None,
+        Some(o @ Value::Object(_)) => Some(scaling_of(o, "rope_scaling")?),
+        Some(_) => {
+            return Err(EstimateError::MissingField {
+                source_kind: SRC,
+                field: "rope_scaling".into(),
+                expected: "null or an object",
+            })
+        }
+    };
+    match v.get("rope_parameters") {
+        None | Some(Value::Null) => Ok(HfRope {
+            theta: top_theta,
+            scaling: scaling.unwrap_or_default(),
+        }),
+        Some(p @ Value::Object(o)) => {
+            if !o.is_empty() && o.values().all(Value::is_object) {
+                let keys: Vec<&str> = o.keys().map(String::as_str).collect();
+                return Err(unsupported(format!(
+                    "`rope_parameters` per layer type ({})",
+                    keys.join(", ")
+                )));
+            }
+            let from_params = scaling_of(p, "rope_parameters")?;
+            if let Some(s) = scaling.filter(|s| *s != from_params) {
+                return Err(unsupported(format!(
+                    "`rope_scaling` ({s:?}) disagreeing with `rope_parameters` ({from_params:?})"
+                )));
+            }
+            Ok(HfRope {
+                theta: get_f32(p, "rope_theta")?.or(top_theta),
+                scaling: from_params,
+            })
+        }
+        Some(_) => Err(EstimateError::MissingField {
+            source_kind: SRC,
+            field: "rope_parameters".into(),
+            expected: "null or an object",
         }),
     }
 }
@@ -137,6 +273,7 @@ impl ModelSpec {
             o_bias: attention_bias,
             mlp_bias,
             norms_per_layer: if family == Family::Gemma2 { 4 } else { 2 },
+            qk_norm: family == Family::Qwen3,
             max_position_embeddings: get_u32(v, "max_position_embeddings")?,
             layers: match v.get("edgefit_layers") {
                 None | Some(Value::Null) => vec![

@@ -81,10 +81,12 @@ pub use format::{
     DEFAULT_KV_FORMAT, KIVI_BLOCK,
 };
 pub use gguf::{GgufMetadata, GgufTensorInfo, GgufValue};
-pub use hf::{preset, preset_ids, preset_info, PresetInfo};
+pub use hf::{preset, preset_ids, preset_info, rope_from_hf_config, HfRope, PresetInfo};
 pub use memory::{weight_bytes, ComponentBytes, MemoryReport};
 pub use report::{estimate, Report};
 pub use runtime::{runtime_profile, runtime_profiles, Runtime, RuntimeProfile, RuntimeUnit};
-pub use spec::{Family, LayerPrune, LayerSpec, ModelSpec, ParamBreakdown, PruneRatios, Pruning};
+pub use spec::{
+    Family, LayerPrune, LayerSpec, ModelSpec, ParamBreakdown, PruneRatios, Pruning, RopeScaling,
+};
 pub use thermal::{all_thermal_traces, thermal_traces, ThermalTrace, TraceSample};
 pub use verdict::{Experience, Verdict, Verdicts};

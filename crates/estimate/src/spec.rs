@@ -11,7 +11,8 @@
 //! - attention = `d·H·dk` (q) + `d·Hkv·dk` (k) + `d·Hkv·dv` (v) + `H·dv·d` (o)
 //!   + biases `H·dk + Hkv·dk + Hkv·dv` if `qkv_bias` (Qwen2) + `d` if `o_bias`;
 //! - MLP (gated: SwiGLU/GeGLU) = `3·d·I` (gate, up, down) + `2·I + d` if `mlp_bias`;
-//! - norms = `norms_per_layer · d` (RMSNorm has a weight only; Gemma 2 has 4 norms a layer);
+//! - norms = `norms_per_layer · d` (RMSNorm has a weight only; Gemma 2 has 4 norms a layer)
+//!   + `2·dk` if `qk_norm` (Qwen3: one RMSNorm weight for every head's q, one for k);
 //! - model = `V·d` (embedding) + Σ layers + `d` (final norm) + `V·d` (output head) unless
 //!   `tie_word_embeddings`.
 
@@ -31,6 +32,8 @@ named_enum! {
         Mistral = "mistral",
         /// Qwen2 / Qwen2.5 (bias on q, k, v).
         Qwen2 = "qwen2",
+        /// Qwen3 (RMSNorm on each head's q and k, `head_dim` decoupled from hidden).
+        Qwen3 = "qwen3",
         /// Gemma 1 (GeGLU, tied, `head_dim` decoupled from hidden).
         Gemma = "gemma",
         /// Gemma 2 (four norms per layer).
@@ -98,11 +101,126 @@ pub struct ModelSpec {
     pub mlp_bias: bool,
     /// RMSNorm weight vectors per layer (2; Gemma 2 has 4).
     pub norms_per_layer: u32,
+    /// RMSNorm of each head's q and k before RoPE, one `dk`-vector each per layer (Qwen3,
+    /// Gemma 3).
+    #[serde(default)]
+    pub qk_norm: bool,
     /// Context length the model was trained for, if known (only used for a warning).
     #[serde(default)]
     pub max_position_embeddings: Option<u32>,
     /// The blocks, in order.
     pub layers: Vec<LayerSpec>,
+}
+
+/// How a model's RoPE frequencies are stretched past its training context: part of the one
+/// model description the engine runs and the estimator reads (parsed once per format:
+/// [`crate::hf::rope_from_hf_config`], [`crate::GgufMetadata::rope_scaling`]).
+///
+/// With `θ` the RoPE base and `d` the rotated head size, pair `i` of a head rotates by
+/// `pos · f_i / s_i` where `f_i = θ^(−2i/d)` is the base frequency and `s_i` the divisor
+/// [`RopeScaling::divisors`] gives:
+/// - `None`: `s_i = 1`;
+/// - `Linear { factor }`: `s_i = factor` (positions divided by the factor);
+/// - `Llama3 { factor, low_freq_factor, high_freq_factor, original_context }` (Llama 3.1+,
+///   transformers `_compute_llama3_parameters`): with wavelength `λ_i = 2π / f_i`,
+///   `λ_lo = original_context / low_freq_factor`, `λ_hi = original_context / high_freq_factor`:
+///   `s_i = 1` if `λ_i < λ_hi`; `s_i = factor` if `λ_i > λ_lo`; otherwise, with
+///   `a = (original_context / λ_i − low_freq_factor) / (high_freq_factor − low_freq_factor)`,
+///   `1 / s_i = (1 − a) / factor + a`;
+/// - `Divisors(s)`: the divisors themselves, one per pair (GGUF `rope_freqs.weight`, which
+///   llama.cpp's converter writes for Llama 3.1+ from the formula above).
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RopeScaling {
+    /// No scaling.
+    #[default]
+    None,
+    /// Every frequency divided by `factor`.
+    Linear {
+        /// The divisor (> 0).
+        factor: f32,
+    },
+    /// Llama 3.x: low frequencies divided by `factor`, high ones kept, a smooth blend between.
+    Llama3 {
+        /// Divisor of the low frequencies.
+        factor: f32,
+        /// `original_context / low_freq_factor` is the longest wavelength kept blended.
+        low_freq_factor: f32,
+        /// `original_context / high_freq_factor` is the shortest wavelength scaled at all.
+        high_freq_factor: f32,
+        /// The context the model was pre-trained with before the extension.
+        original_context: u32,
+    },
+    /// One divisor per rotated pair.
+    Divisors {
+        /// `s_i`, `d/2` of them.
+        divisors: Vec<f32>,
+    },
+}
+
+impl RopeScaling {
+    /// The divisor `s_i` of every pair `i < head_dim/2` for base `theta` (see the type's docs),
+    /// or a message naming what is wrong (a non-positive factor, a divisor count that is not
+    /// `head_dim / 2`, non-finite values).
+    pub fn divisors(&self, theta: f32, head_dim: usize) -> std::result::Result<Vec<f32>, String> {
+        let half = head_dim / 2;
+        let positive = |what: &str, v: f32| {
+            if v.is_finite() && v > 0.0 {
+                Ok(v)
+            } else {
+                Err(format!(
+                    "RoPE scaling {what} = {v} must be a finite number above 0"
+                ))
+            }
+        };
+        match self {
+            RopeScaling::None => Ok(vec![1.0; half]),
+            RopeScaling::Linear { factor } => Ok(vec![positive("factor", *factor)?; half]),
+            RopeScaling::Llama3 {
+                factor,
+                low_freq_factor,
+                high_freq_factor,
+                original_context,
+            } => {
+                let factor = positive("factor", *factor)?;
+                let lo = positive("low_freq_factor", *low_freq_factor)?;
+                let hi = positive("high_freq_factor", *high_freq_factor)?;
+                if hi <= lo {
+                    return Err(format!(
+                        "RoPE scaling high_freq_factor = {hi} must be above low_freq_factor = {lo}"
+                    ));
+                }
+                let old = positive("original_max_position_embeddings", *original_context as f32)?;
+                let (lambda_lo, lambda_hi) = (old / lo, old / hi);
+                Ok((0..half)
+                    .map(|i| {
+                        let f = theta.powf(-(2.0 * i as f32) / head_dim as f32);
+                        let lambda = 2.0 * std::f32::consts::PI / f;
+                        if lambda < lambda_hi {
+                            1.0
+                        } else if lambda > lambda_lo {
+                            factor
+                        } else {
+                            let a = (old / lambda - lo) / (hi - lo);
+                            1.0 / ((1.0 - a) / factor + a)
+                        }
+                    })
+                    .collect())
+            }
+            RopeScaling::Divisors { divisors } => {
+                if divisors.len() != half {
+                    return Err(format!(
+                        "{} RoPE frequency divisors for {half} rotated pairs",
+                        divisors.len()
+                    ));
+                }
+                for (i, &d) in divisors.iter().enumerate() {
+                    positive(&format!("divisor {i}"), d)?;
+                }
+                Ok(divisors.clone())
+            }
+        }
+    }
 }
 
 /// Parameter counts by component.
@@ -169,6 +287,7 @@ impl ModelSpec {
             o_bias: false,
             mlp_bias: false,
             norms_per_layer: if family == Family::Gemma2 { 4 } else { 2 },
+            qk_norm: family == Family::Qwen3,
             max_position_embeddings: None,
             layers: vec![layer; num_layers as usize],
         };
@@ -284,7 +403,15 @@ impl ModelSpec {
         let embedding = v * d;
         let attention = self.layers.iter().map(|l| self.attention_params(l)).sum();
         let mlp = self.layers.iter().map(|l| self.mlp_params(l)).sum();
-        let norms = self.layers.len() as u64 * u64::from(self.norms_per_layer) * d + d;
+        let qk_norms: u64 = if self.qk_norm {
+            self.layers
+                .iter()
+                .map(|l| 2 * u64::from(l.qk_head_dim))
+                .sum()
+        } else {
+            0
+        };
+        let norms = self.layers.len() as u64 * u64::from(self.norms_per_layer) * d + d + qk_norms;
         let lm_head = if self.tie_word_embeddings { 0 } else { v * d };
         ParamBreakdown {
             embedding,
