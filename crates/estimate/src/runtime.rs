@@ -104,6 +104,10 @@ pub struct RuntimeUnit {
     /// rate) where the CPU has them; `false`: SDOT dot products (4×) at best.
     #[serde(default = "yes")]
     pub int8_i8mm: bool,
+    /// CPU only: weight formats whose int8 kernels use i8mm even when `int8_i8mm` is `false`
+    /// (e.g. llama.cpp's repacked layouts: q4_0, q4_K, q8_0 run SMMLA GEMMs; q6_K keeps SDOT).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub int8_i8mm_formats: Vec<WeightFormat>,
     /// Threads by default on a CPU (`None`: the device's `default_threads`).
     #[serde(default)]
     pub default_threads: Option<u32>,
@@ -380,7 +384,9 @@ pub(crate) fn resolve(
     }
     let compute = dep.compute.unwrap_or(ru.compute_for(dep.weights));
     let sdot_only;
-    let cpu = if ru.int8_i8mm || !unit.features.i8mm {
+    // i8mm where the runtime's kernel for this format uses it and the CPU has it, else SDOT.
+    let i8mm = ru.int8_i8mm || ru.int8_i8mm_formats.contains(&dep.weights);
+    let cpu = if i8mm || !unit.features.i8mm {
         unit
     } else {
         let mut u = unit.clone();
