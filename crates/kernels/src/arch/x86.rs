@@ -617,12 +617,23 @@ unsafe fn ggml_matmul_direct1(w: &GgmlMatrix, x: &ActQ16, xp: &GgmlPrep, out: &m
                 } else {
                     let d = crate::arch::f16_bits_to_f32(u16::from_le_bytes([b[0], b[1]]));
                     let dmin = crate::arch::f16_bits_to_f32(u16::from_le_bytes([b[2], b[3]]));
-                    let mut sc = [0u8; 12];
-                    sc.copy_from_slice(&b[4..16]);
+                    // `scale_min_k4` for all 8 sub-blocks at once, 4 bytes per word (with
+                    // `w0, w1, w2` the scale bytes 0..4, 4..8, 8..12): scales 0..4 `w0 & 63`,
+                    // 4..8 `(w2 & 15) | (w0 >> 6) << 4`; minimums 0..4 `w1 & 63`, 4..8
+                    // `(w2 >> 4 & 15) | (w1 >> 6) << 4` (masks keep each byte's own bits).
+                    let word =
+                        |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+                    let (w0, w1, w2) = (word(4), word(8), word(12));
+                    let (m6, m4, m2) = (0x3F3F_3F3Fu32, 0x0F0F_0F0Fu32, 0x0303_0303u32);
+                    let sc = [w0 & m6, (w2 & m4) | (((w0 >> 6) & m2) << 4)];
+                    let mn = [w1 & m6, ((w2 >> 4) & m4) | (((w1 >> 6) & m2) << 4)];
                     for s in 0..8 {
-                        let (scale, min) = crate::ggml::scale_min_k4(s, &sc);
-                        a[s * 4 + j] = d * f32::from(scale);
-                        c[s * 4 + j] = -(dmin * f32::from(min));
+                        let (scale, min) = (
+                            sc[s / 4] >> (8 * (s % 4)) & 0xFF,
+                            mn[s / 4] >> (8 * (s % 4)) & 0xFF,
+                        );
+                        a[s * 4 + j] = d * scale as f32;
+                        c[s * 4 + j] = -(dmin * min as f32);
                     }
                 }
             }
