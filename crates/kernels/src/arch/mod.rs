@@ -125,7 +125,7 @@ impl GgmlTile {
 /// A hint to fetch the cache line at `p` (x86_64 `prefetcht0`; nothing elsewhere: wasm has no
 /// prefetch instruction).
 #[inline(always)]
-fn prefetch(p: *const u8) {
+pub(crate) fn prefetch(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SSE is part of x86_64; a prefetch never faults, `p` is inside a live slice anyway.
     unsafe {

@@ -26,7 +26,7 @@ use half::f16;
 use crate::act::{ActQ16, BLOCK};
 use crate::arch::{tile_values, GgmlPrep, GgmlTile};
 use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
-use crate::ggml::GgmlMatrix;
+use crate::ggml::{GgmlFormat, GgmlMatrix};
 use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix, Q8_TILE, ROW_TILE};
 
 /// How the int16 activations are ordered within a pair of blocks `b`, `b+1` (64 values).
@@ -542,6 +542,208 @@ unsafe fn ggml_tile<const U: usize, const MIN: bool>(
     }
 }
 
+// ---- ggml decode (m = 1): Q4_K and Q6_K decoded in registers from the block bytes ----
+//
+// With one token the tile's decode (shared Rust into an i8 scratch) is most of the work, so
+// Q4_K and Q6_K skip it: per row and super-block, the 32-byte loads of `qs` (Q4_K) or `ql`
+// and `qh` (Q6_K) are split with 16-bit shifts and byte masks (no bits cross a byte once
+// masked) into the 32 values of two units, already in index order, widened by `vpmovsxbw` /
+// `vpmovzxbw` and multiplied with the activations as in [`ggml_unit`]. The unit pairs, their
+// reduction across the 4 rows and every f32 operation are those of [`ggml_tile`] in the same
+// order, so the results are bit-identical to the tile path (the test
+// `nan_activations_propagate_and_prefill_equals_decode` compares m = 1 with m = 9).
+
+/// i32 partials (8 lanes) of 32 weights held as bytes in `v` (values 0..=15, or −32..=31
+/// with `SIGNED`) against the activations at `x`, as two units of 16: `(lo 16, hi 16)`.
+///
+/// # Safety
+/// `x` must be valid for 32 i16.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn ggml_bytes2<const SIGNED: bool>(v: __m256i, x: *const i16) -> (__m256i, __m256i) {
+    let (lo, hi) = (_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+    let (lo, hi) = if SIGNED {
+        (_mm256_cvtepi8_epi16(lo), _mm256_cvtepi8_epi16(hi))
+    } else {
+        (_mm256_cvtepu8_epi16(lo), _mm256_cvtepu8_epi16(hi))
+    };
+    // SAFETY: the caller guarantees 32 readable i16 at `x`.
+    unsafe {
+        (
+            _mm256_madd_epi16(lo, _mm256_loadu_si256(x as *const __m256i)),
+            _mm256_madd_epi16(hi, _mm256_loadu_si256(x.add(16) as *const __m256i)),
+        )
+    }
+}
+
+/// `out[r] = x · w[r]` for one token of a Q4_K or Q6_K matrix, decoding in registers.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C; `w` is Q4_K or Q6_K, `x` has one row of `w.cols()`
+/// values, `out` has `w.rows()` values.
+// The 4 rows × 4 value groups of a Q6_K half are indexed both ways.
+#[allow(clippy::needless_range_loop)]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn ggml_matmul_direct1(w: &GgmlMatrix, x: &ActQ16, xp: &GgmlPrep, out: &mut [f32]) {
+    let n = w.rows();
+    let q6 = w.format() == GgmlFormat::Q6K;
+    let (rb, bb) = (w.row_bytes(), w.format().block_bytes());
+    let nsb = w.cols() / 256;
+    let (m4, m3) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x30));
+    let k32 = _mm256_set1_epi8(32);
+    for r0 in (0..n).step_by(ROW_TILE) {
+        let mut total = _mm_setzero_ps();
+        for sb in 0..nsb {
+            // Per-unit factors `[unit][4 rows]` (16 units for Q6_K, 8 for Q4_K) and Q4_K's
+            // per-32 terms, as the tile decode computes them.
+            let mut a = [0.0f32; 64];
+            let mut c = [0.0f32; 32];
+            let mut blk = [core::ptr::null::<u8>(); ROW_TILE];
+            for (j, p) in blk.iter_mut().enumerate() {
+                let r = (r0 + j).min(n - 1);
+                let b = &w.data[r * rb + sb * bb..r * rb + (sb + 1) * bb];
+                *p = b.as_ptr();
+                if r0 + ROW_TILE + j < n {
+                    let at = (r0 + ROW_TILE + j) * rb + sb * bb;
+                    for line in w.data[at..at + bb].chunks(64) {
+                        crate::arch::prefetch(line.as_ptr());
+                    }
+                }
+                if q6 {
+                    let d = crate::arch::f16_bits_to_f32(u16::from_le_bytes([b[208], b[209]]));
+                    for u in 0..16 {
+                        a[u * 4 + j] = d * f32::from(b[192 + u] as i8);
+                    }
+                } else {
+                    let d = crate::arch::f16_bits_to_f32(u16::from_le_bytes([b[0], b[1]]));
+                    let dmin = crate::arch::f16_bits_to_f32(u16::from_le_bytes([b[2], b[3]]));
+                    // `scale_min_k4` for all 8 sub-blocks at once, 4 bytes per word (with
+                    // `w0, w1, w2` the scale bytes 0..4, 4..8, 8..12): scales 0..4 `w0 & 63`,
+                    // 4..8 `(w2 & 15) | (w0 >> 6) << 4`; minimums 0..4 `w1 & 63`, 4..8
+                    // `(w2 >> 4 & 15) | (w1 >> 6) << 4` (masks keep each byte's own bits).
+                    let word =
+                        |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+                    let (w0, w1, w2) = (word(4), word(8), word(12));
+                    let (m6, m4, m2) = (0x3F3F_3F3Fu32, 0x0F0F_0F0Fu32, 0x0303_0303u32);
+                    let sc = [w0 & m6, (w2 & m4) | (((w0 >> 6) & m2) << 4)];
+                    let mn = [w1 & m6, ((w2 >> 4) & m4) | (((w1 >> 6) & m2) << 4)];
+                    for s in 0..8 {
+                        let (scale, min) = (
+                            sc[s / 4] >> (8 * (s % 4)) & 0xFF,
+                            mn[s / 4] >> (8 * (s % 4)) & 0xFF,
+                        );
+                        a[s * 4 + j] = d * scale as f32;
+                        c[s * 4 + j] = -(dmin * min as f32);
+                    }
+                }
+            }
+            let xq = x.q[sb * 256..].as_ptr();
+            let u0 = sb * if q6 { 16 } else { 8 };
+            let sx = xp.sx[u0 * 4..].as_ptr();
+            let mut acc = _mm256_setzero_ps();
+            // SAFETY: each `blk[j]` points at a whole block of `bb` bytes (the 32-byte loads
+            // stay inside it: Q4_K `qs` at 16..144, Q6_K `ql` 0..128, `qh` 128..192); `xq`
+            // has the super-block's 256 activations, `sx` its units × 4 factors.
+            unsafe {
+                // One pair of units (u, u+1) per step: rows' i32 partials, reduced, scaled.
+                let mut step = |u: usize, d: [(__m256i, __m256i); 4]| {
+                    let f = _mm256_cvtepi32_ps(ggml_reduce(
+                        [d[0].0, d[1].0, d[2].0, d[3].0],
+                        [d[0].1, d[1].1, d[2].1, d[3].1],
+                    ));
+                    let s = _mm256_mul_ps(
+                        _mm256_loadu_ps(a.as_ptr().add(u * 4)),
+                        _mm256_loadu_ps(sx.add(u * 4)),
+                    );
+                    acc = _mm256_fmadd_ps(f, s, acc);
+                };
+                if q6 {
+                    for h in 0..2 {
+                        let ld = |j: usize, at: usize| {
+                            _mm256_loadu_si256(blk[j].add(at) as *const __m256i)
+                        };
+                        let mut v = [[_mm256_setzero_si256(); 4]; 4];
+                        for (j, v) in v.iter_mut().enumerate() {
+                            let ql0 = ld(j, 64 * h);
+                            let ql1 = ld(j, 64 * h + 32);
+                            let qh = ld(j, 128 + 32 * h);
+                            // Value 128h + 32k + l: low 4 bits from ql, bits 2k, 2k+1 of qh.
+                            let hi = [
+                                _mm256_and_si256(_mm256_slli_epi16::<4>(qh), m3),
+                                _mm256_and_si256(_mm256_slli_epi16::<2>(qh), m3),
+                                _mm256_and_si256(qh, m3),
+                                _mm256_and_si256(_mm256_srli_epi16::<2>(qh), m3),
+                            ];
+                            let lo = [
+                                _mm256_and_si256(ql0, m4),
+                                _mm256_and_si256(ql1, m4),
+                                _mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4),
+                                _mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4),
+                            ];
+                            for (k, v) in v.iter_mut().enumerate() {
+                                *v = _mm256_sub_epi8(_mm256_or_si256(lo[k], hi[k]), k32);
+                            }
+                        }
+                        for k in 0..4 {
+                            let x = xq.add(128 * h + 32 * k);
+                            step(
+                                8 * h + 2 * k,
+                                [
+                                    ggml_bytes2::<true>(v[0][k], x),
+                                    ggml_bytes2::<true>(v[1][k], x),
+                                    ggml_bytes2::<true>(v[2][k], x),
+                                    ggml_bytes2::<true>(v[3][k], x),
+                                ],
+                            );
+                        }
+                    }
+                } else {
+                    for i in 0..4 {
+                        let mut d = [[(_mm256_setzero_si256(), _mm256_setzero_si256()); 4]; 2];
+                        for j in 0..ROW_TILE {
+                            let qs = _mm256_loadu_si256(blk[j].add(16 + 32 * i) as *const __m256i);
+                            let lo = _mm256_and_si256(qs, m4);
+                            let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(qs), m4);
+                            // Sub-block 2i (low nibbles) and 2i+1 (high), 32 values each.
+                            let (x0, x1) = (xq.add(64 * i), xq.add(64 * i + 32));
+                            let (p0, p1) = ggml_bytes2::<false>(lo, x0);
+                            let (p2, p3) = ggml_bytes2::<false>(hi, x1);
+                            d[0][j] = (_mm256_add_epi32(p0, p1), _mm256_setzero_si256());
+                            d[1][j] = (_mm256_add_epi32(p2, p3), _mm256_setzero_si256());
+                        }
+                        step(
+                            2 * i,
+                            [
+                                (d[0][0].0, d[1][0].0),
+                                (d[0][1].0, d[1][1].0),
+                                (d[0][2].0, d[1][2].0),
+                                (d[0][3].0, d[1][3].0),
+                            ],
+                        );
+                    }
+                }
+                let mut o = fold(acc);
+                if !q6 {
+                    let xs = xp.xs[sb * 8 * 4..].as_ptr();
+                    for b in 0..8 {
+                        o = _mm_fmadd_ps(
+                            _mm_loadu_ps(c.as_ptr().add(b * 4)),
+                            _mm_loadu_ps(xs.add(b * 4)),
+                            o,
+                        );
+                    }
+                }
+                total = _mm_add_ps(total, o);
+            }
+        }
+        let width = (n - r0).min(ROW_TILE);
+        let mut o = [0.0f32; 4];
+        // SAFETY: `o` has room for 4 floats; `_mm_storeu_ps` needs no alignment.
+        unsafe { _mm_storeu_ps(o.as_mut_ptr(), total) };
+        out[r0..r0 + width].copy_from_slice(&o[..width]);
+    }
+}
+
 /// # Safety
 /// The CPU must have AVX2, FMA and F16C. Shapes are checked by the caller.
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -550,6 +752,11 @@ pub(crate) unsafe fn ggml_matmul(w: &GgmlMatrix, x: &ActQ16, out: &mut [f32]) {
     let f = w.format();
     let (u, v) = (f.unit(), f.block_values());
     let xp = GgmlPrep::new(w, x);
+    if m == 1 && matches!(f, GgmlFormat::Q4K | GgmlFormat::Q6K) {
+        // SAFETY: one token of a Q4_K / Q6_K matrix; shapes checked by the caller.
+        unsafe { ggml_matmul_direct1(w, x, &xp, out) };
+        return;
+    }
     let mut tile = GgmlTile::new();
     let mut acc = vec![_mm_setzero_ps(); m];
     for r0 in (0..n).step_by(ROW_TILE) {
