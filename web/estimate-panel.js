@@ -109,6 +109,9 @@ export function createEstimatePanel({ send }) {
     const s = document.createElement('summary');
     const label = document.createElement('span');
     label.className = 'num-label';
+    // Named from the start: the first report can take a while (the estimator derives its
+    // ranges from the validation set once), and a summary must never be empty.
+    label.textContent = c.label;
     const value = document.createElement('span');
     value.className = 'num-value';
     value.id = c.id;

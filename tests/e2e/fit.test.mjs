@@ -171,7 +171,7 @@ test('what fits at 390 px: the table scrolls inside its box, the page does not',
   });
   assert.ok(widths.doc <= widths.view + 1, `the page does not scroll sideways: ${JSON.stringify(widths)}`);
   assert.ok(widths.table > widths.box, `the table scrolls inside its box: ${JSON.stringify(widths)}`);
-  assert.ok((await pageRows(page)).every((r) => r.context === 2048 && /llama|smollm|sheared/.test(r.model)), 'llama family at 2048 only');
+  assert.ok((await pageRows(page)).every((r) => r.context === 2048 && /llama|smollm|sheared|falcon3/.test(r.model)), `llama family (llama architecture: Llama, SmolLM2, Sheared-LLaMA, Falcon3) at 2048 only: ${JSON.stringify((await pageRows(page)).map((r) => r.model))}`);
   await page.getByTestId('fit-panel').scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(SHOT_DIR, 'fit-phone.png') });
   assert.deepEqual(errors, [], 'no console errors');

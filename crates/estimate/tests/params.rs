@@ -396,11 +396,11 @@ fn validation_presets_match_published_totals() {
     }
 }
 
-/// Qwen3 has no family of its own in the spec: its presets are llama shapes with head_dim 128,
-/// and miss exactly the per-layer q_norm and k_norm weights (2 × 128 per layer) of the total
-/// recorded in the preset (computed from the config.json shape, by hand here for 0.6B).
+/// Qwen3 presets (`model_type: qwen3`: per-head q/k RMSNorms, head_dim 128 decoupled from
+/// hidden / heads) count exactly the total recorded in the preset, computed from the
+/// config.json shape (by hand here for 0.6B).
 #[test]
-fn qwen3_presets_miss_exactly_the_qk_norms() {
+fn qwen3_presets_count_the_qk_norms() {
     // Qwen3-0.6B by hand: d = 1024, 28 layers, 16 heads × 128, 8 KV heads × 128, I = 3072,
     // V = 151936, tied; per layer q 1024·2048, k and v 1024·1024, o 2048·1024, MLP 3·1024·3072,
     // two norms 2·1024, q/k norms 2·128; final norm 1024.
@@ -409,15 +409,11 @@ fn qwen3_presets_miss_exactly_the_qk_norms() {
         preset_info("qwen3-0.6b").unwrap().published_params,
         151_936 * 1024 + 28 * per_layer + 1024
     );
-    for (id, layers) in [
-        ("qwen3-0.6b", 28u64),
-        ("qwen3-1.7b", 28),
-        ("qwen3-4b", 36),
-        ("qwen3-8b", 36),
-    ] {
-        let got = preset(id).unwrap().params().total;
+    for id in ["qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b"] {
+        let spec = preset(id).unwrap();
+        assert!(spec.qk_norm, "{id} has q/k norms");
         assert_eq!(
-            got + 2 * 128 * layers,
+            spec.params().total,
             preset_info(id).unwrap().published_params,
             "{id}"
         );
