@@ -62,12 +62,51 @@ pub fn load_gguf_within<R: Read + Seek>(
     memory_budget: Option<u64>,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Model, TextTokenizer)> {
+    let (model, tokenizer) = load_parts(reader, options, memory_budget, progress, true)?;
+    let tokenizer = tokenizer.ok_or_else(|| EngineError::Format("no tokenizer".to_string()))?;
+    Ok((model, tokenizer))
+}
+
+/// The model of a GGUF file without its tokenizer (driven by token ids: tests, and files whose
+/// vocabulary kind the tokenizer does not read yet).
+pub fn load_gguf_model<R: Read + Seek>(
+    reader: &mut R,
+    options: LoadOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Model> {
+    Ok(load_parts(reader, options, None, progress, false)?.0)
+}
+
+fn load_parts<R: Read + Seek>(
+    reader: &mut R,
+    options: LoadOptions,
+    memory_budget: Option<u64>,
+    progress: &mut dyn FnMut(usize, usize),
+    with_tokenizer: bool,
+) -> Result<(Model, Option<TextTokenizer>)> {
     let (content, file_len) = read_content(reader)?;
     let md = &content.metadata;
     let arch = get_str(md, "general.architecture")?;
     let desc = Arch::named(&arch, "architecture")?;
     let key = |k: &str| format!("{arch}.{k}");
-    let tokenizer = TextTokenizer::from_gguf(tokenizer_fields(md)?)?;
+    if desc.hf_fused {
+        return Err(EngineError::Unsupported(format!(
+            "GGUF `{arch}` (its fused attn_qkv / ffn_up tensors are read from HF files only)"
+        )));
+    }
+    for k in ["attn_logit_softcapping", "final_logit_softcapping"] {
+        if let Some(v) = opt_f32(md, &key(k))? {
+            return Err(EngineError::Unsupported(format!(
+                "GGUF `{}` = {v} (logit soft-capping)",
+                key(k)
+            )));
+        }
+    }
+    let tokenizer = if with_tokenizer {
+        Some(TextTokenizer::from_gguf(tokenizer_fields(md)?)?)
+    } else {
+        None
+    };
     let hidden = get_usize(md, &key("embedding_length"))?;
     let n_heads = get_usize(md, &key("attention.head_count"))?;
     let n_kv_heads = opt_usize(md, &key("attention.head_count_kv"))?.unwrap_or(n_heads);
@@ -112,10 +151,29 @@ pub fn load_gguf_within<R: Read + Seek>(
         .get("token_embd.weight")
         .map(|t| t.shape.dims().first().copied().unwrap_or(0))
         .ok_or_else(|| EngineError::tensor("token_embd.weight", "missing"))?;
+    let n_layers = get_usize(md, &key("block_count"))?;
+    // Sliding layers as llama.cpp lays them out for this architecture ([`Arch::gguf_swa`]).
+    let window = opt_usize(md, &key("attention.sliding_window"))?;
+    let (sliding_window, sliding_layers, rope_local_base) = match (window, desc.gguf_swa) {
+        (None, _) => (None, Vec::new(), None),
+        (Some(w), Some(swa)) => (
+            Some(w),
+            (0..n_layers)
+                .map(|i| i % swa.pattern < swa.pattern - 1)
+                .collect(),
+            Some(swa.local_base as f32),
+        ),
+        (Some(w), None) => {
+            return Err(EngineError::Unsupported(format!(
+                "GGUF `{}` = {w} for `{arch}` (sliding-window attention)",
+                key("attention.sliding_window")
+            )))
+        }
+    };
     let mut config = LlamaConfig {
         name: opt_str(md, "general.name").unwrap_or_default(),
         arch: arch.clone(),
-        n_layers: get_usize(md, &key("block_count"))?,
+        n_layers,
         hidden,
         n_heads,
         n_kv_heads,
@@ -129,6 +187,16 @@ pub fn load_gguf_within<R: Read + Seek>(
         tied_embeddings: !content.tensor_infos.contains_key("output.weight"),
         qkv_bias: desc.qkv_bias,
         qk_norm: desc.qk_norm,
+        embed_scale: desc.embed_scale,
+        post_norms: desc.post_norms,
+        activation: desc.activation,
+        // llama.cpp scales queries by 1/√head_dim for Gemma 3 (all but the 27B, whose GGUF
+        // cannot be told apart: see tests/golden/arch/README.md).
+        query_pre_attn_scalar: None,
+        sliding_window,
+        sliding_layers,
+        rope_local_base,
+        rope_dim: None,
         layers: None,
     };
     config.validate()?;
@@ -153,7 +221,9 @@ pub fn load_gguf_within<R: Read + Seek>(
             other => other,
         })?;
     }
-    tokenizer.check_fits(config.vocab)?;
+    if let Some(t) = &tokenizer {
+        t.check_fits(config.vocab)?;
+    }
 
     MemoryNeed::of(&config, &options).check(memory_budget)?;
 

@@ -15,7 +15,7 @@
 use edgefit_estimate::KvFormat;
 use edgefit_kernels::{ActQ16, Kernel, Matrix};
 
-use crate::config::{LayerShape, LlamaConfig};
+use crate::config::{Activation, LayerShape, LlamaConfig};
 use crate::error::Result;
 use crate::kv_cache::KvCache;
 pub use crate::weights::{LayerPart, LayerWeights, TensorRole, Weights};
@@ -57,6 +57,8 @@ pub struct Model {
     /// The format of the KV caches [`Model::new_cache`] makes (f32 unless set).
     pub kv_format: KvFormat,
     inv_freq: Vec<f32>,
+    /// The sliding layers' own frequencies ([`LlamaConfig::rope_local_inv_freq`]).
+    local_inv_freq: Option<Vec<f32>>,
     /// Every block's shape (from the config, cached).
     shapes: Vec<LayerShape>,
 }
@@ -69,7 +71,8 @@ impl Model {
         // (visibly broken) rather than plausibly wrong.
         let inv_freq = config
             .rope_inv_freq()
-            .unwrap_or_else(|_| vec![f32::NAN; config.head_dim / 2]);
+            .unwrap_or_else(|_| vec![f32::NAN; config.rotary_dim() / 2]);
+        let local_inv_freq = config.rope_local_inv_freq();
         let shapes = config.layer_shapes();
         Model {
             config,
@@ -77,6 +80,7 @@ impl Model {
             kernel: Kernel::best(),
             kv_format: KvFormat::F32,
             inv_freq,
+            local_inv_freq,
             shapes,
         }
     }
@@ -138,19 +142,30 @@ impl Model {
         for (row, &t) in x.chunks_exact_mut(h).zip(tokens) {
             self.weights.embed.row(t as usize, row);
         }
-
-        // cos/sin for every (position, pair), shared by all layers.
-        let half = hd / 2;
-        let mut cos = vec![0.0f32; t_len * half];
-        let mut sin = vec![0.0f32; t_len * half];
-        for t in 0..t_len {
-            let pos = (start + t) as f32;
-            for (i, f) in self.inv_freq.iter().enumerate() {
-                let (s, co) = (pos * f).sin_cos();
-                cos[t * half + i] = co;
-                sin[t * half + i] = s;
-            }
+        if c.embed_scale {
+            // Gemma: embeddings × √hidden (the f32 value, as transformers casts it).
+            let s = (h as f32).sqrt();
+            x.iter_mut().for_each(|v| *v *= s);
         }
+
+        // cos/sin for every (position, rotated pair), shared by all layers; the sliding
+        // layers' own set when they have their own base.
+        let half = self.inv_freq.len();
+        let rope_table = |inv_freq: &[f32]| {
+            let mut cos = vec![0.0f32; t_len * half];
+            let mut sin = vec![0.0f32; t_len * half];
+            for t in 0..t_len {
+                let pos = (start + t) as f32;
+                for (i, f) in inv_freq.iter().enumerate() {
+                    let (s, co) = (pos * f).sin_cos();
+                    cos[t * half + i] = co;
+                    sin[t * half + i] = s;
+                }
+            }
+            (cos, sin)
+        };
+        let (cos, sin) = rope_table(&self.inv_freq);
+        let local = self.local_inv_freq.as_deref().map(rope_table);
 
         let mut normed = vec![0.0f32; t_len * h];
         let (mut q, mut kk, mut vv, mut att) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -158,8 +173,9 @@ impl Model {
         let (mut lcos, mut lsin) = (Vec::new(), Vec::new());
         let mut proj = vec![0.0f32; t_len * h];
         let mut scores = vec![0.0f32; start + t_len];
-        // The unpruned head dim sets the scale, so pruned dims drop out of the sum only.
-        let scale = 1.0 / (hd as f32).sqrt();
+        // The unpruned head dim (or Gemma's query_pre_attn_scalar) sets the scale, so pruned
+        // dims drop out of the sum only.
+        let scale = c.attn_scale();
         let mut xq = ActQ16::default();
         // `y = x · Wᵀ` for every matrix `w` reading the same input `x` (quantized once).
         let mut linear = |x: &[f32], outs: &mut [(&Matrix, &mut Vec<f32>)]| {
@@ -203,6 +219,11 @@ impl Model {
                     rms_norm_in_place(x, w, c.rms_eps);
                 }
             }
+            let window = c.layer_window(li);
+            let (cos, sin) = match (&local, window) {
+                (Some((lc, ls)), Some(_)) => (lc, ls),
+                _ => (&cos, &sin),
+            };
             let (cs, sn) = if shape.qk_dim == hd {
                 (&cos[..], &sin[..])
             } else {
@@ -223,12 +244,15 @@ impl Model {
             let group = shape.n_heads / shape.n_kv_heads;
             for t in 0..t_len {
                 let visible = start + t + 1; // causal: positions 0..=start+t
+                                             // A sliding layer's query sees the newest `window` of them.
+                let first = window.map_or(0, |w| visible.saturating_sub(w));
                 for head in 0..shape.n_heads {
                     let kvh = head / group;
                     let qh = &q[t * qd + head * dk..t * qd + (head + 1) * dk];
                     let sc = &mut scores[..visible];
                     cache.scores(li, kvh, qh, scale, sc, k);
-                    softmax(sc);
+                    sc[..first].fill(0.0);
+                    softmax(&mut sc[first..]);
                     let out = &mut att[t * od + head * dv..t * od + (head + 1) * dv];
                     out.fill(0.0);
                     cache.add_weighted_values(li, kvh, sc, out, k);
@@ -236,16 +260,29 @@ impl Model {
             }
             probe(li, ProbePoint::AttnOut, &att);
             linear(&att, &mut [(&lw.wo, &mut proj)]);
+            if let Some(w) = &lw.post_attn_norm {
+                rms_norm_in_place(&mut proj, w, c.rms_eps);
+            }
             add_in_place(&mut x, &proj);
 
             rms_norm(&x, &lw.ffn_norm, c.rms_eps, &mut normed);
             probe(li, ProbePoint::MlpIn, &normed);
             linear(&normed, &mut [(&lw.w_gate, &mut gate), (&lw.w_up, &mut up)]);
-            for (g, u) in gate.iter_mut().zip(&up) {
-                *g = silu(*g) * u;
+            match c.activation {
+                Activation::Silu => gate
+                    .iter_mut()
+                    .zip(&up)
+                    .for_each(|(g, u)| *g = silu(*g) * u),
+                Activation::GeluTanh => gate
+                    .iter_mut()
+                    .zip(&up)
+                    .for_each(|(g, u)| *g = gelu_tanh(*g) * u),
             }
             probe(li, ProbePoint::MlpMid, &gate);
             linear(&gate, &mut [(&lw.w_down, &mut proj)]);
+            if let Some(w) = &lw.post_ffn_norm {
+                rms_norm_in_place(&mut proj, w, c.rms_eps);
+            }
             add_in_place(&mut x, &proj);
             probe(li, ProbePoint::BlockOut, &x);
         }
@@ -297,9 +334,12 @@ fn add_bias(x: &mut [f32], b: &[f32]) {
     }
 }
 
-/// Rotates adjacent pairs `(2i, 2i+1)` of every head of every row (GGUF llama layout).
+/// Rotates adjacent pairs `(2i, 2i+1)` of every head of every row (GGUF llama layout); with
+/// `cos`/`sin` holding `r < head_dim/2` pairs per row (partial RoPE), only the first `r`
+/// pairs of each head rotate and the rest pass through.
 fn rope(x: &mut [f32], width: usize, head_dim: usize, cos: &[f32], sin: &[f32]) {
-    let half = head_dim / 2;
+    let rows = x.len() / width.max(1);
+    let half = cos.len() / rows.max(1);
     for (t, row) in x.chunks_exact_mut(width).enumerate() {
         let (c, s) = (
             &cos[t * half..(t + 1) * half],
@@ -331,6 +371,15 @@ pub(crate) fn softmax(x: &mut [f32]) {
 
 fn silu(x: f32) -> f32 {
     x / (1.0 + exp_f32(-x))
+}
+
+/// `gelu(x) = x/2 · (1 + tanh(u))`, `u = √(2/π) · (x + 0.044715 x³)`, with
+/// `1 + tanh(u) = 2 − 2/(e^{2u} + 1)` (exact at both ends: e^{2u} overflows to ∞ → 2, underflows
+/// to 0 → 0).
+fn gelu_tanh(x: f32) -> f32 {
+    const C: f32 = 0.797_884_6; // √(2/π)
+    let u = C * (x + 0.044_715 * x * x * x);
+    x * (1.0 - 1.0 / (exp_f32(2.0 * u) + 1.0))
 }
 
 /// `e^x` in f32 within a few ulp, branch-free so the SiLU and softmax loops vectorise (wasm has

@@ -277,6 +277,10 @@ pub struct LayerWeights {
     /// all heads; Qwen3), in the pair layout.
     pub q_norm: Option<Vec<f32>>,
     pub k_norm: Option<Vec<f32>>,
+    /// RMSNorm weights of the attention output and of the MLP output (`hidden` each; Gemma's
+    /// sandwich norms, [`LlamaConfig::post_norms`]).
+    pub post_attn_norm: Option<Vec<f32>>,
+    pub post_ffn_norm: Option<Vec<f32>>,
 }
 
 impl LayerWeights {
@@ -304,6 +308,8 @@ impl LayerWeights {
             LayerPart::VBias => self.bv.as_ref(),
             LayerPart::QNorm => self.q_norm.as_ref(),
             LayerPart::KNorm => self.k_norm.as_ref(),
+            LayerPart::PostAttnNorm => self.post_attn_norm.as_ref(),
+            LayerPart::PostFfnNorm => self.post_ffn_norm.as_ref(),
             _ => None,
         }
     }
@@ -353,6 +359,8 @@ impl LayerWeights {
             bv: self.bv,
             q_norm: self.q_norm,
             k_norm: self.k_norm,
+            post_attn_norm: self.post_attn_norm,
+            post_ffn_norm: self.post_ffn_norm,
         })
     }
 }
@@ -468,6 +476,8 @@ impl Weights {
                     bv: l.bv.clone(),
                     q_norm: l.q_norm.clone(),
                     k_norm: l.k_norm.clone(),
+                    post_attn_norm: l.post_attn_norm.clone(),
+                    post_ffn_norm: l.post_ffn_norm.clone(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -539,7 +549,9 @@ impl Weights {
             let bv = vector(LayerPart::VBias)?;
             let q_norm = vector(LayerPart::QNorm)?;
             let k_norm = vector(LayerPart::KNorm)?;
+            let post_attn_norm = vector(LayerPart::PostAttnNorm)?;
             let ffn_norm = vector(LayerPart::FfnNorm)?.unwrap_or_default();
+            let post_ffn_norm = vector(LayerPart::PostFfnNorm)?;
             let mut mat = |p: LayerPart| {
                 let (rows, cols) = p.shape(shape, h);
                 matrix(l(p), rows, cols, lin)
@@ -559,6 +571,8 @@ impl Weights {
                 bv,
                 q_norm,
                 k_norm,
+                post_attn_norm,
+                post_ffn_norm,
             });
         }
         let final_norm = matrix(TensorRole::FinalNorm, 1, h, WeightsFormat::F32)?.to_f32();
@@ -638,15 +652,19 @@ pub enum LayerPart {
     QNorm,
     KNorm,
     O,
+    /// Optional: RMSNorm of the attention output ([`LlamaConfig::post_norms`]).
+    PostAttnNorm,
     FfnNorm,
     Gate,
     Up,
     Down,
+    /// Optional: RMSNorm of the MLP output ([`LlamaConfig::post_norms`]).
+    PostFfnNorm,
 }
 
 impl LayerPart {
     /// Every part, in the order the loaders read and the writers write them.
-    pub const ALL: [LayerPart; 14] = [
+    pub const ALL: [LayerPart; 16] = [
         LayerPart::AttnNorm,
         LayerPart::Q,
         LayerPart::K,
@@ -657,10 +675,12 @@ impl LayerPart {
         LayerPart::QNorm,
         LayerPart::KNorm,
         LayerPart::O,
+        LayerPart::PostAttnNorm,
         LayerPart::FfnNorm,
         LayerPart::Gate,
         LayerPart::Up,
         LayerPart::Down,
+        LayerPart::PostFfnNorm,
     ];
 
     /// `(GGUF name, HF name)` inside block `i`, without the `blk.{i}.` / `model.layers.{i}.`
@@ -681,6 +701,9 @@ impl LayerPart {
             LayerPart::Gate => ("ffn_gate.weight", "mlp.gate_proj.weight"),
             LayerPart::Up => ("ffn_up.weight", "mlp.up_proj.weight"),
             LayerPart::Down => ("ffn_down.weight", "mlp.down_proj.weight"),
+            // HF names are the architecture's ([`crate::config::Arch::hf_names`]).
+            LayerPart::PostAttnNorm => ("post_attention_norm.weight", ""),
+            LayerPart::PostFfnNorm => ("post_ffw_norm.weight", ""),
         }
     }
 
@@ -689,9 +712,17 @@ impl LayerPart {
         format!("blk.{layer}.{}", self.names().0)
     }
 
-    /// The HF safetensors name in block `layer` (`model.layers.3.self_attn.q_proj.bias`).
-    pub fn hf_name(self, layer: usize) -> String {
-        format!("model.layers.{layer}.{}", self.names().1)
+    /// The HF safetensors name in block `layer` of architecture `arch`
+    /// (`model.layers.3.self_attn.q_proj.bias`): the LLaMA name unless
+    /// [`Arch::hf_names`](crate::config::Arch::hf_names) renames it. Fused tensors (Phi-3's
+    /// `qkv_proj`) are named for each part they hold.
+    pub fn hf_name(self, arch: &crate::config::Arch, layer: usize) -> String {
+        let name = arch
+            .hf_names
+            .iter()
+            .find(|(p, _)| *p == self)
+            .map_or(self.names().1, |(_, n)| n);
+        format!("model.layers.{layer}.{name}")
     }
 
     /// A vector (norm weight or bias), held as f32.
@@ -700,6 +731,8 @@ impl LayerPart {
             self,
             LayerPart::AttnNorm
                 | LayerPart::FfnNorm
+                | LayerPart::PostAttnNorm
+                | LayerPart::PostFfnNorm
                 | LayerPart::QBias
                 | LayerPart::KBias
                 | LayerPart::VBias
@@ -708,11 +741,17 @@ impl LayerPart {
         )
     }
 
+    /// A norm weight (Gemma's HF files store these as `w` of `1 + w`).
+    pub fn is_norm(self) -> bool {
+        self.is_vector() && !matches!(self, LayerPart::QBias | LayerPart::KBias | LayerPart::VBias)
+    }
+
     /// Whether the model `config` describes has this tensor.
     pub fn present(self, config: &LlamaConfig) -> bool {
         match self {
             LayerPart::QBias | LayerPart::KBias | LayerPart::VBias => config.qkv_bias,
             LayerPart::QNorm | LayerPart::KNorm => config.qk_norm,
+            LayerPart::PostAttnNorm | LayerPart::PostFfnNorm => config.post_norms,
             _ => true,
         }
     }
@@ -734,7 +773,10 @@ impl LayerPart {
     /// `(rows, cols)` in a block of shape `s` with hidden size `h`; vectors are `(1, len)`.
     pub fn shape(self, s: &LayerShape, h: usize) -> (usize, usize) {
         match self {
-            LayerPart::AttnNorm | LayerPart::FfnNorm => (1, h),
+            LayerPart::AttnNorm
+            | LayerPart::FfnNorm
+            | LayerPart::PostAttnNorm
+            | LayerPart::PostFfnNorm => (1, h),
             LayerPart::Q => (s.q_width(), h),
             LayerPart::K => (s.k_width(), h),
             LayerPart::V => (s.v_width(), h),

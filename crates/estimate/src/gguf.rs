@@ -305,7 +305,7 @@ impl GgufMetadata {
             qkv_bias,
             o_bias: self.tensor("blk.0.attn_output.bias").is_some(),
             mlp_bias: self.tensor("blk.0.ffn_down.bias").is_some(),
-            norms_per_layer: if family == Family::Gemma2 { 4 } else { 2 },
+            norms_per_layer: family.norms_per_layer(),
             qk_norm: self.tensor("blk.0.attn_q_norm.weight").is_some(),
             max_position_embeddings: self.uint(&k("context_length"))?,
             layers,

@@ -38,8 +38,27 @@ named_enum! {
         Gemma = "gemma",
         /// Gemma 2 (four norms per layer).
         Gemma2 = "gemma2",
+        /// Gemma 3 text (four norms per layer, RMSNorm on each head's q and k, sliding-window
+        /// layers; HF `model_type` `gemma3_text`).
+        Gemma3 = "gemma3",
         /// Phi-3 (fused qkv and gate_up projections: same parameter count).
         Phi3 = "phi3",
+    }
+}
+
+impl Family {
+    /// RMSNorm weight vectors per layer: 4 for Gemma 2/3's sandwich norms, else 2.
+    pub fn norms_per_layer(self) -> u32 {
+        if matches!(self, Family::Gemma2 | Family::Gemma3) {
+            4
+        } else {
+            2
+        }
+    }
+
+    /// Per-head q/k RMSNorm (Qwen3, Gemma 3).
+    pub fn qk_norm(self) -> bool {
+        matches!(self, Family::Qwen3 | Family::Gemma3)
     }
 }
 
@@ -286,8 +305,8 @@ impl ModelSpec {
             qkv_bias: family == Family::Qwen2,
             o_bias: false,
             mlp_bias: false,
-            norms_per_layer: if family == Family::Gemma2 { 4 } else { 2 },
-            qk_norm: family == Family::Qwen3,
+            norms_per_layer: family.norms_per_layer(),
+            qk_norm: family.qk_norm(),
             max_position_embeddings: None,
             layers: vec![layer; num_layers as usize],
         };
