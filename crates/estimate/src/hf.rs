@@ -413,6 +413,8 @@ presets!(
     "phi-3-mini",
     "gemma-2b",
     "gemma-2-2b",
+    "gemma-3-270m",
+    "gemma-3-1b",
     "llama-3.1-8b",
     "phi-3.5-mini",
     "qwen2.5-7b",
