@@ -408,12 +408,14 @@ impl LlamaConfig {
         let layers = self
             .layer_shapes()
             .iter()
-            .map(|l| edgefit_estimate::LayerSpec {
+            .enumerate()
+            .map(|(i, l)| edgefit_estimate::LayerSpec {
                 num_heads: l.n_heads as u32,
                 num_kv_heads: l.n_kv_heads as u32,
                 qk_head_dim: l.qk_dim as u32,
                 v_head_dim: l.v_dim as u32,
                 intermediate_size: l.ffn as u32,
+                sliding_window: self.layer_window(i).map(|w| w as u32),
             })
             .collect();
         edgefit_estimate::ModelSpec {

@@ -239,23 +239,34 @@ impl Model {
             };
             rope(&mut q, qd, dk, cs, sn);
             rope(&mut kk, kd, dk, cs, sn);
-            cache.append(li, &kk, &vv);
-
             let group = shape.n_heads / shape.n_kv_heads;
-            for t in 0..t_len {
-                let visible = start + t + 1; // causal: positions 0..=start+t
-                                             // A sliding layer's query sees the newest `window` of them.
-                let first = window.map_or(0, |w| visible.saturating_sub(w));
+            // Attention of token `t` over what the cache holds for this layer: every earlier
+            // token, or a sliding layer's window ([`KvCache::window_view`]: its ring holds only
+            // the window, so its tokens go in one at a time, each attending right after).
+            let mut attend = |t: usize, cache: &KvCache, visible: usize, masked: usize| {
                 for head in 0..shape.n_heads {
                     let kvh = head / group;
                     let qh = &q[t * qd + head * dk..t * qd + (head + 1) * dk];
                     let sc = &mut scores[..visible];
                     cache.scores(li, kvh, qh, scale, sc, k);
-                    sc[..first].fill(0.0);
-                    softmax(&mut sc[first..]);
+                    sc[..masked].fill(0.0);
+                    softmax(&mut sc[masked..]);
                     let out = &mut att[t * od + head * dv..t * od + (head + 1) * dv];
                     out.fill(0.0);
                     cache.add_weighted_values(li, kvh, sc, out, k);
+                }
+            };
+            if window.is_some() {
+                let (kw, vw) = (kd, shape.v_width());
+                for t in 0..t_len {
+                    cache.append(li, &kk[t * kw..(t + 1) * kw], &vv[t * vw..(t + 1) * vw]);
+                    let (held, masked) = cache.window_view(li);
+                    attend(t, cache, held, masked);
+                }
+            } else {
+                cache.append(li, &kk, &vv);
+                for t in 0..t_len {
+                    attend(t, cache, start + t + 1, 0); // causal: positions 0..=start+t
                 }
             }
             probe(li, ProbePoint::AttnOut, &att);

@@ -166,6 +166,84 @@ fn gemma3_gguf_matches_transformers() {
     eprintln!("gemma3_gguf (GGUF f32): max |logit − golden| = {e:.2e}");
 }
 
+/// Gemma 3's sliding layers keep only their window in every KV format, and the bytes held are
+/// what the estimator computes from the same files on its own (`ModelSpec::from_hf_config`,
+/// the GGUF metadata): 90 tokens, fed in pieces (a prefill of 17, then pieces of 1 and 9),
+/// past the window of 8 and past kivi4's first dropped block. The f32 cache's logits equal a
+/// one-chunk prefill of the same tokens; the other formats stay close to f32's.
+#[test]
+fn gemma3_sliding_layers_hold_their_window_and_the_estimated_bytes() {
+    use edgefit_estimate::{kv_bytes, GgufMetadata, KvFormat, ModelSpec};
+    let golden: serde_json::Value = serde_json::from_slice(&read("gemma3", "golden.json")).unwrap();
+    let prompt: Vec<u32> = serde_json::from_value(golden["cases"][1]["tokens"].clone()).unwrap();
+    let tokens: Vec<u32> = prompt.iter().cycle().take(90).copied().collect();
+    let (hf_model, _) = from_hf("gemma3");
+    let hf_spec = ModelSpec::from_hf_config("", &text("gemma3", "config.json")).unwrap();
+    let gguf_model_ = gguf_model("gemma3_gguf", "model.gguf", F32);
+    let meta: GgufMetadata = edgefit_engine::gguf::read_estimate_metadata(
+        &mut std::io::Cursor::new(read("gemma3_gguf", "model.gguf")),
+    )
+    .unwrap();
+    let gguf_spec = meta.to_spec("").unwrap();
+    assert_eq!(
+        gguf_spec
+            .layers
+            .iter()
+            .map(|l| l.sliding_window)
+            .collect::<Vec<_>>(),
+        [Some(8), Some(8), Some(8), Some(8), Some(8), None]
+    );
+    for (label, mut model, spec) in [
+        ("gemma3", hf_model, hf_spec),
+        ("gemma3_gguf", gguf_model_, gguf_spec),
+    ] {
+        let mut whole = model.new_cache(256);
+        let want = model.forward(&tokens, &mut whole, Logits::Last).unwrap();
+        for format in KvFormat::ALL.iter().copied() {
+            model.kv_format = format;
+            let mut cache = model.new_cache(256);
+            let mut last = Vec::new();
+            let mut fed = 0;
+            for piece in [17usize, 1, 9, 1, 30, 1, 31] {
+                last = model
+                    .forward(&tokens[fed..fed + piece], &mut cache, Logits::Last)
+                    .unwrap();
+                fed += piece;
+                let est = kv_bytes(&spec, format, fed as u64);
+                assert_eq!(cache.bytes(), est, "{label} {format} at {fed}");
+                assert_eq!(
+                    cache.stored_bytes(),
+                    est,
+                    "{label} {format} at {fed} (stores)"
+                );
+            }
+            assert_eq!(fed, tokens.len());
+            // Held: fewer bytes than a full-attention cache of the same tokens.
+            let full: u64 = spec
+                .layers
+                .iter()
+                .map(|l| format.layer_bytes(l, fed as u64))
+                .sum();
+            assert!(cache.bytes() < full, "{label} {format}");
+            let d = last
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            let budget = match format {
+                KvFormat::F32 => 1e-4,
+                KvFormat::F16 => 0.05,
+                _ => 1.5,
+            };
+            eprintln!(
+                "{label} {format}: {} bytes, max |logit − one-chunk f32| = {d:.2e}",
+                cache.bytes()
+            );
+            assert!(d <= budget, "{label} {format}: {d}");
+        }
+    }
+}
+
 /// Top-10 logits per position and greedy tokens of `golden-q8_0.json` (the HF model holding
 /// the Q8_0-dequantized weights); returns the worst error.
 fn check_top(label: &str, model: &Model, golden: &serde_json::Value, bound: f64) -> f64 {

@@ -264,6 +264,10 @@ impl GgufMetadata {
             to_u32(String::new(), width / u64::from(dim))
         };
         let key_lens = self.per_layer("edgefit.layers.key_length", n_layers)?;
+        let swa = match family {
+            Family::Gemma3 => self.uint(&k("attention.sliding_window"))?,
+            _ => None,
+        };
         let mut layers = Vec::with_capacity(n_layers as usize);
         for i in 0..n_layers {
             let key_len = key_lens.as_ref().map_or(key_len, |v| v[i as usize]);
@@ -290,6 +294,8 @@ impl GgufMetadata {
                 qk_head_dim: key_len,
                 v_head_dim: dv,
                 intermediate_size: inter,
+                // Gemma 3: llama.cpp's fixed layout, every 6th layer full.
+                sliding_window: swa.filter(|_| i % 6 < 5),
             });
         }
         let display = match (name.is_empty(), self.kv.get("general.name")) {

@@ -328,15 +328,59 @@ impl ModelSpec {
                         qk_head_dim: head_dim,
                         v_head_dim: head_dim,
                         intermediate_size: intermediate,
+                        sliding_window: None,
                     };
                     layers as usize
                 ],
                 Some(list) => edgefit_layers(list, layers)?,
             },
         };
+        let mut spec = spec;
+        for (l, w) in spec
+            .layers
+            .iter_mut()
+            .zip(sliding_windows(v, family, layers)?)
+        {
+            l.sliding_window = w;
+        }
         spec.validate()?;
         Ok(spec)
     }
+}
+
+/// Each layer's sliding window (Gemma 3): `sliding_window` on the layers `layer_types` marks
+/// `sliding_attention` (transformers 5), or, without `layer_types`, on every layer but each
+/// `sliding_window_pattern`-th (transformers 4; default 6). Other families: none (Mistral's and
+/// Qwen2's windows are not modelled; the engine refuses them).
+fn sliding_windows(v: &Value, family: Family, n: u32) -> Result<Vec<Option<u32>>> {
+    let none = vec![None; n as usize];
+    let Some(w) = get_u32(v, "sliding_window")? else {
+        return Ok(none);
+    };
+    if family != Family::Gemma3 {
+        return Ok(none);
+    }
+    if let Some(types) = v.get("layer_types").and_then(Value::as_array) {
+        if types.len() != n as usize {
+            return Err(EstimateError::MissingField {
+                source_kind: SRC,
+                field: "layer_types".into(),
+                expected: "one entry per layer (num_hidden_layers entries)",
+            });
+        }
+        return Ok(types
+            .iter()
+            .map(|t| (t.as_str() == Some("sliding_attention")).then_some(w))
+            .collect());
+    }
+    let pattern = match get_u32(v, "sliding_window_pattern")? {
+        Some(p) => p,
+        None => get_u32(v, "_sliding_window_pattern")?.unwrap_or(6),
+    }
+    .max(1);
+    Ok((0..n)
+        .map(|i| ((i + 1) % pattern != 0).then_some(w))
+        .collect())
 }
 
 /// `edgefit_layers` of a pruned model's config: exactly `num_hidden_layers` objects.
@@ -370,6 +414,7 @@ fn edgefit_layers(list: &Value, n: u32) -> Result<Vec<LayerSpec>> {
                 qk_head_dim: field("qk_dim")?,
                 v_head_dim: field("v_dim")?,
                 intermediate_size: field("ffn")?,
+                sliding_window: None,
             })
         })
         .collect()

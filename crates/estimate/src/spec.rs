@@ -75,9 +75,29 @@ pub struct LayerSpec {
     pub v_head_dim: u32,
     /// MLP intermediate width.
     pub intermediate_size: u32,
+    /// Sliding-window attention: a query sees only the newest `w` tokens (itself included),
+    /// and the KV cache keeps only those ([`LayerSpec::held_tokens`]). `None`: full attention.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<u32>,
 }
 
 impl LayerSpec {
+    /// Tokens this layer's KV cache holds after `tokens` tokens, as the engine keeps them:
+    /// all of them without a window; with window `w`, `min(tokens, w)` (a ring of `w` slots),
+    /// except `kivi4`, whose keys are quantized in blocks of [`crate::KIVI_BLOCK`] = 32 tokens
+    /// and which drops a block (keys and values) once all of it has left the window:
+    /// `tokens − 32 · ⌊max(0, tokens − w) / 32⌋` (between `w` and `w + 31` once full).
+    pub fn held_tokens(&self, format: crate::KvFormat, tokens: u64) -> u64 {
+        match self.sliding_window.map(u64::from) {
+            None => tokens,
+            Some(w) if format == crate::KvFormat::Kivi4 => {
+                let b = crate::KIVI_BLOCK;
+                tokens - tokens.saturating_sub(w) / b * b
+            }
+            Some(w) => tokens.min(w),
+        }
+    }
+
     /// `H · dk`: width of the q projection's output.
     pub fn q_dim(&self) -> u64 {
         u64::from(self.num_heads) * u64::from(self.qk_head_dim)
@@ -295,6 +315,7 @@ impl ModelSpec {
             qk_head_dim: head_dim,
             v_head_dim: head_dim,
             intermediate_size,
+            sliding_window: None,
         };
         let spec = ModelSpec {
             name: name.into(),
@@ -527,6 +548,7 @@ impl LayerPrune {
             }
         };
         Ok(LayerSpec {
+            sliding_window: l.sliding_window,
             num_heads: pick("num_heads", self.num_heads, l.num_heads)?,
             num_kv_heads: pick("num_kv_heads", self.num_kv_heads, l.num_kv_heads)?,
             qk_head_dim: pick("qk_head_dim", self.qk_head_dim, l.qk_head_dim)?,
