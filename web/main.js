@@ -144,6 +144,8 @@ function spawnWorker() {
   const forced = new URLSearchParams(location.search).get('wasm');
   if (forced !== null) workerUrl.searchParams.set('wasm', forced);
   if (FAULTS) workerUrl.searchParams.set('faults', '1');
+  // ?tables=0: the estimator computes its tables on the first estimate (worker.js), to measure.
+  if (new URLSearchParams(location.search).get('tables') === '0') workerUrl.searchParams.set('tables', '0');
   const w = new Worker(workerUrl, { type: 'module', name: 'edgefit-engine' });
   w.onmessage = (ev) => onWorkerMessage(w, ev.data);
   w.onerror = (ev) => {
@@ -184,6 +186,7 @@ function onFatal(w, message) {
   el.prefillProgress.hidden = true;
   state.modelLoaded = false;
   state.modelInfo = null;
+  state.modelName = null;
   state.kvFormats = [];
   state.kvFormat = null;
   renderInfo(null);
@@ -241,10 +244,13 @@ function onWorkerMessage(w, msg) {
     case P.FromWorker.LOADED:
       state.phase = 'ready';
       state.modelLoaded = true;
+      if (state.pendingSource) state.source = state.pendingSource;
+      state.pendingSource = null;
       state.modelInfo = msg.info;
       state.weights = msg.info.weights.weights;
       el.weightsFormat.value = state.weights;
-      el.progressText.textContent = `${P.formatProgress(Number(el.progress.value), Number(el.progress.max))} · ${msg.info.name || 'model'} loaded (${state.weights})`;
+      state.modelName = P.displayName(state.source?.kind === 'file' ? state.source.file.name : state.source?.url, msg.info);
+      el.progressText.textContent = `${P.formatProgress(Number(el.progress.value), Number(el.progress.max))} · ${state.modelName} loaded (${P.describeWeights(state.weights, msg.info.weights.stored, msg.info.weights.embedding)})`;
       if (typeof msg.metrics.kv_format === 'string') state.kvFormat = msg.metrics.kv_format;
       renderKvFormats();
       renderInfo(msg.info);
@@ -256,8 +262,8 @@ function onWorkerMessage(w, msg) {
       renderPruneModel(msg.info);
       setStatus('ready');
       render();
-      panel.modelLoaded(msg.info);
-      fitPanel.modelLoaded(msg.info);
+      panel.modelLoaded({ ...msg.info, name: state.modelName });
+      fitPanel.modelLoaded({ ...msg.info, name: state.modelName });
       measureBaseline();
       break;
     case P.FromWorker.PRUNE_PROGRESS:
@@ -398,6 +404,16 @@ function onWorkerMessage(w, msg) {
       {
         share.keepEstimateKv = false;
         const wasGenerating = state.phase === 'generating' || state.phase === 'stopping';
+        if (state.phase === 'loading') {
+          // The worker kept the running model (if any): the picker and the line say so.
+          state.pendingSource = null;
+          if (state.modelInfo) state.weights = state.modelInfo.weights.weights;
+          el.weightsFormat.value = state.weights;
+          el.progress.value = 0;
+          el.progressText.textContent = state.modelLoaded
+            ? `not loaded; still running ${state.modelInfo?.name || 'the model loaded before'} (${state.weights})`
+            : 'not loaded';
+        }
         el.prefillProgress.hidden = true;
         if (state.phase === 'pruning') endPruneProgress('');
         state.phase = state.modelLoaded ? 'ready' : 'idle';
@@ -435,7 +451,7 @@ function renderMetrics(m, kvEstimateBytes = null) {
   $('metric-kv-mb').textContent = m.kv_bytes > 0 ? `(${P.formatMB(m.kv_bytes)})` : '';
   $('metric-peak-mb').textContent = m.peak_bytes > 0 ? `(${P.formatMB(m.peak_bytes)})` : '';
   $('metric-heap-mb').textContent = m.heap_bytes > 0 ? `(${P.formatMB(m.heap_bytes)})` : '';
-  $('metric-weights-format').textContent = P.formatWeightsUsed(m);
+  $('metric-weights-format').textContent = P.formatWeightsUsed({ stored: state.modelInfo?.weights?.stored, ...m });
   $('metric-kernel').textContent = m.kernel ?? '';
   // The KV cache, live: format, tokens held of the limit, measured bytes beside the estimator's.
   const kv = P.kvCells(m, kvEstimateBytes);
@@ -511,7 +527,7 @@ function modelSwapped(info, metrics, pruned) {
   el.finish.textContent = '';
   delete el.finish.dataset.reason;
   renderPruneModel(info);
-  const base = info.name || 'model';
+  const base = state.modelName || P.displayName(null, info);
   const shown = { ...info, name: pruned ? `${base}, pruned to ${P.formatParams(info.params)}` : base };
   panel.modelLoaded(shown);
   fitPanel.modelLoaded(shown);
@@ -786,7 +802,8 @@ function renderInfo(info) {
     return;
   }
   const rows = [
-    ['Name', info.name || '(unnamed)'],
+    ['Name', state.modelName || P.displayName(null, info)],
+    ['Name in the file (general.name)', info.name || '(none)'],
     ['Architecture', info.arch],
     ['Parameters', `${P.formatParams(info.params)} (${info.params.toLocaleString('en-US')})`],
     ['Weights in memory', `${P.formatMB(info.weights_bytes)} (${P.formatWeightsUsed(info.weights)})`],
@@ -885,18 +902,16 @@ function loadMessage(source, weights) {
   return source.kind === 'url' ? P.loadUrl(source.url, weights) : P.loadFile(source.file, weights);
 }
 
+/**
+ * Starts a load. The running model (if any) stays loaded and shown until the new one is built:
+ * the worker builds beside it and swaps only on success, so a file it refuses leaves it running
+ * (the LOADED handler replaces everything; the ERROR handler goes back to it).
+ */
 function startLoad(source, label) {
   const msg = loadMessage(source, state.weights);
-  state.source = source;
+  state.pendingSource = source;
   clearError();
-  panel.modelUnloaded();
-  fitPanel.modelUnloaded();
   state.phase = 'loading';
-  state.modelLoaded = false;
-  state.modelInfo = null;
-  renderInfo(null);
-  renderKernels(null);
-  resetMetrics();
   el.progress.value = 0;
   el.progress.max = 1;
   el.progressText.textContent = `starting ${label}…`;

@@ -80,17 +80,24 @@
 //                                            null when it cannot be computed
 //   done      {reason, metrics, kvEstimateBytes}
 //                                            reason: "stop" | "length" | "stopped" (user Stop)
-//   catalog   {presets, devices, kvFormats?} [{id, name}] lists and the KV format ids (wasm
-//                                            kvFormats(), in order), sent once after booted
+//   catalog   {presets, devices, kvFormats?, runtimes?}
+//                                            [{id, name}] lists, the KV format ids (wasm
+//                                            kvFormats(), in order) and the runtimes (wasm
+//                                            runtimeIds(): [{id, name, units}]), sent once after
+//                                            booted
 //   measuring {done, total}                  the this-browser micro-benchmarks are running (~1 s):
 //                                            `done` of `total` probes have run
 //   estimate-result {id, purpose, report, device, measurements, comparison?}
-//                                            device: {id, name, units, default_unit};
+//                                            device: {id, name, units, default_unit,
+//                                            default_runtime?: {unit: runtime}};
 //                                            measurements: BrowserMeasurements or null;
 //                                            comparison (purpose "compare" only, always there):
 //                                            {deployment, rows} of the engine's last run (wasm
 //                                            comparisonDeployment / comparisonRows); the
-//                                            request's deployment is ignored for "compare"
+//                                            request's deployment is ignored for "compare";
+//                                            timing (the worker's first answer only):
+//                                            {workerMs, tables} its time and where the
+//                                            estimator's tables came from
 //   estimate-error  {id, purpose, message}   the estimator refused the request (message says why)
 //   fit-result {id, result}                  the solver's FitResult without its request: {device,
 //                                            device_name, tried, failed: {memory, ttft, sustained,
@@ -107,6 +114,8 @@
 //   exported  {name, bytes}                  a file to download (bytes: Uint8Array)
 //   error     {message, fatal}               fatal: the wasm instance is poisoned (a panic) or the
 //                                            worker cannot go on; the page must respawn the worker
+
+import { formatBinary } from './estimate-view.js';
 
 export const ToWorker = Object.freeze({
   LOAD_URL: 'load-url',
@@ -378,6 +387,18 @@ export function checkKvFormatName(name) {
   return typeof name === 'string' && KV_FORMAT_NAME.test(name)
     ? null
     : `KV format must be a format id such as f32 or int4g32, got ${fmtValue(name)}`;
+}
+
+/** Checks the catalog's runtimes: [{id, name, units: [unit]}]. Returns an error string or null. */
+export function checkRuntimeList(list) {
+  if (!Array.isArray(list) || list.length === 0) return 'runtimes must be a non-empty array';
+  for (const r of list) {
+    if (!isObject(r) || typeof r.id !== 'string' || !/^[a-z0-9]{1,32}$/.test(r.id) || typeof r.name !== 'string')
+      return `each runtime must be {id, name, units}, got ${fmtValue(r)}`;
+    if (!Array.isArray(r.units) || !r.units.every((u) => typeof u === 'string' && /^[a-z]{1,8}$/.test(u)))
+      return `runtime ${r.id}: units must be a list of unit names`;
+  }
+  return null;
 }
 
 /** Checks a list of KV format ids (the catalog's kvFormats). Returns an error string or null. */
@@ -753,9 +774,10 @@ export function error(message, fatal = false) {
   return { type: FromWorker.ERROR, message: text, fatal: Boolean(fatal) };
 }
 
-export function catalog(presets, devices, kvFormats) {
+export function catalog(presets, devices, kvFormats, runtimes) {
   const m = { type: FromWorker.CATALOG, presets, devices };
   if (kvFormats !== undefined) m.kvFormats = kvFormats;
+  if (runtimes !== undefined) m.runtimes = runtimes;
   must(validateFromWorker(m));
   return m;
 }
@@ -777,9 +799,10 @@ export function measuring(done, total) {
   return m;
 }
 
-export function estimateResult(id, purpose, report, device, measurements = null, comparison = null) {
+export function estimateResult(id, purpose, report, device, measurements = null, comparison = null, timing = null) {
   const m = { type: FromWorker.ESTIMATE_RESULT, id, purpose, report, device, measurements };
   if (comparison !== null) m.comparison = comparison;
+  if (timing !== null) m.timing = timing;
   must(validateFromWorker(m));
   return m;
 }
@@ -1040,7 +1063,8 @@ export function validateFromWorker(msg) {
     case FromWorker.CATALOG: {
       if (!isIdList(msg.presets) || !isIdList(msg.devices)) return 'catalog: presets and devices must be [{id, name}] lists';
       // kvFormats is optional (an older worker did not send it); when sent it must be valid.
-      const e = msg.kvFormats === undefined ? null : checkKvFormatList(msg.kvFormats);
+      const e = (msg.kvFormats === undefined ? null : checkKvFormatList(msg.kvFormats)) ||
+        (msg.runtimes === undefined ? null : checkRuntimeList(msg.runtimes));
       return e ? `catalog: ${e}` : null;
     }
     case FromWorker.MEASURING:
@@ -1055,6 +1079,8 @@ export function validateFromWorker(msg) {
       if (!isObject(msg.device) || typeof msg.device.id !== 'string' || !Array.isArray(msg.device.units))
         return 'estimate-result: device must be {id, name, units, default_unit}';
       if (msg.measurements !== null && !isObject(msg.measurements)) return 'estimate-result: measurements must be an object or null';
+      if (msg.timing !== undefined && !(isObject(msg.timing) && Number.isFinite(msg.timing.workerMs) && typeof msg.timing.tables === 'string'))
+        return 'estimate-result: timing must be {workerMs, tables}';
       if (msg.comparison !== undefined) {
         const c = msg.comparison;
         if (msg.purpose !== 'compare') return 'estimate-result: only a compare answer carries a comparison';
@@ -1136,19 +1162,17 @@ export function formatBytes(v) {
   return String(Math.round(v));
 }
 
-/** Human-readable megabytes (10^6 bytes), e.g. "98.2 MB". "" if absent. */
-export function formatMB(bytes) {
-  if (!isFiniteNumber(bytes)) return '';
-  const mb = bytes / 1e6;
-  const decimals = mb >= 100 ? 0 : mb >= 10 ? 1 : 2;
-  return `${mb.toFixed(decimals)} MB`;
-}
+/**
+ * Bytes for humans, in binary units: "92.1 MiB", "1.07 GiB". One unit everywhere on the page,
+ * the estimator's included (estimate-view's formatBinary is this function). "" if absent.
+ */
+export const formatMB = formatBinary;
 
-/** Progress text "x / y MB" (or "x MB" when the total is unknown). */
+/** Progress text "x / y MiB" (or "x MiB" when the total is unknown). */
 export function formatProgress(loaded, total, elapsedMs = null) {
-  const x = (loaded / 1e6).toFixed(1);
-  if (!isFiniteNumber(total) || total <= 0) return `${x} MB`;
-  return `${x} / ${(total / 1e6).toFixed(1)} MB${timeLeft(loaded, total, elapsedMs)}`;
+  const x = (loaded / 2 ** 20).toFixed(1);
+  if (!isFiniteNumber(total) || total <= 0) return `${x} MiB`;
+  return `${x} / ${(total / 2 ** 20).toFixed(1)} MiB${timeLeft(loaded, total, elapsedMs)}`;
 }
 
 /**
@@ -1195,7 +1219,34 @@ export function metricCells(m) {
 /** "w4g32 · embedding q8_0" for the metrics area ("" when the metrics do not name them). */
 export function formatWeightsUsed(m) {
   if (!isObject(m) || typeof m.weights !== 'string' || m.weights === '') return '';
-  return typeof m.embedding === 'string' && m.embedding !== '' ? `${m.weights} · embedding ${m.embedding}` : m.weights;
+  const w = describeWeights(m.weights, m.stored, m.embedding);
+  return typeof m.embedding === 'string' && m.embedding !== '' ? `${w} · embedding ${m.embedding}` : w;
+}
+
+/**
+ * The requested weight format with what the engine really holds, one name everywhere:
+ * "w4g32 (the file's q4_1 kept)" when the file's own 4-bit format was kept instead of
+ * converting, "w4g32" when it was converted. `stored`: info.weights.stored ([{format, matrices,
+ * bytes}], the embedding among them); the embedding's own format is left out (it is named apart).
+ */
+export function describeWeights(requested, stored, embedding) {
+  if (typeof requested !== 'string' || requested === '') return '';
+  if (!Array.isArray(stored)) return requested;
+  const kept = [...new Set(stored
+    .filter((x) => isObject(x) && typeof x.format === 'string' && x.format !== requested && x.format !== embedding && x.matrices > 1)
+    .map((x) => x.format))];
+  return kept.length ? `${requested} (the file's ${kept.join(', ')} kept)` : requested;
+}
+
+/**
+ * The model's name for people: the file name without ".gguf" when there is one (what the user
+ * picked; a GGUF's general.name is often the trainer's run id, e.g. "Smollm2 135M 8k Lc100K
+ * Mix1 Ep2"), else general.name, else "model".
+ */
+export function displayName(fileName, info) {
+  const stem = typeof fileName === 'string' ? fileName.replace(/^.*[\\/]/, '').replace(/\.gguf$/i, '').trim() : '';
+  if (stem) return stem;
+  return isObject(info) && typeof info.name === 'string' && info.name.trim() ? info.name.trim() : 'model';
 }
 
 /** The model info's "Stored as" row: "q4_1 × 210 (87.6 MB), q8_0 × 1 (30.1 MB)". */
