@@ -17,6 +17,8 @@ export const POLICIES = Object.freeze(['flat-out', 'paced', 'capped']);
  * wasm's runtimeIds() with the units each runs on; tests/web/formats.test.mjs checks the ids).
  */
 export const RUNTIMES = Object.freeze(['llamacpp', 'executorch', 'litert', 'mlc', 'qnn', 'coreml', 'mlx', 'edgefit']);
+/** Longest context the estimator takes (edgefit_estimate::deploy::MAX_CONTEXT), tokens. */
+export const MAX_CONTEXT = 2_097_152;
 /** Most CPU threads the estimator takes (edgefit_estimate::deploy::MAX_THREADS). */
 export const MAX_THREADS = 256;
 
@@ -57,21 +59,27 @@ export function buildDeployment(knobs, lists = {}) {
     dep[name] = k[name];
     return null;
   };
-  const int = (name, label) => {
+  // Each number with its own range, the estimator's (edgefit_estimate::deploy): the same words
+  // and limits whichever check refuses it.
+  const int = (name, label, min, max, what) => {
     const s = String(k[name]).trim();
-    if (!/^-?\d+$/.test(s)) return `${label} must be a whole number, got ${JSON.stringify(String(k[name]))}`;
+    const range = `a whole number from ${min} to ${max}${what ? ` (${what})` : ''}`;
+    if (!/^-?\d+$/.test(s)) return `${label} must be ${range}, got ${JSON.stringify(String(k[name]))}`;
     const v = Number(s);
-    if (!Number.isSafeInteger(v) || v < 0 || v > 2 ** 32 - 1)
-      return `${label} must be a whole number from 0 to 4294967295, got ${s}`;
+    if (!Number.isSafeInteger(v) || v < min || v > max) return `${label} must be ${range}, got ${s}`;
     dep[name] = v;
     return null;
   };
+  const ctx = () => dep.context;
   const err =
     pick('weights', WEIGHT_FORMATS, 'weights') ||
     pick('kv', kvFormats, 'KV format') ||
-    int('context', 'context') ||
-    int('prompt_tokens', 'prompt tokens') ||
-    int('gen_tokens', 'generated tokens') ||
+    int('context', 'context', 1, MAX_CONTEXT, 'tokens') ||
+    int('prompt_tokens', 'prompt tokens', 1, ctx(), 'the context') ||
+    int('gen_tokens', 'generated tokens', 1, ctx(), 'the context') ||
+    (dep.prompt_tokens + dep.gen_tokens > dep.context
+      ? `prompt tokens + generated tokens (${dep.prompt_tokens} + ${dep.gen_tokens}) must fit in the context of ${dep.context} tokens`
+      : null) ||
     (k.unit === '' ? null : pick('unit', UNITS, 'unit')) ||
     pick('policy', POLICIES, 'policy') ||
     (k.runtime === '' || k.runtime === undefined ? null : pick('runtime', runtimes, 'runtime'));

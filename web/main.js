@@ -113,17 +113,30 @@ function clearError() {
   el.errorText.textContent = '';
 }
 
+/**
+ * A button that is `busy` (a job runs: aria-disabled, still focusable) or `unusable` (disabled);
+ * `isInactive` tells the click handlers.
+ */
+function busyButton(button, busy, unusable) {
+  button.disabled = unusable && !busy;
+  if (busy) button.setAttribute('aria-disabled', 'true');
+  else button.removeAttribute('aria-disabled');
+}
+const isInactive = (button) => button.disabled || button.getAttribute('aria-disabled') === 'true';
+
 const isBusy = () => ['loading', 'generating', 'stopping', 'switching', 'pruning'].includes(state.phase);
 
 function render() {
   const busy = isBusy();
-  el.loadDefault.disabled = busy || state.defaultModel === false;
+  // Load and Generate stay focusable while the engine is busy (aria-disabled, clicks ignored), so
+  // a keyboard user's focus is not thrown to the page's start; unusable otherwise: disabled.
+  busyButton(el.loadDefault, busy, state.defaultModel === false);
   el.modelFile.disabled = busy;
   el.weightsFormat.disabled = busy;
   el.kernelPicker.disabled = busy || !state.modelLoaded;
   el.kvFormat.disabled = busy || state.kvFormats.length === 0;
   el.newConversation.disabled = busy;
-  el.generate.disabled = busy || !state.modelLoaded;
+  busyButton(el.generate, busy && state.modelLoaded, !state.modelLoaded);
   el.stop.disabled = state.phase !== 'generating';
   el.pruneApply.disabled = busy || !state.modelLoaded;
   el.pruneReset.disabled = busy || !state.modelLoaded || !state.pruned;
@@ -383,6 +396,7 @@ function onWorkerMessage(w, msg) {
       break;
     case P.FromWorker.ESTIMATE_RESULT:
       panel.onResult(msg);
+      fitPanel.syncDevice();
       break;
     case P.FromWorker.ESTIMATE_ERROR:
       panel.onError(msg);
@@ -411,7 +425,7 @@ function onWorkerMessage(w, msg) {
           el.weightsFormat.value = state.weights;
           el.progress.value = 0;
           el.progressText.textContent = state.modelLoaded
-            ? `not loaded; still running ${state.modelInfo?.name || 'the model loaded before'} (${state.weights})`
+            ? `not loaded; still running ${state.modelName || 'the model loaded before'} (${state.weights})`
             : 'not loaded';
         }
         el.prefillProgress.hidden = true;
@@ -922,7 +936,7 @@ function startLoad(source, label) {
 }
 
 el.loadDefault.addEventListener('click', () => {
-  if (isBusy() || el.loadDefault.disabled) return; // disabled while busy: a click that slips through is dropped
+  if (isBusy() || isInactive(el.loadDefault)) return; // inactive while busy: a click is dropped
   startLoad({ kind: 'url', url: new URL(DEFAULT_MODEL_URL, document.baseURI).href }, 'download');
 });
 
@@ -933,14 +947,17 @@ el.loadDefault.addEventListener('click', () => {
  */
 async function probeDefaultModel() {
   let ok = false;
+  let manifestBytes = 0;
   try {
     const r = await fetch(new URL(DEFAULT_MODEL_MANIFEST_URL, document.baseURI));
     const m = r.ok ? await r.json() : null;
     ok = m !== null && typeof m === 'object' && m.path === DEFAULT_MODEL_URL && Number.isSafeInteger(m.bytes) && m.bytes > 0;
+    if (ok) manifestBytes = m.bytes;
   } catch {
     ok = false;
   }
   state.defaultModel = ok;
+  if (ok) el.loadDefault.textContent = `Load default model (SmolLM2-135M-Instruct, ${P.formatMB(manifestBytes)})`;
   if (!ok) {
     el.loadDefault.textContent = 'Default model not on this site: load a .gguf file instead';
     el.loadDefault.title = `This site does not serve ${DEFAULT_MODEL_URL}; choose a model file (it stays on this device)`;
@@ -1012,6 +1029,21 @@ el.kvFormat.addEventListener('change', () => {
 });
 
 // "Continue conversation" is on by default with the chat template (and off without it).
+// The skip link focuses the prompt without touching location.hash (which carries share links).
+$('skip-link')?.addEventListener('click', (ev) => {
+  ev.preventDefault();
+  el.prompt.focus();
+  el.prompt.scrollIntoView({ block: 'center' });
+});
+
+// Ctrl+Enter (Cmd+Enter on a Mac) in the prompt generates, as the button does.
+el.prompt.addEventListener('keydown', (ev) => {
+  if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey) && !ev.isComposing) {
+    ev.preventDefault();
+    el.form.requestSubmit();
+  }
+});
+
 el.chat.addEventListener('change', () => {
   el.keepContext.checked = el.chat.checked;
 });
@@ -1027,7 +1059,7 @@ el.newConversation.addEventListener('click', () => {
 
 el.form.addEventListener('submit', (ev) => {
   ev.preventDefault();
-  if (el.generate.disabled) return;
+  if (isInactive(el.generate)) return;
   const { params, error } = P.parseGenerateForm({
     prompt: el.prompt.value,
     chat: el.chat.checked,

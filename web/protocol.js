@@ -324,13 +324,13 @@ export function checkGenerateParams(p) {
   if (typeof p.chat !== 'boolean') return `chat must be true or false, got ${JSON.stringify(p.chat)}`;
   const { maxTokens, temperature, topP, seed } = p;
   if (!Number.isSafeInteger(maxTokens) || maxTokens < LIMITS.maxTokens.min || maxTokens > LIMITS.maxTokens.max)
-    return `max tokens must be an integer in ${LIMITS.maxTokens.min}..${LIMITS.maxTokens.max}, got ${fmtValue(maxTokens)}`;
+    return `max tokens must be a whole number from ${LIMITS.maxTokens.min} to ${LIMITS.maxTokens.max}, got ${fmtValue(maxTokens)}`;
   if (!isFiniteNumber(temperature) || temperature < LIMITS.temperature.min || temperature > LIMITS.temperature.max)
-    return `temperature must be in ${LIMITS.temperature.min}..${LIMITS.temperature.max}, got ${fmtValue(temperature)}`;
+    return `temperature must be a number from ${LIMITS.temperature.min} to ${LIMITS.temperature.max} (0 is greedy), got ${fmtValue(temperature)}`;
   if (!isFiniteNumber(topP) || topP <= LIMITS.topP.min || topP > LIMITS.topP.max)
-    return `top-p must be in (0, 1], got ${fmtValue(topP)}`;
+    return `top-p must be a number above 0 and at most 1, got ${fmtValue(topP)}`;
   if (!Number.isSafeInteger(seed) || seed < LIMITS.seed.min || seed > LIMITS.seed.max)
-    return `seed must be an integer in 0..${LIMITS.seed.max}, got ${fmtValue(seed)}`;
+    return `seed must be a whole number from 0 to ${LIMITS.seed.max}, got ${fmtValue(seed)}`;
   if (p.keep !== undefined && typeof p.keep !== 'boolean') return `keep must be true or false, got ${fmtValue(p.keep)}`;
   return null;
 }

@@ -34,15 +34,19 @@ test('buildDeployment turns knob strings into a deployment', () => {
   assert.equal('unit' in V.buildDeployment(V.DEFAULT_KNOBS).deployment, false);
 });
 
-test('buildDeployment reports syntax errors by name, leaves ranges to the estimator', () => {
-  assert.match(V.buildDeployment({ context: '' }).error, /context must be a whole number/);
-  assert.match(V.buildDeployment({ context: '1.5' }).error, /context/);
+test('buildDeployment: every number refused in plain words with its own range', () => {
+  assert.equal(V.buildDeployment({ context: '' }).error, 'context must be a whole number from 1 to 2097152 (tokens), got ""');
+  assert.match(V.buildDeployment({ context: '1.5' }).error, /context must be a whole number from 1 to 2097152/);
   assert.match(V.buildDeployment({ weights: 'q3' }).error, /weights must be one of/);
   assert.match(V.buildDeployment({ gen_tokens: 'x' }).error, /generated tokens/);
   assert.match(V.buildDeployment({ minutes: 'abc' }).error, /minutes/);
-  // 0 and 10^9 are syntactically fine: the estimator names the limit.
-  assert.equal(V.buildDeployment({ context: '0' }).deployment.context, 0);
-  assert.equal(V.buildDeployment({ context: '1000000000' }).deployment.context, 1e9);
+  // The same range for the same field, whatever the value (no "0 to 4294967295" beside "1..=2097152").
+  assert.equal(V.buildDeployment({ context: '0' }).error, 'context must be a whole number from 1 to 2097152 (tokens), got 0');
+  assert.equal(V.buildDeployment({ context: '1000000000' }).error, 'context must be a whole number from 1 to 2097152 (tokens), got 1000000000');
+  assert.equal(V.buildDeployment({ context: '256', prompt_tokens: '0' }).error, 'prompt tokens must be a whole number from 1 to 256 (the context), got 0');
+  assert.equal(V.buildDeployment({ context: '256', prompt_tokens: '200', gen_tokens: '100' }).error, 'prompt tokens + generated tokens (200 + 100) must fit in the context of 256 tokens');
+  assert.equal(V.buildDeployment({ context: '2097152' }).deployment.context, 2097152);
+  assert.equal(V.MAX_CONTEXT, 2 ** 21, 'edgefit_estimate::deploy::MAX_CONTEXT');
 });
 
 test('canCompare needs a prompt and a generated token', () => {
