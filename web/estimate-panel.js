@@ -499,6 +499,8 @@ export function createEstimatePanel({ send }) {
             width: width(el.roof),
             height: 240,
             cursor: { drag: { x: false, y: false }, points: { size: 8 } },
+            // Labels only: a live legend shows "–" for every value until the pointer hovers.
+            legend: { live: false },
             scales: { x: { time: false, distr: 3 }, y: { distr: 3 } },
             axes: [
               { label: 'arithmetic intensity (FLOP/byte)', stroke: '#555', grid: { stroke: '#eee' }, values: (_u, vals) => vals.map(fmtNum) },
@@ -542,6 +544,7 @@ export function createEstimatePanel({ send }) {
             width: width(el.thermal),
             height: 240,
             cursor: { drag: { x: false, y: false } },
+            legend: { live: false },
             scales: { x: { time: false }, c: {}, tps: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
             axes: [
               { label: 'minutes', stroke: '#555', grid: { stroke: '#eee' } },

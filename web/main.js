@@ -303,6 +303,11 @@ function onWorkerMessage(w, msg) {
       const ppl = msg.report.perplexity;
       $('metric-perplexity').textContent = ppl.toFixed(2);
       if (!state.pruned) state.basePerplexity = ppl;
+      else {
+        const warn = P.perplexityWarning(state.basePerplexity, ppl);
+        el.pruneSummary.dataset.warning = warn ? 'true' : 'false';
+        if (warn) el.pruneNote.textContent = `${el.pruneNote.textContent} ${warn}`.trim();
+      }
       qualityChart.add(msg.params, ppl, state.pruned);
       pruneDone(`perplexity ${ppl.toFixed(2)} on ${msg.report.tokens} tokens (${P.formatNumber(msg.report.ms ?? 0, 0)} ms)`);
       break;
@@ -1169,6 +1174,10 @@ el.shareLink.addEventListener('click', async () => {
   } catch {
     el.shareStatus.textContent = 'select the link and copy it';
   }
+  // A local file's name is the user's: say that the link carries it (never its bytes).
+  if (state.modelLoaded && state.source?.kind === 'file') {
+    el.shareStatus.textContent += ` · the link names your file “${sourceName(state.source)}” and its shape (no model data)`;
+  }
   el.shareUrl.select();
 });
 
@@ -1250,6 +1259,19 @@ function applyLink(s) {
   }
   el.shareNote.textContent = notes.join(' ');
   el.shareNote.hidden = notes.length === 0;
+  // The default model needs no file: offer to load it from here.
+  const defaultName = DEFAULT_MODEL_URL.split('/').pop();
+  if (s.loaded?.name === defaultName && state.defaultModel !== false && !state.modelLoaded) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = 'Load default model';
+    b.setAttribute('data-testid', 'share-load-default');
+    b.addEventListener('click', () => {
+      b.remove();
+      el.loadDefault.click();
+    });
+    el.shareNote.append(' ', b);
+  }
   render();
   return null;
 }

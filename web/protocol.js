@@ -1224,6 +1224,15 @@ export function formatWeightsUsed(m) {
 }
 
 /**
+ * The warning after a prune whose perplexity is more than twice the model's as loaded ("" when
+ * it is not, or either is unknown): the pruned model is then much worse than it looks by size.
+ */
+export function perplexityWarning(base, pruned) {
+  if (!isFiniteNumber(base) || !isFiniteNumber(pruned) || base <= 0 || pruned <= 2 * base) return '';
+  return `Warning: perplexity rose ${(pruned / base).toFixed(1)}× (${base.toFixed(2)} → ${pruned.toFixed(2)}): the pruned model's text will be much worse; prune less, or use activation importance with the calibration text.`;
+}
+
+/**
  * The requested weight format with what the engine really holds, one name everywhere:
  * "w4g32 (the file's q4_1 kept)" when the file's own 4-bit format was kept instead of
  * converting, "w4g32" when it was converted. `stored`: info.weights.stored ([{format, matrices,

@@ -89,6 +89,9 @@ test('pruning panel: prune MLP 20% in the worker, run it, estimate it, download 
   if (evalServed) {
     pplPruned = Number(await text(page, 'metric-perplexity'));
     assert.ok(Number.isFinite(pplPruned) && pplPruned > pplLoaded, `pruning costs quality: ${pplLoaded} -> ${pplPruned}`);
+    // More than twice the perplexity as loaded: the page warns (and only then).
+    const warned = /Warning: perplexity rose/.test(await text(page, 'prune-note'));
+    assert.equal(warned, pplPruned > 2 * pplLoaded, `warning shown = ${warned} for ${pplLoaded} -> ${pplPruned}`);
     assert.equal(await page.locator('[data-testid="prune-chart"] canvas').count() > 0, true, 'the quality/size chart is drawn');
   }
   // The model info shows the pruned model too.

@@ -217,6 +217,12 @@ test('a link naming a loaded file shows a note and loads nothing; hashchange app
   assert.equal(await page.getByTestId('knob-context').inputValue(), '1024');
   assert.equal(await page.getByTestId('preset-picker').inputValue(), 'smollm2-135m', 'no loaded model: the preset stays');
   assert.equal(await text(page, 'status'), 'no model loaded');
+  assert.equal(await page.getByTestId('share-load-default').count(), 0, 'a file of the user: no button');
+
+  // A link naming the default model's file offers to load it from the note.
+  await page.evaluate(() => { location.hash = '#v=1&context=1536&loaded_file=smollm2-135m-instruct-q4_1.gguf&loaded_arch=llama'; });
+  await page.waitForFunction(() => document.querySelector('[data-testid="knob-context"]').value === '1536', null, { timeout: 10_000 });
+  assert.equal(await page.getByTestId('share-load-default').isVisible(), true, 'the default file: "Load default model" in the note');
 
   // Editing the fragment applies the new link in place; a bad one is refused, settings kept.
   await page.evaluate(() => { location.hash = '#v=1&device=raspberry-pi-5&context=512'; });

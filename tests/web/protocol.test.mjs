@@ -392,3 +392,11 @@ test('prefilling {done, total}: the prompt fed in chunks, counted, with the time
   assert.equal(P.prefillStatus(128, 1501, 4000), 'generating… reading the prompt: 128 / 1501 tokens · about 43 s left');
   assert.equal(P.prefillStatus(1024, 2048, 1000), 'generating… reading the prompt: 1024 / 2048 tokens · about 1.0 s left');
 });
+
+test('perplexityWarning: only above twice the model as loaded', () => {
+  assert.equal(P.perplexityWarning(10, 20), '');
+  assert.equal(P.perplexityWarning(10, 19.9), '');
+  assert.match(P.perplexityWarning(10, 25), /^Warning: perplexity rose 2\.5× \(10\.00 → 25\.00\)/);
+  assert.equal(P.perplexityWarning(null, 25), '');
+  assert.equal(P.perplexityWarning(10, Number.NaN), '');
+});
