@@ -11,7 +11,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { gotoSite } from './helpers.mjs';
 import * as G from './gguf-craft.mjs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -146,6 +147,9 @@ test('loads the default model, generates 16 tokens greedily, shows metrics', asy
 
   const output = await page.getByTestId('output').textContent();
   assert.match(output, /Paris/, `output should mention Paris, got ${JSON.stringify(output)}`);
+  // Shown once: in the conversation; the raw output waits, folded, under it.
+  assert.match(await text(page, 'transcript'), /Paris/);
+  assert.equal(await page.getByTestId('output').isVisible(), false, 'the answer is not shown a second time');
 
   const values = {};
   for (const id of METRICS) {
@@ -226,14 +230,18 @@ test('a non-GGUF file shows an error and the page recovers', async (t) => {
   const full = await readFile(path.join(process.env.EDGEFIT_SITE_DIR || 'dist', 'models/smollm2-135m-instruct-q4_1.gguf'));
   const h = G.parseHeader(full);
   const mamba = Buffer.from(full);
-  mamba.write('mamba', h.kv['general.architecture'].offset + 8, 'latin1');
+  mamba.write('mamba', h.kv.get('general.architecture').offset + 8, 'latin1');
   await page.getByTestId('preset-picker').selectOption('@loaded');
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'edgefit-page-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
   for (const [name, buffer, want] of [
-    ['mamba.gguf', mamba, /mamba.gguf was not loaded \(checked from its first 1\.0 MiB\): .*mamba.*Pick a GGUF model of an architecture this engine builds/],
+    ['mamba.gguf', mamba, /mamba.gguf was not loaded \(checked from its first [1-9](\.0)? MiB\): .*mamba.*Pick a GGUF model of an architecture this engine builds/],
     ['random.bin', Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 2654435761) >>> 24)), /random.bin was not loaded \(checked from its first 4\.0 KiB\): .*magic/],
   ]) {
+    const file = path.join(dir, name); // a real file: Playwright sends no buffer over 50 MB
+    await writeFile(file, buffer);
     const t0 = Date.now();
-    await page.getByTestId('model-file').setInputFiles({ name, mimeType: 'application/octet-stream', buffer });
+    await page.getByTestId('model-file').setInputFiles(file);
     const e = await waitStatus(page, 'ready', LOAD_TIMEOUT);
     const ms = Date.now() - t0;
     assert.match(e, want);
