@@ -66,6 +66,7 @@ const el = {
   shareStatus: $('share-status'),
   shareError: $('share-error'),
   shareNote: $('share-note'),
+  forgetModel: $('forget-model'),
 };
 
 // ---- state -----------------------------------------------------------------------------------
@@ -382,6 +383,9 @@ function onWorkerMessage(w, msg) {
       setStatus('done');
       render();
       panel.generationDone(msg.metrics);
+      break;
+    case P.FromWorker.CACHED:
+      el.forgetModel.hidden = !msg.present;
       break;
     case P.FromWorker.CATALOG:
       state.kvFormats = [...msg.kvFormats];
@@ -829,6 +833,7 @@ function renderInfo(info) {
     ['Stored as', P.formatStored(info.weights.stored)],
     ['Kernel', `${info.kernel} (this build runs: ${info.kernels.join(', ')})`],
     ['Layers', info.n_layers],
+    ...(P.describeLayers(info.layers) ? [['Pruned widths', P.describeLayers(info.layers)]] : []),
     ['Hidden size', info.hidden],
     ['Attention heads', `${info.n_heads} (KV heads ${info.n_kv_heads}, head dim ${info.head_dim})`],
     ['FFN size', info.ffn],
@@ -971,6 +976,27 @@ async function probeDefaultModel() {
   render();
 }
 probeDefaultModel();
+
+// The worker keeps the default model in the Cache API (worker.js MODEL_CACHE); this forgets it.
+const MODEL_CACHE = 'edgefit-models-v1';
+(async () => {
+  try {
+    const c = typeof caches === 'undefined' ? null : await caches.open(MODEL_CACHE);
+    const keys = c ? await c.keys() : [];
+    el.forgetModel.hidden = !keys.some((r) => r.url.endsWith(P.DEFAULT_MODEL_FILE));
+  } catch {
+    el.forgetModel.hidden = true;
+  }
+})();
+el.forgetModel.addEventListener('click', async () => {
+  try {
+    await caches.delete(MODEL_CACHE);
+    el.forgetModel.hidden = true;
+    el.progressText.textContent = 'the cached default model was removed; the next load downloads it';
+  } catch (e) {
+    showError(`could not remove the cached model: ${P.errorMessage(e)}`);
+  }
+});
 
 el.modelFile.addEventListener('change', () => {
   const file = el.modelFile.files?.[0];

@@ -85,6 +85,8 @@
 //                                            kvFormats(), in order) and the runtimes (wasm
 //                                            runtimeIds(): [{id, name, units}]), sent once after
 //                                            booted
+//   cached    {present}                      the default model is in the Cache API (read from
+//                                            there, or just stored)
 //   measuring {done, total}                  the this-browser micro-benchmarks are running (~1 s):
 //                                            `done` of `total` probes have run
 //   estimate-result {id, purpose, report, device, measurements, comparison?}
@@ -147,6 +149,7 @@ export const FromWorker = Object.freeze({
   PIECE: 'piece',
   DONE: 'done',
   ERROR: 'error',
+  CACHED: 'cached',
   CATALOG: 'catalog',
   MEASURING: 'measuring',
   ESTIMATE_RESULT: 'estimate-result',
@@ -774,6 +777,16 @@ export function error(message, fatal = false) {
   return { type: FromWorker.ERROR, message: text, fatal: Boolean(fatal) };
 }
 
+/** The default model's file name (the worker caches only it, the page offers to forget it). */
+export const DEFAULT_MODEL_FILE = 'smollm2-135m-instruct-q4_1.gguf';
+
+/** The default model is (now) in the browser's Cache API. */
+export function cached(present) {
+  const m = { type: FromWorker.CACHED, present: Boolean(present) };
+  must(validateFromWorker(m));
+  return m;
+}
+
 export function catalog(presets, devices, kvFormats, runtimes) {
   const m = { type: FromWorker.CATALOG, presets, devices };
   if (kvFormats !== undefined) m.kvFormats = kvFormats;
@@ -1060,6 +1073,8 @@ export function validateFromWorker(msg) {
       const e = checkMetrics(msg.metrics) || checkKvEstimate(msg.kvEstimateBytes ?? null);
       return e ? `done: ${e}` : null;
     }
+    case FromWorker.CACHED:
+      return typeof msg.present === 'boolean' ? null : 'cached: present must be true or false';
     case FromWorker.CATALOG: {
       if (!isIdList(msg.presets) || !isIdList(msg.devices)) return 'catalog: presets and devices must be [{id, name}] lists';
       // kvFormats is optional (an older worker did not send it); when sent it must be valid.
@@ -1221,6 +1236,24 @@ export function formatWeightsUsed(m) {
   if (!isObject(m) || typeof m.weights !== 'string' || m.weights === '') return '';
   const w = describeWeights(m.weights, m.stored, m.embedding);
   return typeof m.embedding === 'string' && m.embedding !== '' ? `${w} · embedding ${m.embedding}` : w;
+}
+
+/**
+ * The per-layer widths of a pruned model (info.layers: [{n_heads, n_kv_heads, qk_dim, v_dim,
+ * ffn}]) in one line: "FFN 1075, 9 heads (3 KV), Q/K dim 45, V dim 45 in every layer", or each
+ * width's range over the layers ("FFN 768–1536"). "" when the layers are not given (not pruned).
+ */
+export function describeLayers(layers) {
+  if (!Array.isArray(layers) || layers.length === 0 || !layers.every(isObject)) return '';
+  const span = (k) => {
+    const v = layers.map((l) => l[k]).filter(isFiniteNumber);
+    if (v.length === 0) return '?';
+    const lo = Math.min(...v);
+    const hi = Math.max(...v);
+    return lo === hi ? String(lo) : `${lo}\u2013${hi}`;
+  };
+  const same = ['ffn', 'n_heads', 'n_kv_heads', 'qk_dim', 'v_dim'].every((k) => !span(k).includes('\u2013'));
+  return `FFN ${span('ffn')}, ${span('n_heads')} heads (${span('n_kv_heads')} KV), Q/K dim ${span('qk_dim')}, V dim ${span('v_dim')} ${same ? 'in every layer' : `over the ${layers.length} layers`}`;
 }
 
 /**

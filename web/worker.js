@@ -147,8 +147,32 @@ async function readAll(stream, total) {
   return bytes;
 }
 
+// The default model is kept in the Cache API (as the browser peers keep theirs), so a second
+// visit reads it from disk instead of downloading ~94 MiB; the page's "Forget the cached model"
+// deletes this cache. A site without the Cache API (or a refused quota) just downloads.
+const MODEL_CACHE = 'edgefit-models-v1';
+
+async function openModelCache() {
+  try {
+    return typeof caches === 'undefined' ? null : await caches.open(MODEL_CACHE);
+  } catch {
+    return null;
+  }
+}
+
 async function fetchModel(url) {
+  const cache = url.endsWith(P.DEFAULT_MODEL_FILE) ? await openModelCache() : null;
+  const hit = cache ? await cache.match(url).catch(() => null) : null;
+  if (hit && hit.body) {
+    const len = Number(hit.headers.get('Content-Length'));
+    post(P.cached(true));
+    return readAll(hit.body, Number.isSafeInteger(len) && len > 0 ? len : null);
+  }
   const res = await fetch(url);
+  if (cache && res.ok && res.body) {
+    // A copy goes to the cache while the page reads the other (a failed put only costs the cache).
+    cache.put(url, res.clone()).then(() => post(P.cached(true)), () => {});
+  }
   if (!res.ok) throw new Error(`could not fetch ${url}: HTTP ${res.status} ${res.statusText}`.trim());
   const len = Number(res.headers.get('Content-Length'));
   const total = Number.isSafeInteger(len) && len > 0 ? len : null;

@@ -66,6 +66,13 @@ test('estimator panel: knobs change the numbers, verdicts, formulas, errors', as
   assert.match(ex, /KV/);
   assert.match(ex, /×/);
 
+  // Opening a verdict's formula keeps the badges in their order (reading order: top, then left).
+  await page.locator('.verdict-d').nth(1).locator('summary').click();
+  const boxes = await page.locator('.verdict-d').evaluateAll((ds) => ds.map((d) => d.getBoundingClientRect()).map((r) => [Math.round(r.top), Math.round(r.left)]));
+  const reading = [...boxes].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  assert.deepEqual(boxes, reading, `the verdicts stay in order with one open: ${JSON.stringify(boxes)}`);
+  await page.locator('.verdict-d').nth(1).locator('summary').click();
+
   // Charts drew.
   assert.ok(await page.locator('[data-testid="roofline-chart"] canvas').count() > 0, 'roofline canvas');
   assert.ok(await page.locator('[data-testid="thermal-chart"] canvas').count() > 0, 'thermal canvas');

@@ -171,6 +171,22 @@ test('loads the default model, generates 16 tokens greedily, shows metrics', asy
   await page.screenshot({ path: shot, fullPage: true });
   await page.setViewportSize({ width: 390, height: 844 });
   await page.screenshot({ path: path.join(SHOT_DIR, 'page-narrow.png'), fullPage: true });
+  // The default model is kept in the Cache API: a second visit loads it without downloading,
+  // and "Forget the cached model" removes it.
+  await page.getByTestId('forget-model').waitFor({ state: 'visible', timeout: 30_000 });
+  await page.setViewportSize({ width: 1360, height: 900 });
+  await page.reload();
+  const downloads = [];
+  page.on('request', (r) => {
+    if (r.url().endsWith('.gguf')) downloads.push(r.url());
+  });
+  await page.getByTestId('forget-model').waitFor({ state: 'visible', timeout: 15_000 });
+  await loadDefault(page);
+  assert.deepEqual(downloads, [], 'the second load reads the cached model');
+  await page.getByTestId('forget-model').click();
+  await page.getByTestId('forget-model').waitFor({ state: 'hidden', timeout: 5_000 });
+  assert.deepEqual(await page.evaluate(async () => (await caches.keys())), [], 'the cache is gone');
+
 
   t.diagnostic(
     `load ${loadS.toFixed(1)} s (engine ${values['metric-load-ms']} ms), generate ${genS.toFixed(1)} s; ` +

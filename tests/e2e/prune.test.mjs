@@ -96,6 +96,7 @@ test('pruning panel: prune MLP 20% in the worker, run it, estimate it, download 
   }
   // The model info shows the pruned model too.
   assert.match(await text(page, 'model-info'), new RegExp(paramsPruned.toLocaleString('en-US')));
+  assert.match(await text(page, 'model-info'), /Pruned widths\s*FFN \d+(\u2013\d+)?, \d+(\u2013\d+)? heads/, 'the model info shows the pruned widths');
 
   // The pruned model generates.
   await page.getByTestId('prompt').fill('The capital of France is');

@@ -400,3 +400,11 @@ test('perplexityWarning: only above twice the model as loaded', () => {
   assert.equal(P.perplexityWarning(null, 25), '');
   assert.equal(P.perplexityWarning(10, Number.NaN), '');
 });
+
+test('describeLayers: the pruned widths in one line', () => {
+  const l = { n_heads: 9, n_kv_heads: 3, qk_dim: 45, v_dim: 45, ffn: 1075 };
+  assert.equal(P.describeLayers([l, l]), 'FFN 1075, 9 heads (3 KV), Q/K dim 45, V dim 45 in every layer');
+  assert.equal(P.describeLayers([l, { ...l, ffn: 768 }, l]), 'FFN 768\u20131075, 9 heads (3 KV), Q/K dim 45, V dim 45 over the 3 layers');
+  assert.equal(P.describeLayers(undefined), '');
+  assert.equal(P.describeLayers([]), '');
+});
