@@ -205,6 +205,7 @@ test('estimate vs measured: this browser + the loaded model after a generation',
   await page.waitForFunction(() => /^(ready|error:)/.test(document.querySelector('[data-testid="status"]').textContent), null, { timeout: LOAD_TIMEOUT });
   assert.equal(await text(page, 'status'), 'ready');
   await page.getByTestId('prompt').fill('The capital of France is');
+  await page.getByTestId('chat').setChecked(false); // a completion, not a chat turn
   await page.getByTestId('max-tokens').fill('12');
   await page.getByTestId('temperature').fill('0');
   await page.getByTestId('generate').click();
