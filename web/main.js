@@ -771,7 +771,7 @@ function turnNode(t) {
   li.setAttribute('data-testid', `turn-${t.role}`);
   const who = document.createElement('span');
   who.className = 'who';
-  who.textContent = t.role === 'user' ? 'you' : 'model';
+  who.textContent = t.role === 'user' ? 'you' : t.role === 'note' ? 'note' : 'model';
   const body = document.createElement('span');
   body.className = 'text';
   body.textContent = t.text; // text, never HTML
@@ -1105,7 +1105,7 @@ el.form.addEventListener('submit', (ev) => {
     return;
   }
   clearError();
-  C.beginTurn(conv, params.prompt, params.keep);
+  C.beginTurn(conv, params.prompt, params.keep, params.chat);
   renderTranscript();
   el.output.textContent = '';
   el.finish.textContent = '';
