@@ -322,7 +322,7 @@ function onWorkerMessage(w, msg) {
       a.click();
       a.remove();
       setTimeout(() => URL.revokeObjectURL(url), 60_000);
-      pruneDone(`${msg.name}: ${P.formatMB(msg.bytes.length)}`);
+      pruneDone(`${msg.name}: ${P.formatMB(msg.bytes.length)}${P.exportFormatNote(state.modelInfo?.weights?.weights, 'q8_0')}`);
       break;
     }
     case P.FromWorker.KERNEL_SET:

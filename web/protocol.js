@@ -1239,6 +1239,15 @@ export function formatWeightsUsed(m) {
 }
 
 /**
+ * Why a downloaded GGUF is not in the format the model runs in ("" when it is): the engine
+ * writes GGUF in f32, f16 or q8_0 only, so a 4-bit model is saved as 8-bit (about 1.5× the bytes).
+ */
+export function exportFormatNote(running, exported) {
+  if (typeof running !== 'string' || running === exported || !/^(w4g|q4)/.test(running)) return '';
+  return ` (saved as ${exported}: the engine writes GGUF in f32, f16 or q8_0, not yet in the loaded 4-bit ${running}, so the file is larger than the model in memory)`;
+}
+
+/**
  * The per-layer widths of a pruned model (info.layers: [{n_heads, n_kv_heads, qk_dim, v_dim,
  * ffn}]) in one line: "FFN 1075, 9 heads (3 KV), Q/K dim 45, V dim 45 in every layer", or each
  * width's range over the layers ("FFN 768–1536"). "" when the layers are not given (not pruned).

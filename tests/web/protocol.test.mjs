@@ -408,3 +408,10 @@ test('describeLayers: the pruned widths in one line', () => {
   assert.equal(P.describeLayers(undefined), '');
   assert.equal(P.describeLayers([]), '');
 });
+
+test('exportFormatNote: says why a 4-bit model downloads as q8_0', () => {
+  assert.match(P.exportFormatNote('w4g32', 'q8_0'), /saved as q8_0: .*not yet in the loaded 4-bit w4g32/);
+  assert.equal(P.exportFormatNote('q8_0', 'q8_0'), '');
+  assert.equal(P.exportFormatNote('f16', 'q8_0'), '');
+  assert.equal(P.exportFormatNote(undefined, 'q8_0'), '');
+});
