@@ -70,6 +70,12 @@ const num = (min, max, openMin = false) => ({
   },
 });
 
+/** `p`, or empty (the estimator's default). */
+const optional = (p) => ({
+  hint: `${p.hint}, or empty for the default`,
+  parse: (s) => (s === '' ? { value: '' } : p.parse(s)),
+});
+
 const bool = () => ({
   hint: '0 or 1',
   parse: (s) => (s === '1' ? { value: true } : s === '0' ? { value: false } : null),
@@ -112,6 +118,8 @@ export const FIELDS = Object.freeze([
   ['policy', 'estimate', 'policy', oneOf(V.POLICIES)],
   ['minutes', 'estimate', 'minutes', num(0.1, 1440)],
   ['prune', 'estimate', 'prune', num(0, P.PRUNE_MAX_RATIO)],
+  ['runtime', 'estimate', 'runtime', oneOf(['', ...V.RUNTIMES])],
+  ['threads', 'estimate', 'threads', optional(int(1, V.MAX_THREADS))],
   ['engine_weights', 'engine', 'weights', oneOf(P.WEIGHT_FORMATS)],
   ['engine_kv', 'engine', 'kv', oneOf(V.KV_FORMATS)],
   ['prompt', 'generation', 'prompt', text(MAX_PROMPT_CHARS, PROMPT_BAD, 'text without control characters')],

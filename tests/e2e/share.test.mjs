@@ -57,7 +57,7 @@ const CONTROLS = [
   'device-picker', 'preset-picker', 'knob-weights', 'knob-kv', 'knob-context', 'knob-prompt-tokens',
   'knob-gen-tokens', 'knob-unit', 'knob-policy', 'knob-minutes', 'weights-format', 'kv-format', 'prompt',
   'max-tokens', 'temperature', 'top-p', 'seed', 'prune-mlp', 'prune-heads', 'prune-qk', 'prune-v',
-  'prune-layers', 'prune-method', 'prune-allocation',
+  'prune-layers', 'prune-method', 'prune-allocation', 'knob-runtime', 'knob-threads',
 ];
 
 /** Every shared control's value (checkboxes: checked). */
@@ -97,8 +97,11 @@ test('a shared link restores every setting and the estimate in a fresh page', as
   await page.getByTestId('knob-gen-tokens').fill('200');
   await page.getByTestId('knob-policy').selectOption('paced');
   await page.getByTestId('knob-minutes').fill('7.5');
+  await page.getByTestId('knob-unit').selectOption('cpu');
+  await page.getByTestId('knob-runtime').selectOption('litert');
+  await page.getByTestId('knob-threads').fill('3');
   await page.getByTestId('prompt').fill(PROMPT);
-  await page.getByTestId('chat').check();
+  await page.getByTestId('chat').uncheck(); // on by default: the link must carry it off
   await page.getByTestId('keep-context').uncheck();
   await page.getByTestId('max-tokens').fill('64');
   await page.getByTestId('temperature').fill('0.7');
@@ -114,7 +117,7 @@ test('a shared link restores every setting and the estimate in a fresh page', as
   const want = await controls(page);
   const wantNumbers = await settledNumbers(page);
   // The settings really moved off the defaults (else the comparison below proves nothing).
-  for (const id of ['device-picker', 'preset-picker', 'knob-weights', 'knob-kv', 'knob-context', 'knob-policy', 'kv-format', 'weights-format', 'prompt', 'chat', 'seed', 'prune-mlp', 'prune-method']) {
+  for (const id of ['device-picker', 'preset-picker', 'knob-weights', 'knob-kv', 'knob-context', 'knob-policy', 'knob-runtime', 'knob-threads', 'kv-format', 'weights-format', 'prompt', 'chat', 'seed', 'prune-mlp', 'prune-method']) {
     assert.notDeepEqual(want[id], defaults[id], `${id} was changed`);
   }
   assert.equal(want['kv-format'], 'f16');
@@ -214,6 +217,12 @@ test('a link naming a loaded file shows a note and loads nothing; hashchange app
   assert.equal(await page.getByTestId('knob-context').inputValue(), '1024');
   assert.equal(await page.getByTestId('preset-picker').inputValue(), 'smollm2-135m', 'no loaded model: the preset stays');
   assert.equal(await text(page, 'status'), 'no model loaded');
+  assert.equal(await page.getByTestId('share-load-default').count(), 0, 'a file of the user: no button');
+
+  // A link naming the default model's file offers to load it from the note.
+  await page.evaluate(() => { location.hash = '#v=1&context=1536&loaded_file=smollm2-135m-instruct-q4_1.gguf&loaded_arch=llama'; });
+  await page.waitForFunction(() => document.querySelector('[data-testid="knob-context"]').value === '1536', null, { timeout: 10_000 });
+  assert.equal(await page.getByTestId('share-load-default').isVisible(), true, 'the default file: "Load default model" in the note');
 
   // Editing the fragment applies the new link in place; a bad one is refused, settings kept.
   await page.evaluate(() => { location.hash = '#v=1&device=raspberry-pi-5&context=512'; });

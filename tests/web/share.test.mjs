@@ -16,6 +16,8 @@ const full = () => ({
     policy: 'paced',
     minutes: 7.5,
     prune: 0.25,
+    runtime: 'mlc',
+    threads: 6,
   },
   engine: { weights: 'q8_0', kv: 'f16' },
   generation: {
@@ -114,6 +116,8 @@ test('every field: a bad value is refused with the field and the value named', (
     policy: ['fast'],
     minutes: ['0', '0.05', '1441', 'Infinity', '-3', 'abc'],
     prune: ['0.95', '-0.1', '1'],
+    runtime: ['tvm', 'LLAMACPP', 'llama.cpp'],
+    threads: ['0', '257', '1.5', '-2', 'four'],
     engine_weights: ['bf16', 'q4_k'],
     engine_kv: ['f64'],
     chat: ['true', '2', ''],

@@ -576,6 +576,32 @@ fn opt_f32(md: &HashMap<String, Value>, key: &str) -> Result<Option<f32>> {
     }
 }
 
+/// What a GGUF header says before any tensor is read ([`check_header`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct HeaderCheck {
+    /// `general.architecture`, one this engine builds.
+    pub arch: String,
+    /// `general.name`, if any.
+    pub name: Option<String>,
+    /// Tensors listed.
+    pub tensors: usize,
+}
+
+/// The checks a load makes on the header alone, so a file is refused before its tensor data is
+/// read: the magic, version and caps ([`prescan`]), the tensor layout against the file's length
+/// (every tensor inside the file, none overlapping) and an architecture this engine builds.
+/// Reads the metadata and tensor list only (the first few MB of a model).
+pub fn check_header<R: Read + Seek>(reader: &mut R) -> Result<HeaderCheck> {
+    let (content, _) = read_content(reader)?;
+    let arch = get_str(&content.metadata, "general.architecture")?;
+    Arch::named(&arch, "architecture")?;
+    Ok(HeaderCheck {
+        arch,
+        name: opt_str(&content.metadata, "general.name"),
+        tensors: content.tensor_infos.len(),
+    })
+}
+
 /// Reads only a GGUF file's header (metadata and tensor list, no tensor data) in the form the
 /// estimator takes, so `edgefit estimate --model file.gguf` sizes exactly the file's shape.
 pub fn read_estimate_metadata<R: Read + Seek>(reader: &mut R) -> Result<GgufMetadata> {

@@ -212,7 +212,7 @@ pub struct DeviceProfile {
 
 macro_rules! devices {
     ($($id:literal),+ $(,)?) => {
-        const DEVICE_FILES: &[(&str, &str)] = &[
+        pub(crate) const DEVICE_FILES: &[(&str, &str)] = &[
             $(($id, include_str!(concat!("../../../models/devices/", $id, ".json")))),+
         ];
     };

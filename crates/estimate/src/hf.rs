@@ -437,7 +437,7 @@ pub struct PresetInfo {
 
 macro_rules! presets {
     ($($id:literal),+ $(,)?) => {
-        const PRESET_FILES: &[(&str, &str)] = &[
+        pub(crate) const PRESET_FILES: &[(&str, &str)] = &[
             $(($id, include_str!(concat!("../../../models/presets/", $id, ".json")))),+
         ];
     };

@@ -136,7 +136,7 @@ pub struct RuntimeProfile {
 
 macro_rules! runtimes {
     ($($id:literal),+ $(,)?) => {
-        const RUNTIME_FILES: &[(&str, &str)] = &[
+        pub(crate) const RUNTIME_FILES: &[(&str, &str)] = &[
             $(($id, include_str!(concat!("../../../models/runtimes/", $id, ".json")))),+
         ];
     };
