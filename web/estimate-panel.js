@@ -746,24 +746,32 @@ export function createEstimatePanel({ send }) {
         return s;
       },
       /**
-       * Sets the panel from a decoded `estimate` section, all or nothing: every value is checked
-       * against the catalog first (call after onCatalog) and the first misfit is returned as an
-       * error naming the field and value, with nothing changed; null when applied. Absent fields
-       * keep their value. '@loaded' picks the loaded model only if one is loaded and '@config'
+       * Sets the panel from a decoded `estimate` section: every value is checked against the
+       * catalog (call after onCatalog); the misfits are left out and returned as one string
+       * naming each field and value ('; ' between them), the rest is applied; null when all
+       * were. Absent fields keep their value. '@loaded' picks the loaded model only if one is loaded and '@config'
        * never (a link carries no model data): the model picker then stays as it is.
        */
       applyScenario(s) {
         if (!st.catalog) return 'the estimator has not started yet';
-        const want = s ?? {};
+        const want = { ...(s ?? {}) };
+        // Fields the pickers do not offer are left out (and named); the others are applied.
+        const errors = [];
+        const drop = (k, message) => {
+          errors.push(message);
+          delete want[k];
+        };
         if (want.device !== undefined && !usable(el.device, want.device)) {
-          return `the link's device ${JSON.stringify(want.device)} is not one this page knows`;
+          drop('device', `the link's device ${JSON.stringify(want.device)} is not one this page knows`);
+        }
+        if (want.model !== undefined && want.model !== V.LOADED_MODEL && want.model !== V.CONFIG_MODEL && !usable(el.model, want.model)) {
+          drop('model', `the link's model ${JSON.stringify(want.model)} is not a preset this page knows`);
         }
         const named = want.model !== undefined && want.model !== V.LOADED_MODEL && want.model !== V.CONFIG_MODEL;
-        if (named && !usable(el.model, want.model)) return `the link's model ${JSON.stringify(want.model)} is not a preset this page knows`;
-        if (want.kv !== undefined && !st.kvFormats.includes(want.kv)) return `the link's KV format ${JSON.stringify(want.kv)} is not one this build has`;
-        if (want.weights !== undefined && !usable(el.weights, want.weights)) return `the link's weights ${JSON.stringify(want.weights)} is not a format this page has`;
-        if (want.unit !== undefined && want.unit !== '' && !V.UNITS.includes(want.unit)) return `the link's unit ${JSON.stringify(want.unit)} is not a unit`;
-        if (want.runtime !== undefined && want.runtime !== '' && !st.runtimes.some((r) => r.id === want.runtime)) return `the link's runtime ${JSON.stringify(want.runtime)} is not one this page knows`;
+        if (want.kv !== undefined && !st.kvFormats.includes(want.kv)) drop('kv', `the link's KV format ${JSON.stringify(want.kv)} is not one this build has`);
+        if (want.weights !== undefined && !usable(el.weights, want.weights)) drop('weights', `the link's weights ${JSON.stringify(want.weights)} is not a format this page has`);
+        if (want.unit !== undefined && want.unit !== '' && !V.UNITS.includes(want.unit)) drop('unit', `the link's unit ${JSON.stringify(want.unit)} is not a unit`);
+        if (want.runtime !== undefined && want.runtime !== '' && !st.runtimes.some((r) => r.id === want.runtime)) drop('runtime', `the link's runtime ${JSON.stringify(want.runtime)} is not one this page knows`);
         if (want.device !== undefined) el.device.value = want.device;
         if (named || (want.model === V.LOADED_MODEL && usable(el.model, V.LOADED_MODEL))) el.model.value = want.model;
         const set = { weights: el.weights, kv: el.kv, context: el.context, prompt_tokens: el.prompt, gen_tokens: el.gen, unit: el.unit, policy: el.policy, minutes: el.minutes, threads: el.threads };
@@ -780,7 +788,7 @@ export function createEstimatePanel({ send }) {
           prune.dispatchEvent(new Event('input', { bubbles: true }));
         }
         recompute();
-        return null;
+        return errors.length ? errors.join('; ') : null;
       },
     };
   }

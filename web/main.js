@@ -1207,40 +1207,47 @@ el.shareLink.addEventListener('click', async () => {
   el.shareUrl.select();
 });
 
-/** Reads location.hash: a good link waits for the catalog; a bad one is reported, defaults kept. */
+/**
+ * Reads location.hash: a link waits for the catalog, then its good fields are applied and every
+ * bad one is listed; a link that cannot be read at all is reported and the settings kept.
+ */
 function readLink() {
   if (!S.hasScenario(location.hash)) return;
-  const { scenario, error } = S.decodeScenario(location.hash);
+  const { scenario, errors, error } = S.decodeScenarioParts(location.hash);
   if (error) {
     share.pending = null;
     showShareError(`This link cannot be opened: ${error}. The page keeps its settings.`);
     return;
   }
-  share.pending = scenario;
+  share.pending = { scenario, errors };
   applyPendingLink();
 }
 
 function applyPendingLink() {
   if (!share.pending || state.kvFormats.length === 0) return; // the catalog is not there yet
-  const s = share.pending;
+  const { scenario, errors } = share.pending;
   share.pending = null;
-  const error = applyLink(s);
-  if (error) showShareError(`This link cannot be opened: ${error}. The page keeps its settings.`);
+  const { fatal, skipped } = applyLink(scenario);
+  const all = [...errors, ...skipped];
+  if (fatal) showShareError(`This link cannot be opened: ${fatal}. The page keeps its settings.`);
+  else if (all.length) showShareError(`Part of this link was not applied (the rest was): ${all.join('; ')}.`);
   else clearShareError();
 }
 
 /**
- * Applies a decoded scenario, all or nothing: the checks that need the catalog come first (the
- * panel checks its own section before it changes anything). Returns an error or null.
+ * Applies a decoded scenario: the fields the page cannot use are left out and listed, the rest
+ * applied. Returns {fatal} (nothing applied) or {skipped: [sentences]}.
  */
 function applyLink(s) {
-  if (isBusy()) return 'the engine is busy; open the link again when it is done';
-  const engine = s.engine ?? {};
+  if (isBusy()) return { fatal: 'the engine is busy; open the link again when it is done', skipped: [] };
+  const skipped = [];
+  const engine = { ...(s.engine ?? {}) };
   if (engine.kv !== undefined && !state.kvFormats.includes(engine.kv)) {
-    return `the link's engine KV format ${JSON.stringify(engine.kv)} is not one this build has`;
+    skipped.push(`the link's engine KV format ${JSON.stringify(engine.kv)} is not one this build has`);
+    delete engine.kv;
   }
   const panelError = panel.applyScenario(s.estimate ?? {});
-  if (panelError) return panelError;
+  if (panelError) skipped.push(panelError);
 
   const g = s.generation ?? {};
   if (g.prompt !== undefined) el.prompt.value = g.prompt; // a value: text, never markup
@@ -1299,7 +1306,7 @@ function applyLink(s) {
     el.shareNote.append(' ', b);
   }
   render();
-  return null;
+  return { fatal: null, skipped };
 }
 
 window.addEventListener('hashchange', readLink);
