@@ -174,6 +174,10 @@ pub struct ThermalProfile {
     pub hysteresis_c: f64,
     /// Governor polling interval, s.
     pub poll_s: f64,
+    /// The governor's skin limit, static power share and memory scaling (absent: the defaults
+    /// of the device's kind, [`GovernorParams::for_kind`](crate::thermal::GovernorParams::for_kind)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub governor: Option<crate::thermal::GovernorParams>,
 }
 
 /// Everything the estimator knows about a device.
@@ -642,6 +646,9 @@ impl DeviceProfile {
                 "thermal.trip_c",
                 format!("{} must be above ambient {}", t.trip_c, t.ambient_c),
             ));
+        }
+        if let Some(g) = &t.governor {
+            g.validate(&self.id)?;
         }
         Ok(())
     }

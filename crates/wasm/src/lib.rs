@@ -591,6 +591,17 @@ pub fn device_profile(id: &str) -> Result<String, JsError> {
     serde_json::to_string(&edgefit_estimate::device(id).map_err(js_err)?).map_err(js_err)
 }
 
+/// The published sustained-load traces measured on the bundled device `id`, for the thermal
+/// chart: a JSON array (empty when the device has none) of the committed trace objects
+/// (`source`, `device`, `soc`, `model`, `runtime`, `unit`, `ambient_c`, `samples`, ...) each
+/// with `reference_tok_s` (its peak, or null) and `points`: `[{t_s, span_s: [from, to],
+/// fraction, tok_s}]` (seconds since the start of the load; the fraction of the peak; tok/s or
+/// null). Throws naming an unknown id.
+#[wasm_bindgen(js_name = thermalTraces)]
+pub fn thermal_traces(id: &str) -> Result<String, JsError> {
+    serde_json::to_string(&edgefit_estimate::trace_views(id).map_err(js_err)?).map_err(js_err)
+}
+
 /// The `this-browser` profile filled with figures measured in this tab (`BrowserMeasurements`
 /// JSON), as a device profile JSON.
 #[wasm_bindgen(js_name = thisBrowserDevice)]
