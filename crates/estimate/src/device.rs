@@ -276,7 +276,9 @@ pub struct BrowserMeasurements {
     /// f32 GEMM throughput, GFLOP/s.
     pub f32_gflops: f64,
     /// Weights per second (10^9) of the engine's GEMV (one activation row, as in decode), by
-    /// weight format (at least `f32` and `w4g32`).
+    /// weight format (at least `f32` and `w4g32`), with the weights streamed from memory as a
+    /// decode step streams them (a working set larger than the caches; a cache-resident GEMV
+    /// runs ~2× faster and made the tab's decode estimate ~2× optimistic).
     pub weight_rate_gws: BTreeMap<WeightFormat, f64>,
     /// Weight·rows per second (10^9) of the engine's GEMM on a prompt-sized block of rows (64,
     /// the engine's prefill chunk), by weight format: `64 · N · K / time`.

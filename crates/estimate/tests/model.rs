@@ -625,6 +625,65 @@ fn this_browser_takes_measurements() {
 }
 
 #[test]
+fn the_output_head_runs_at_its_own_formats_kernel_rate() {
+    // 4-bit layers with a q8_0 head (the engine's default): the head's GEMV is timed with the
+    // q8_0 rate, not the 4-bit one; a slower q8_0 kernel slows the head and nothing else.
+    let measured = |q8: f64| BrowserMeasurements {
+        read_bandwidth_gbs: 1000.0,
+        f32_gflops: 30.0,
+        weight_rate_gws: [(WeightFormat::W4g32, 4.0), (WeightFormat::Q8_0, q8)].into(),
+        prefill_weight_rate_gws: Default::default(),
+        kernel: None,
+        op_overhead_us: None,
+        wasm_limit_bytes: None,
+    };
+    let spec = preset("smollm2-135m").unwrap();
+    let dep = Deployment {
+        weights: WeightFormat::W4g32,
+        embedding_weights: Some(WeightFormat::Q8_0),
+        ..Deployment::default()
+    };
+    let run = |q8| {
+        estimate(
+            &spec,
+            &dep,
+            &DeviceProfile::this_browser(&measured(q8)).unwrap(),
+        )
+        .unwrap()
+    };
+    let (fast, slow) = (run(4.0), run(1.0));
+    let head = |r: &edgefit_estimate::Report| {
+        r.latency
+            .head_decode
+            .iter()
+            .find(|o| o.op == "lm_head")
+            .unwrap()
+            .time_us
+    };
+    // lm_head: V × d = 49152 × 576 weights at 4 and 1 G weights/s (the memory roof is far).
+    let w = 49152.0 * 576.0;
+    assert!(
+        (head(&fast) - w / 4e3).abs() / (w / 4e3) < 0.01,
+        "{}",
+        head(&fast)
+    );
+    assert!(
+        (head(&slow) - w / 1e3).abs() / (w / 1e3) < 0.01,
+        "{}",
+        head(&slow)
+    );
+    let gate = |r: &edgefit_estimate::Report| {
+        r.layers[0]
+            .decode
+            .iter()
+            .find(|o| o.op == "gate_proj")
+            .unwrap()
+            .time_us
+    };
+    assert_eq!(gate(&fast), gate(&slow));
+}
+
+#[test]
 fn report_json_has_the_cli_fields_and_explanations() {
     let spec = preset("llama-3.2-1b").unwrap();
     let dev = device("snapdragon-8-gen3").unwrap();
