@@ -596,6 +596,34 @@ impl Weights {
             .chain(self.output.iter())
     }
 
+    /// The linear layers' format for reports that need one estimator format name: the
+    /// requested one, except for `auto`, where it is the format most matrices are held in
+    /// (`q5_0` for a Q4_K_M file, whose Q4_K/Q6_K/Q8_0 rest [`Weights::summary`] lists).
+    pub fn linear_format_name(&self) -> String {
+        if self.options.weights != WeightsFormat::Auto {
+            return self.options.weights.to_string();
+        }
+        let mut counts: Vec<(&'static str, usize)> = Vec::new();
+        for m in self.layers.iter().flat_map(|l| l.matrices()) {
+            match counts.iter_mut().find(|c| c.0 == m.format_name()) {
+                Some(c) => c.1 += 1,
+                None => counts.push((m.format_name(), 1)),
+            }
+        }
+        // The first of the most numerous (max_by_key keeps the last of equals).
+        let most = counts.iter().rev().max_by_key(|c| c.1);
+        most.map_or_else(|| self.embed.format_name(), |c| c.0)
+            .to_string()
+    }
+
+    /// The embedding's format for reports: the requested one, or for `auto` the one held.
+    pub fn embedding_format_name(&self) -> String {
+        match self.options.embedding_format() {
+            WeightsFormat::Auto => self.embed.format_name().to_string(),
+            f => f.to_string(),
+        }
+    }
+
     /// Bytes of weight storage held (matrices with their scales, and f32 norms).
     pub fn bytes(&self) -> u64 {
         let norms: usize = self

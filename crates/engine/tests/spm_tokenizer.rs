@@ -131,3 +131,13 @@ fn the_gemma3_270m_vocabulary_matches_transformers() {
     println!("{n} prompts: token ids and strings equal transformers'");
     assert!(n > 0);
 }
+
+/// GGUF export writes byte-level BPE only: a SentencePiece tokenizer is refused by name.
+#[test]
+fn gguf_export_of_a_sentencepiece_tokenizer_is_refused() {
+    let dir = root().join("tests/golden/arch/gemma3_gguf");
+    let tok = tokenizer_of(&dir.join("model.gguf")).unwrap();
+    let err = edgefit_engine::export::gguf_tokenizer_fields(&tok).unwrap_err();
+    println!("{err}");
+    assert!(err.to_string().contains("pre-tokenizer"), "{err}");
+}
