@@ -831,6 +831,8 @@ function renderInfo(info) {
     ['Parameters', `${P.formatParams(info.params)} (${info.params.toLocaleString('en-US')})`],
     ['Weights in memory', `${P.formatMB(info.weights_bytes)} (${P.formatWeightsUsed(info.weights)})`],
     ['Stored as', P.formatStored(info.weights.stored)],
+    ['Converted', (info.weights.converted ?? []).map((c) => `${c.from} → ${c.to} × ${c.tensors.length}`).join(', ') || 'none (every tensor as the file holds it, or float)'],
+    ['Tokenizer', info.tokenizer?.kind ?? ''],
     ['Kernel', `${info.kernel} (this build runs: ${info.kernels.join(', ')})`],
     ['Layers', info.n_layers],
     ...(P.describeLayers(info.layers) ? [['Pruned widths', P.describeLayers(info.layers)]] : []),

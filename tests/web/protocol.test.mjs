@@ -84,8 +84,8 @@ test('page -> worker constructors throw on bad input', () => {
   assert.throws(() => P.setKernel('SIMD 128'), /kernel/);
 });
 
-test('weight formats: w4g32 first (the default), each with a label', () => {
-  assert.equal(P.DEFAULT_WEIGHTS, 'w4g32');
+test('weight formats: auto first (the default), each with a label', () => {
+  assert.equal(P.DEFAULT_WEIGHTS, 'auto');
   assert.equal(P.WEIGHT_FORMATS[0], P.DEFAULT_WEIGHTS);
   assert.ok(Object.isFrozen(P.WEIGHT_FORMATS));
   assert.equal(new Set(P.WEIGHT_FORMATS).size, P.WEIGHT_FORMATS.length);

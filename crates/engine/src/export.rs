@@ -775,5 +775,6 @@ pub fn gguf_tokenizer_fields(tokenizer: &TextTokenizer) -> Result<GgufTokenizerF
         eos,
         add_bos: tokenizer.add_bos(),
         chat_template: tokenizer.chat_template().map(str::to_string),
+        ..GgufTokenizerFields::default()
     })
 }

@@ -554,6 +554,7 @@ pub fn prune_into(
             embedding: Some(model.weights.options.embedding_format()),
             ..options
         },
+        conversions: model.weights.conversions.clone(),
     };
     let kv = |c: &LlamaConfig| edgefit_estimate::kv_bytes_per_token(&c.to_spec(), KvFormat::F32);
     let report = PruneReport {

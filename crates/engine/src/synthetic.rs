@@ -96,6 +96,7 @@ fn tokenizer_fields() -> GgufTokenizerFields {
         eos: Some(2),
         add_bos: false,
         chat_template: Some(CHAT_TEMPLATE.to_string()),
+        ..GgufTokenizerFields::default()
     }
 }
 
