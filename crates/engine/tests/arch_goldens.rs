@@ -348,3 +348,117 @@ fn unimplemented_features_are_refused_naming_them() {
         eprintln!("{case}: {msg}");
     }
 }
+
+/// Zeroes column `c` of an f32 matrix (the input feature `c` then contributes nothing).
+fn zero_col(m: &mut edgefit_kernels::Matrix, c: usize) {
+    let edgefit_kernels::Matrix::F32 { data, cols, .. } = m else {
+        panic!("f32 weights expected")
+    };
+    let cols = *cols;
+    data.chunks_exact_mut(cols).for_each(|row| row[c] = 0.0);
+}
+
+/// Pruning Gemma 3: heads (one per KV group, with the per-head q/k norms shared by all heads
+/// kept whole), MLP channels and a whole layer — here the full-attention layer, so the kept
+/// layers must keep their sliding kind — are removed consistently: when the removed units
+/// contribute exactly nothing (zeroed output columns: the post-norms then see the same
+/// values), the pruned model gives the same logits, its KV bytes are the estimator's for the
+/// pruned spec, and Q/K dims (under QK-norm) and any pruning of Phi-3 (partial RoPE) are
+/// refused naming why.
+#[test]
+fn gemma3_prunes_consistently_and_what_cannot_be_pruned_is_refused() {
+    use edgefit_engine::{prune, EngineError, LayerRatios, PrunePlan};
+    let (mut model, _) = from_hf("gemma3");
+    let hd = model.config.head_dim;
+    for (l, lw) in model.weights.layers.iter_mut().enumerate() {
+        // Heads 1 and 2 (one in each KV group of two) and MLP channels 0..4 write nothing.
+        for c in hd..3 * hd {
+            zero_col(&mut lw.wo, c);
+        }
+        for c in 0..4 {
+            zero_col(&mut lw.w_down, c);
+        }
+        if l == 1 {
+            // Layer 1 (the full-attention one) adds nothing to the residual stream.
+            let f = |m: &mut edgefit_kernels::Matrix| {
+                for c in 0..m.cols() {
+                    zero_col(m, c);
+                }
+            };
+            f(&mut lw.wo);
+            f(&mut lw.w_down);
+        }
+    }
+    let tokens: Vec<u32> = (0..40).map(|i| (i * 37 % 380 + 2) as u32).collect();
+    let run = |m: &Model| {
+        let mut cache = m.new_cache(64);
+        let l = m.forward(&tokens, &mut cache, Logits::All).unwrap();
+        (l, cache.bytes())
+    };
+    let (want, _) = run(&model);
+    let plan = PrunePlan {
+        ratios: LayerRatios {
+            heads: 0.5,
+            mlp: 4.0 / 32.0,
+            ..Default::default()
+        },
+        drop_layers: vec![1],
+        ..Default::default()
+    };
+    let (pruned, report) = prune(&model, &plan, None).unwrap();
+    assert_eq!(report.dropped_layers, [1]);
+    assert_eq!(pruned.config.sliding_layers, [true, true]);
+    assert_eq!(pruned.config.n_layers, 2);
+    let shape = &report.shapes[0];
+    assert_eq!((shape.n_heads, shape.n_kv_heads, shape.ffn), (2, 2, 28));
+    let (got, bytes) = run(&pruned);
+    let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let d = got
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    eprintln!("gemma3 pruned: max |logit difference| = {d:.2e} (scale {scale:.1})");
+    assert!(d <= 1e-5 * scale, "{d}");
+    let spec = edgefit_estimate::ModelSpec::from_hf_config("", &text("gemma3", "config.json"))
+        .unwrap()
+        .pruned(&report.pruning)
+        .unwrap();
+    assert_eq!(
+        bytes,
+        edgefit_estimate::kv_bytes(&spec, edgefit_estimate::KvFormat::F32, 40)
+    );
+    assert_eq!(spec.params().total, pruned.config.params());
+
+    let qk = PrunePlan {
+        ratios: LayerRatios {
+            qk_dims: 0.25,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let err = prune(&model, &qk, None).map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("qk_dims"), "{err}");
+    eprintln!("gemma3 qk_dims: {err}");
+    let (phi3, _) = from_hf("phi3");
+    let mlp = PrunePlan {
+        ratios: LayerRatios {
+            mlp: 0.25,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let err = prune(&phi3, &mlp, None).map(|_| ()).unwrap_err();
+    assert!(matches!(err, EngineError::Unsupported(_)), "{err}");
+    assert!(err.to_string().contains("partial RoPE"), "{err}");
+    eprintln!("phi3: {err}");
+    // Export: refused naming the architecture, never a file that loads wrong.
+    for m in [&model, &phi3] {
+        let err =
+            edgefit_engine::export::safetensors_bytes(m, edgefit_engine::export::ExportDType::F32)
+                .map(|_| ())
+                .unwrap_err();
+        assert!(err.to_string().contains(&m.config.arch), "{err}");
+        eprintln!("export: {err}");
+    }
+}
