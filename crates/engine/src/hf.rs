@@ -269,7 +269,7 @@ pub fn load_hf_within(
     let (sliding_window, sliding_layers) = sliding_layout(&hf, desc)?;
     let rope_dim = match hf.partial_rotary_factor {
         None => None,
-        Some(f) if f == 1.0 => None,
+        Some(1.0) => None,
         Some(f) => {
             let r = (head_dim as f32 * f) as usize;
             if !(f > 0.0 && f < 1.0) || r == 0 || !r.is_multiple_of(2) {

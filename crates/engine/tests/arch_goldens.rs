@@ -324,9 +324,12 @@ fn refusal(case: &str, edit: impl Fn(&mut serde_json::Value)) -> String {
     err.to_string()
 }
 
+/// A fixture case, the feature its edited config adds, and the edit.
+type RefusalCase = (&'static str, &'static str, fn(&mut serde_json::Value));
+
 #[test]
 fn unimplemented_features_are_refused_naming_them() {
-    let cases: [(&str, &str, fn(&mut serde_json::Value)); 5] = [
+    let cases: [RefusalCase; 5] = [
         ("phi3", "longrope", |c| {
             c["rope_scaling"] = serde_json::json!({"rope_type": "longrope",
                 "short_factor": [1.0], "long_factor": [1.0]});
