@@ -11,7 +11,7 @@
 // Page -> worker
 //   load-url  {url, weights?}                fetch the model, streaming progress, and build it with
 //                                            the linear layers in `weights` (one of
-//                                            WEIGHT_FORMATS; absent = the engine's default, auto).
+//                                            WEIGHT_FORMATS; the page sends its default, w4g32).
 //                                            The kernel chosen with set-kernel is kept across loads
 //   load-file {file, weights?}               read a user-chosen File (a Blob) the same way
 //   set-kernel {name}                        run the matrix products on kernel `name` (one of the
@@ -195,12 +195,12 @@ export const EVAL_TOKENS = 256;
  * asked of the worker, so the picker is filled and a load request validated before the wasm has
  * even compiled, by the same pure code on both sides.
  */
-export const WEIGHT_FORMATS = Object.freeze(['auto', 'w4g32', 'w4g64', 'w4g128', 'q8_0', 'f16', 'f32']);
+export const WEIGHT_FORMATS = Object.freeze(['w4g32', 'w4g64', 'w4g128', 'q8_0', 'f16', 'f32', 'auto']);
 export const DEFAULT_WEIGHTS = WEIGHT_FORMATS[0];
 
 /** What each format is, for the picker. */
 export const WEIGHT_FORMAT_LABELS = Object.freeze({
-  auto: 'auto · the file\'s own blocks (GGUF Q4_K, Q5_0, ... kept); float weights w4g32',
+  auto: 'auto · every block as the file holds it',
   w4g32: 'w4g32 · 4-bit, groups of 32',
   w4g64: 'w4g64 · 4-bit, groups of 64',
   w4g128: 'w4g128 · 4-bit, groups of 128',

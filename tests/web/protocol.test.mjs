@@ -84,8 +84,9 @@ test('page -> worker constructors throw on bad input', () => {
   assert.throws(() => P.setKernel('SIMD 128'), /kernel/);
 });
 
-test('weight formats: auto first (the default), each with a label', () => {
-  assert.equal(P.DEFAULT_WEIGHTS, 'auto');
+test('weight formats: w4g32 first (the page default; auto keeps every block a GGUF holds), each with a label', () => {
+  assert.equal(P.DEFAULT_WEIGHTS, 'w4g32');
+  assert.ok(P.WEIGHT_FORMATS.includes('auto'));
   assert.equal(P.WEIGHT_FORMATS[0], P.DEFAULT_WEIGHTS);
   assert.ok(Object.isFrozen(P.WEIGHT_FORMATS));
   assert.equal(new Set(P.WEIGHT_FORMATS).size, P.WEIGHT_FORMATS.length);
