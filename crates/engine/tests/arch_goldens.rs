@@ -65,15 +65,9 @@ fn gguf_model(case: &str, file: &str, options: LoadOptions) -> Model {
     .unwrap_or_else(|e| panic!("{case}/{file}: {e}"))
 }
 
-fn argmax(v: &[f32]) -> u32 {
-    v.iter()
-        .enumerate()
-        .fold(
-            (0, f32::NEG_INFINITY),
-            |b, (i, &x)| if x > b.1 { (i, x) } else { b },
-        )
-        .0 as u32
-}
+#[path = "common/greedy.rs"]
+mod greedy;
+use greedy::greedy;
 
 /// Checks `model` against `golden` (the parsed golden.json); returns the worst logit error.
 fn check(
@@ -110,13 +104,12 @@ fn check(
         // Greedy: 16 argmax tokens, each step on the cache (the goldens recompute the whole
         // sequence each step: the same numbers up to rounding, and identical tokens).
         let want_greedy: Vec<u32> = serde_json::from_value(case["greedy"].clone()).unwrap();
-        let mut next = argmax(&got[(tokens.len() - 1) * vocab..]);
-        let mut greedy = vec![next];
-        while greedy.len() < want_greedy.len() {
-            let l = model.forward(&[next], &mut cache, Logits::Last).unwrap();
-            next = argmax(&l);
-            greedy.push(next);
-        }
+        let greedy = greedy(
+            model,
+            &mut cache,
+            &got[(tokens.len() - 1) * vocab..],
+            want_greedy.len(),
+        );
         assert_eq!(greedy, want_greedy, "{label}: greedy tokens");
     }
     worst
@@ -266,13 +259,12 @@ fn check_top(label: &str, model: &Model, golden: &serde_json::Value, bound: f64)
             }
         }
         let want_greedy: Vec<u32> = serde_json::from_value(case["greedy"].clone()).unwrap();
-        let mut next = argmax(&got[(tokens.len() - 1) * vocab..]);
-        let mut greedy = vec![next];
-        while greedy.len() < want_greedy.len() {
-            let l = model.forward(&[next], &mut cache, Logits::Last).unwrap();
-            next = argmax(&l);
-            greedy.push(next);
-        }
+        let greedy = greedy(
+            model,
+            &mut cache,
+            &got[(tokens.len() - 1) * vocab..],
+            want_greedy.len(),
+        );
         assert_eq!(greedy, want_greedy, "{label}: greedy tokens");
     }
     worst

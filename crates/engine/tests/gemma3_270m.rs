@@ -37,15 +37,8 @@ fn load() -> Option<(Model, TextTokenizer)> {
     )
 }
 
-fn argmax(v: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &x) in v.iter().enumerate() {
-        if x > v[best] {
-            best = i;
-        }
-    }
-    best as u32
-}
+#[path = "common/greedy.rs"]
+mod greedy;
 
 #[test]
 fn gemma3_270m_matches_transformers_on_its_own_blocks() {
@@ -82,14 +75,13 @@ fn gemma3_270m_matches_transformers_on_its_own_blocks() {
             }
         }
         let want: Vec<u32> = serde_json::from_value(case["greedy"]["tokens"].clone()).unwrap();
-        let mut next = argmax(&got[(tokens.len() - 1) * vocab..]);
-        let mut greedy = vec![next];
-        while greedy.len() < want.len() {
-            let l = model.forward(&[next], &mut cache, Logits::Last).unwrap();
-            next = argmax(&l);
-            greedy.push(next);
-        }
-        assert_eq!(greedy, want, "{name}: greedy tokens");
+        let got = greedy::greedy(
+            &model,
+            &mut cache,
+            &got[(tokens.len() - 1) * vocab..],
+            want.len(),
+        );
+        assert_eq!(got, want, "{name}: greedy tokens");
     }
     eprintln!("Gemma 3 270M Q4_K_M (blocks kept): max |logit − transformers| = {worst:.2e}");
 }
