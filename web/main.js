@@ -322,7 +322,7 @@ function onWorkerMessage(w, msg) {
       a.click();
       a.remove();
       setTimeout(() => URL.revokeObjectURL(url), 60_000);
-      pruneDone(`${msg.name}: ${P.formatMB(msg.bytes.length)}${P.exportFormatNote(state.modelInfo?.weights?.weights, 'q8_0')}`);
+      pruneDone(`${msg.name}: ${P.formatMB(msg.bytes.length)}${P.exportFormatNote(state.modelInfo?.weights?.weights, 'q8_0', state.modelInfo?.weights?.stored)}`);
       break;
     }
     case P.FromWorker.KERNEL_SET:
@@ -474,7 +474,9 @@ function renderMetrics(m, kvEstimateBytes = null) {
   $('metric-kv-mb').textContent = m.kv_bytes > 0 ? `(${P.formatMB(m.kv_bytes)})` : '';
   $('metric-peak-mb').textContent = m.peak_bytes > 0 ? `(${P.formatMB(m.peak_bytes)})` : '';
   $('metric-heap-mb').textContent = m.heap_bytes > 0 ? `(${P.formatMB(m.heap_bytes)})` : '';
-  $('metric-weights-format').textContent = P.formatWeightsUsed({ stored: state.modelInfo?.weights?.stored, ...m });
+  // One name everywhere: the requested format (auto, w4g32, ...) with what the file kept, as the
+  // model info and the progress line say it (the metrics name the layers' most common format).
+  $('metric-weights-format').textContent = P.formatWeightsUsed({ ...m, stored: state.modelInfo?.weights?.stored, weights: state.modelInfo?.weights?.weights ?? m.weights });
   $('metric-kernel').textContent = m.kernel ?? '';
   // The KV cache, live: format, tokens held of the limit, measured bytes beside the estimator's.
   const kv = P.kvCells(m, kvEstimateBytes);

@@ -11,7 +11,7 @@
 // Page -> worker
 //   load-url  {url, weights?}                fetch the model, streaming progress, and build it with
 //                                            the linear layers in `weights` (one of
-//                                            WEIGHT_FORMATS; the page sends its default, w4g32).
+//                                            WEIGHT_FORMATS; the page sends its default, auto).
 //                                            The kernel chosen with set-kernel is kept across loads
 //   load-file {file, weights?}               read a user-chosen File (a Blob) the same way
 //   set-kernel {name}                        run the matrix products on kernel `name` (one of the
@@ -195,12 +195,12 @@ export const EVAL_TOKENS = 256;
  * asked of the worker, so the picker is filled and a load request validated before the wasm has
  * even compiled, by the same pure code on both sides.
  */
-export const WEIGHT_FORMATS = Object.freeze(['w4g32', 'w4g64', 'w4g128', 'q8_0', 'f16', 'f32', 'auto']);
+export const WEIGHT_FORMATS = Object.freeze(['auto', 'w4g32', 'w4g64', 'w4g128', 'q8_0', 'f16', 'f32']);
 export const DEFAULT_WEIGHTS = WEIGHT_FORMATS[0];
 
 /** What each format is, for the picker. */
 export const WEIGHT_FORMAT_LABELS = Object.freeze({
-  auto: 'auto · every block as the file holds it',
+  auto: 'auto · the file\'s own formats',
   w4g32: 'w4g32 · 4-bit, groups of 32',
   w4g64: 'w4g64 · 4-bit, groups of 64',
   w4g128: 'w4g128 · 4-bit, groups of 128',
@@ -1242,10 +1242,16 @@ export function formatWeightsUsed(m) {
 /**
  * Why a downloaded GGUF is not in the format the model runs in ("" when it is): the engine
  * writes GGUF in f32, f16 or q8_0 only, so a 4-bit model is saved as 8-bit (about 1.5× the bytes).
+ * `running`: the requested weights; for `auto`, `stored` (info.weights.stored) names what the
+ * layers really hold (the format most matrices are in).
  */
-export function exportFormatNote(running, exported) {
-  if (typeof running !== 'string' || running === exported || !/^(w4g|q4)/.test(running)) return '';
-  return ` (saved as ${exported}: the engine writes GGUF in f32, f16 or q8_0, not yet in the loaded 4-bit ${running}, so the file is larger than the model in memory)`;
+export function exportFormatNote(running, exported, stored = null) {
+  if (running === 'auto' && Array.isArray(stored)) {
+    const most = stored.filter((x) => isObject(x) && typeof x.format === 'string').sort((a, b) => b.matrices - a.matrices)[0];
+    if (most) running = most.format;
+  }
+  if (typeof running !== 'string' || running === exported || !/^(w4g|q4|q5|q6|q3|q2)/.test(running)) return '';
+  return ` (saved as ${exported}: the engine writes GGUF in f32, f16 or q8_0, not yet in the loaded ${/^(w4g|q4)/.test(running) ? '4-bit ' : ''}${running}, so the file is larger than the model in memory)`;
 }
 
 /**
@@ -1284,8 +1290,10 @@ export function perplexityWarning(base, pruned) {
 export function describeWeights(requested, stored, embedding) {
   if (typeof requested !== 'string' || requested === '') return '';
   if (!Array.isArray(stored)) return requested;
+  // The embedding (and an untied output head) are named apart: a format counts as the
+  // layers' only with more matrices than those two.
   const kept = [...new Set(stored
-    .filter((x) => isObject(x) && typeof x.format === 'string' && x.format !== requested && x.format !== embedding && x.matrices > 1)
+    .filter((x) => isObject(x) && typeof x.format === 'string' && x.format !== requested && x.matrices > (x.format === embedding ? 2 : 1))
     .map((x) => x.format))];
   return kept.length ? `${requested} (the file's ${kept.join(', ')} kept)` : requested;
 }

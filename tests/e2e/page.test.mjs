@@ -131,7 +131,7 @@ test('loads the default model, generates 16 tokens greedily, shows metrics', asy
   const max = Number(await progress.evaluate((p) => p.max));
   assert.ok(max > 90e6, `load-progress max should be the model size in bytes, got ${max}`);
   assert.equal(value, max, 'load-progress should reach its max');
-  assert.match(await page.getByTestId('progress-text').textContent(), /\d+(\.\d+)? \/ \d+(\.\d+)? MiB · smollm2-135m-instruct-q4_1 loaded \(w4g32 \(the file's q4_1 kept\)\)/);
+  assert.match(await page.getByTestId('progress-text').textContent(), /\d+(\.\d+)? \/ \d+(\.\d+)? MiB · smollm2-135m-instruct-q4_1 loaded \(auto \(the file's q4_1 kept\)\)/);
   // One unit for bytes: the metrics in MiB like the estimator, the model by its file name.
   assert.match(await page.getByTestId('metric-weights-mb').textContent(), /^\(\d+(\.\d+)? MiB\)$/);
   assert.match(await text(page, 'model-info'), /Name\s*smollm2-135m-instruct-q4_1/);
@@ -261,7 +261,7 @@ test('a non-GGUF file shows an error and the page recovers', async (t) => {
     const e = await waitStatus(page, 'ready', LOAD_TIMEOUT);
     const ms = Date.now() - t0;
     assert.match(e, want);
-    assert.match(await text(page, 'progress-text'), /^not loaded; still running smollm2-135m-instruct-q4_1 \(w4g32\)$/);
+    assert.match(await text(page, 'progress-text'), /^not loaded; still running smollm2-135m-instruct-q4_1 \(auto\)$/);
     assert.equal(await page.getByTestId('generate').isEnabled(), true, `${name}: the working model still runs`);
     assert.match(await text(page, 'model-info'), /Name\s*smollm2-135m-instruct-q4_1/);
     assert.equal(await page.getByTestId('preset-picker').inputValue(), '@loaded', 'the estimator keeps the loaded model');
@@ -324,11 +324,11 @@ async function generateGreedy(page, prompt, maxTokens) {
 }
 
 
-test('weights format and kernel pickers: w4g32 by default, scalar = simd128 tokens, f32 reloads', async (t) => {
+test('weights format and kernel pickers: auto by default, scalar = simd128 tokens, f32 reloads', async (t) => {
   const { page, consoleErrors, pageErrors } = await openPage(t);
   const weights = page.getByTestId('weights-format');
   const kernel = page.getByTestId('kernel-picker');
-  assert.equal(await weights.inputValue(), 'w4g32', 'w4g32 is the default weight format');
+  assert.equal(await weights.inputValue(), 'auto', 'auto is the default weight format');
   assert.equal(await kernel.isDisabled(), true, 'no model: the kernel picker is disabled');
   // Every control has a label.
   for (const id of ['weights-format', 'kernel-picker']) {
@@ -336,21 +336,21 @@ test('weights format and kernel pickers: w4g32 by default, scalar = simd128 toke
   }
 
   await loadDefault(page);
-  assert.equal(await weights.inputValue(), 'w4g32');
+  assert.equal(await weights.inputValue(), 'auto');
   assert.equal(await kernel.inputValue(), 'simd128', 'the SIMD build runs the simd128 kernel by default');
   const kernels = await kernel.evaluate((s) => [...s.options].map((o) => o.value));
   assert.ok(kernels.includes('scalar') && kernels.includes('simd128'), `kernels offered: ${kernels}`);
   assert.equal(await text(page, 'metric-kernel'), 'simd128');
-  assert.equal(await text(page, 'metric-weights-format'), "w4g32 (the file's q4_1 kept) · embedding q8_0");
+  assert.equal(await text(page, 'metric-weights-format'), "auto (the file's q4_1 kept) · embedding q8_0");
   const info = await text(page, 'model-info');
   assert.match(info, /Stored as/);
   const w4Bytes = await num(page, 'metric-weights-bytes');
-  assert.ok(w4Bytes > 50e6 && w4Bytes < 150e6, `w4g32 weights of SmolLM2-135M are about 100 MB, got ${w4Bytes}`);
+  assert.ok(w4Bytes > 50e6 && w4Bytes < 150e6, `the 4-bit weights of SmolLM2-135M are about 100 MB, got ${w4Bytes}`);
 
   const prompt = 'The capital of France is';
   const simd = await generateGreedy(page, prompt, 8);
   assert.equal(await text(page, 'metric-kernel'), 'simd128');
-  assert.equal(await text(page, 'metric-weights-format'), "w4g32 (the file's q4_1 kept) · embedding q8_0");
+  assert.equal(await text(page, 'metric-weights-format'), "auto (the file's q4_1 kept) · embedding q8_0");
   const simdDecode = await num(page, 'metric-decode-tps');
   assert.ok(simd.length > 0, 'simd128 generated text');
 

@@ -22,7 +22,7 @@ const built = existsSync(JS) && existsSync(WASM);
 const required = Boolean(process.env.EDGEFIT_URL);
 
 test(
-  'protocol.js WEIGHT_FORMATS lists exactly the wasm weightFormats(); the page default is w4g32',
+  'protocol.js WEIGHT_FORMATS lists exactly the wasm weightFormats(); the page default is auto, as the engine's',
   { skip: !built && !required ? `no built site at ${PKG}: run \`cargo xtask build\` first` : false },
   async () => {
     assert.ok(built, `the built wasm is missing at ${PKG}: \`cargo xtask build\` makes it`);
@@ -30,10 +30,10 @@ test(
     mod.initSync({ module: readFileSync(WASM) });
     const fromWasm = JSON.parse(mod.weightFormats());
     assert.deepEqual([...P.WEIGHT_FORMATS].sort(), [...fromWasm].sort(), 'web/protocol.js WEIGHT_FORMATS must list exactly the wasm weightFormats()');
-    // The engine's default is `auto` (first in its list); the page asks for w4g32, which keeps
-    // the default model's q4_1 as auto does and which the page's labels assume.
+    // The engine's default is `auto` (first in its list), and so is the page's: every tensor in
+    // the file's own format (the default model's q4_1, a Q4_K_M file's q5_0 / q4_k / q6_k).
     assert.equal(fromWasm[0], 'auto');
-    assert.equal(P.DEFAULT_WEIGHTS, 'w4g32');
+    assert.equal(P.DEFAULT_WEIGHTS, 'auto');
     assert.equal(P.WEIGHT_FORMATS[0], P.DEFAULT_WEIGHTS);
   },
 );

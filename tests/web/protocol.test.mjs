@@ -84,8 +84,8 @@ test('page -> worker constructors throw on bad input', () => {
   assert.throws(() => P.setKernel('SIMD 128'), /kernel/);
 });
 
-test('weight formats: w4g32 first (the page default; auto keeps every block a GGUF holds), each with a label', () => {
-  assert.equal(P.DEFAULT_WEIGHTS, 'w4g32');
+test('weight formats: auto first (the page default: every tensor as the file holds it), each with a label', () => {
+  assert.equal(P.DEFAULT_WEIGHTS, 'auto');
   assert.ok(P.WEIGHT_FORMATS.includes('auto'));
   assert.equal(P.WEIGHT_FORMATS[0], P.DEFAULT_WEIGHTS);
   assert.ok(Object.isFrozen(P.WEIGHT_FORMATS));
@@ -415,4 +415,18 @@ test('exportFormatNote: says why a 4-bit model downloads as q8_0', () => {
   assert.equal(P.exportFormatNote('q8_0', 'q8_0'), '');
   assert.equal(P.exportFormatNote('f16', 'q8_0'), '');
   assert.equal(P.exportFormatNote(undefined, 'q8_0'), '');
+  // auto names what the layers hold: the file's q4_1 (4-bit), or a Q4_K_M file's q5_0.
+  const q41 = [{ format: 'q4_1', matrices: 210, bytes: 1 }, { format: 'q8_0', matrices: 1, bytes: 1 }];
+  assert.match(P.exportFormatNote('auto', 'q8_0', q41), /not yet in the loaded 4-bit q4_1/);
+  const km = [{ format: 'q8_0', matrices: 10, bytes: 1 }, { format: 'q5_0', matrices: 81, bytes: 1 }, { format: 'q4_k', matrices: 27, bytes: 1 }];
+  assert.match(P.exportFormatNote('auto', 'q8_0', km), /not yet in the loaded q5_0,/);
+  assert.equal(P.exportFormatNote('auto', 'q8_0', [{ format: 'q8_0', matrices: 211, bytes: 1 }]), '');
+});
+
+test('describeWeights: auto names the layers\' formats, the embedding named apart unless layers share it', () => {
+  const km = [{ format: 'q8_0', matrices: 10, bytes: 1 }, { format: 'q5_0', matrices: 81, bytes: 1 }, { format: 'q4_k', matrices: 27, bytes: 1 }, { format: 'q6_k', matrices: 9, bytes: 1 }];
+  assert.equal(P.describeWeights('auto', km, 'q8_0'), "auto (the file's q8_0, q5_0, q4_k, q6_k kept)");
+  const q41 = [{ format: 'q4_1', matrices: 210, bytes: 1 }, { format: 'q8_0', matrices: 1, bytes: 1 }];
+  assert.equal(P.describeWeights('auto', q41, 'q8_0'), "auto (the file's q4_1 kept)");
+  assert.equal(P.formatWeightsUsed({ weights: 'auto', embedding: 'q8_0', stored: q41 }), "auto (the file's q4_1 kept) · embedding q8_0");
 });

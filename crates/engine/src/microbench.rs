@@ -17,14 +17,17 @@
 //!   (10 per layer: norms, q, k, v, o, attention, gate, up, activation, down; plus embedding,
 //!   final norm and output head). It also runs the engine's whole forward path once, so the
 //!   browser has compiled it before the first real run.
-//! - **the engine's kernels per weight format** the page offers ([`MEASURED_FORMATS`]: f32, f16,
-//!   w4g32, w4g64, w4g128, q4_1 — GGUF Q4_1 layers kept as they are — and q8_0, the 4-bit
-//!   models' embedding/output head), two roofs each:
+//! - **the engine's kernels per weight format** it runs ([`MEASURED_FORMATS`]: f32, f16,
+//!   w4g32, w4g64, w4g128, q4_1 — GGUF Q4_1 layers kept as they are —, q8_0, the 4-bit
+//!   models' embedding/output head, and the GGUF blocks `auto` keeps: q5_0, q5_1, q4_k, q5_k,
+//!   q6_k, quantized from the same random weights by candle as a GGUF writer would), two roofs
+//!   each:
 //!   - decode, one activation row (GEMV): [`Matrix::matmul_t`] over copies of a 1536×576
-//!     weight matrix (SmolLM2-135M's MLP) totalling the bandwidth probe's buffer, so the weights
+//!     weight matrix (SmolLM2-135M's MLP; 1536×512 for the K-quants, whose rows are whole
+//!     256-value super-blocks) totalling the bandwidth probe's buffer, so the weights
 //!     stream from memory as in a real decode step; G weights/s = copies·N·K / time
 //!     (`weight_rate_gws`);
-//!   - prefill, [`PREFILL_ROWS`] = 64 rows (the engine's prefill chunk) on the 1536×576 matrix:
+//!   - prefill, [`PREFILL_ROWS`] = 64 rows (the engine's prefill chunk) on the same matrix:
 //!     G weight·rows/s = 64·N·K / time (`prefill_weight_rate_gws`).
 //!
 //!   These are the estimator's kernel roofs: in wasm an int4 GEMV is bound by instructions per
@@ -42,7 +45,8 @@ use std::hint::black_box;
 
 use edgefit_estimate::{BrowserMeasurements, WeightFormat};
 use edgefit_kernels::{
-    matmul_t, wrapping_sum, F16Matrix, Kernel, Matrix, Q8Matrix, W4Kind, W4Matrix,
+    matmul_t, wrapping_sum, F16Matrix, GgmlFormat, GgmlMatrix, Kernel, Matrix, Q8Matrix, W4Kind,
+    W4Matrix,
 };
 
 use crate::engine::{Engine, GenerateOptions, Platform, PREFILL_CHUNK};
@@ -157,8 +161,9 @@ pub fn f32_gemm_gflops(p: &dyn Platform, cfg: &MicrobenchConfig, kernel: Kernel)
 
 /// The weight formats whose kernel rates [`measure`] probes: every format the page's weight
 /// picker loads (w4g32, w4g64, w4g128, q8_0, f16, f32), GGUF Q4_1 layers kept as they are
-/// (`q4_1`, the default model's) and q8_0 (the 4-bit models' embedding and output head).
-pub const MEASURED_FORMATS: [WeightFormat; 7] = [
+/// (`q4_1`, the default model's), q8_0 (the 4-bit models' embedding and output head) and the
+/// GGUF blocks weights `auto` keeps (a Q4_K_M file's q5_0, q4_k, q6_k; q5_1, q5_k).
+pub const MEASURED_FORMATS: [WeightFormat; 12] = [
     WeightFormat::F32,
     WeightFormat::F16,
     WeightFormat::W4g32,
@@ -166,11 +171,45 @@ pub const MEASURED_FORMATS: [WeightFormat; 7] = [
     WeightFormat::W4g128,
     WeightFormat::Q4_1,
     WeightFormat::Q8_0,
+    WeightFormat::Q5_0,
+    WeightFormat::Q5_1,
+    WeightFormat::Q4K,
+    WeightFormat::Q5K,
+    WeightFormat::Q6K,
 ];
+
+/// The probe matrices' shape for `format`: SmolLM2-135M's MLP (1536×576), or 1536×512 for the
+/// K-quants (a row is whole 256-value super-blocks).
+fn probe_shape(format: WeightFormat) -> (usize, usize) {
+    match format {
+        WeightFormat::Q4K | WeightFormat::Q5K | WeightFormat::Q6K => (1536, 512),
+        _ => (1536, 576),
+    }
+}
+
+/// `rows × cols` pseudo-random weights as GGUF `format` blocks, quantized by candle (as the
+/// files the engine loads were by ggml) and held as their bytes, as the loader holds them.
+fn ggml_matrix(format: GgmlFormat, w: &[f32], rows: usize, cols: usize) -> Option<Matrix> {
+    use candle_core::quantized::{GgmlDType, QTensor};
+    let dtype = match format {
+        GgmlFormat::Q5_0 => GgmlDType::Q5_0,
+        GgmlFormat::Q5_1 => GgmlDType::Q5_1,
+        GgmlFormat::Q4K => GgmlDType::Q4K,
+        GgmlFormat::Q5K => GgmlDType::Q5K,
+        GgmlFormat::Q6K => GgmlDType::Q6K,
+    };
+    let t = candle_core::Tensor::from_slice(w, (rows, cols), &candle_core::Device::Cpu).ok()?;
+    let q = QTensor::quantize(&t, dtype).ok()?;
+    let bytes = q.data().ok()?.into_owned();
+    Some(Matrix::Ggml(
+        GgmlMatrix::from_ggml_vec(format, bytes, rows, cols).ok()?,
+    ))
+}
 
 /// `rows × cols` pseudo-random weights in `format` (one of [`MEASURED_FORMATS`]).
 fn matrix(format: WeightFormat, rows: usize, cols: usize) -> Option<Matrix> {
     let w = fill(rows * cols, 4);
+    let ggml = |f| ggml_matrix(f, &w, rows, cols);
     let w4 = |group, kind| W4Matrix::quantize(&w, rows, cols, group, kind).ok();
     Some(match format {
         WeightFormat::F32 => Matrix::F32 {
@@ -184,6 +223,11 @@ fn matrix(format: WeightFormat, rows: usize, cols: usize) -> Option<Matrix> {
         WeightFormat::W4g128 => Matrix::W4(w4(128, W4Kind::Symmetric)?),
         WeightFormat::Q4_1 => Matrix::W4(w4(32, W4Kind::Asymmetric)?),
         WeightFormat::Q8_0 => Matrix::Q8(Q8Matrix::quantize(&w, rows, cols).ok()?),
+        WeightFormat::Q5_0 => ggml(GgmlFormat::Q5_0)?,
+        WeightFormat::Q5_1 => ggml(GgmlFormat::Q5_1)?,
+        WeightFormat::Q4K => ggml(GgmlFormat::Q4K)?,
+        WeightFormat::Q5K => ggml(GgmlFormat::Q5K)?,
+        WeightFormat::Q6K => ggml(GgmlFormat::Q6K)?,
         _ => return None,
     })
 }
@@ -211,7 +255,7 @@ pub fn gemv_weight_rate_gws(
         budget_ms: cfg.budget_ms / 4.0,
         ..*cfg
     };
-    let (n, k) = (1536usize, 576usize);
+    let (n, k) = probe_shape(format);
     let m = matrix(format, n, k)?;
     let copies = (cfg.buffer_bytes as u64).div_ceil(m.bytes().max(1)).max(1) as usize;
     let set: Vec<Matrix> = (0..copies).map(|_| m.clone()).collect();
@@ -239,7 +283,7 @@ pub fn gemm_weight_rate_gws(
         budget_ms: cfg.budget_ms / 4.0,
         ..*cfg
     };
-    let (n, k) = (1536usize, 576usize);
+    let (n, k) = probe_shape(format);
     let m = matrix(format, n, k)?;
     let x = fill(PREFILL_ROWS * k, 3);
     let mut out = vec![0.0f32; PREFILL_ROWS * n];
@@ -513,7 +557,13 @@ mod tests {
             reads: Cell::new(0),
             step_ms: 1.0,
         };
-        let cfg = small();
+        // Few calls per probe (the clock, not the work, bounds them: 1 fake ms per read): the
+        // scalar kernels on the probe shapes take real seconds per hundred calls.
+        let cfg = MicrobenchConfig {
+            budget_ms: 8.0,
+            batch_ms: 2.0,
+            ..small()
+        };
         let m = measure(&clock, &native, &cfg, Kernel::Scalar, Some(4 << 30));
         assert_sane(&m);
         assert_eq!(m.wasm_limit_bytes, Some(4 << 30));

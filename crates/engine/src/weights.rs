@@ -576,7 +576,7 @@ pub struct Weights {
 pub struct WeightsSummary {
     /// The linear layers' requested format (`w4g32`, ...).
     pub weights: String,
-    /// The embedding / output head's format.
+    /// The embedding / output head's format (for `auto`, the one held, e.g. `q8_0`).
     pub embedding: String,
     /// Whether already-quantized tensors were re-rounded ([`LoadOptions::requantize`]).
     pub requantized: bool,
@@ -662,7 +662,7 @@ impl Weights {
         }
         WeightsSummary {
             weights: self.options.weights.to_string(),
-            embedding: self.options.embedding_format().to_string(),
+            embedding: self.embedding_format_name(),
             requantized: self.options.requantize,
             stored,
             converted: self.conversions.clone(),
