@@ -60,6 +60,7 @@ const el = {
   pruneProgressText: $('prune-progress-text'),
   pruneSummary: $('prune-summary'),
   pruneNote: $('prune-note'),
+  pruneLimits: $('prune-limits'),
   pruneChart: $('prune-chart'),
   shareLink: $('share-link'),
   shareUrl: $('share-url'),
@@ -139,9 +140,21 @@ function render() {
   el.newConversation.disabled = busy;
   busyButton(el.generate, busy && state.modelLoaded, !state.modelLoaded);
   el.stop.disabled = state.phase !== 'generating';
-  el.pruneApply.disabled = busy || !state.modelLoaded;
+  // What this architecture cannot have pruned or exported (the engine's own checks, from the
+  // model info): those controls are disabled, with the engine's reason shown above them.
+  const limits = P.pruneLimits(state.modelInfo);
+  el.pruneApply.disabled = busy || !state.modelLoaded || limits.prune !== '';
   el.pruneReset.disabled = busy || !state.modelLoaded || !state.pruned;
-  el.pruneDownload.disabled = busy || !state.modelLoaded;
+  el.pruneDownload.disabled = busy || !state.modelLoaded || limits.export !== '';
+  for (const input of [el.pruneMlp, el.pruneHeads, el.pruneV, el.pruneQk]) {
+    input.disabled = limits.prune !== '' || (input === el.pruneQk && limits.qkDims !== '');
+  }
+  if (el.pruneQk.disabled && el.pruneQk.value !== '0') {
+    el.pruneQk.value = '0';
+    el.pruneQk.dispatchEvent(new Event('change'));
+  }
+  el.pruneLimits.textContent = limits.text;
+  el.pruneLimits.hidden = limits.text === '';
   el.perplexityRun.disabled = busy || !state.modelLoaded || state.texts.eval !== true;
   const hasTemplate = Boolean(state.modelInfo?.chat_template);
   el.chat.disabled = busy || (state.modelInfo !== null && !hasTemplate);

@@ -1299,6 +1299,23 @@ export function describeWeights(requested, stored, embedding) {
 }
 
 /**
+ * What the loaded model's architecture cannot have pruned or exported (info.limits, the
+ * engine's `PruneLimits`: each a reason, or null), as {prune, qkDims, export} ('' where
+ * allowed) and one line for the pruning panel ('' when everything is allowed, or no model).
+ */
+export function pruneLimits(info) {
+  const l = isObject(info) && isObject(info.limits) ? info.limits : {};
+  const why = (v) => (typeof v === 'string' ? v : '');
+  const out = { prune: why(l.prune), qkDims: why(l.qk_dims), export: why(l.export) };
+  const arch = isObject(info) && typeof info.arch === 'string' ? info.arch : 'this model';
+  const lines = [];
+  if (out.prune) lines.push(`${arch} cannot be pruned here: ${out.prune}.`);
+  else if (out.qkDims) lines.push(`Q/K dims stay whole for ${arch}: ${out.qkDims}.`);
+  if (out.export) lines.push(`No download for ${arch}: ${out.export}.`);
+  return { ...out, text: lines.join(' ') };
+}
+
+/**
  * The model's name for people: the file name without ".gguf" when there is one (what the user
  * picked; a GGUF's general.name is often the trainer's run id, e.g. "Smollm2 135M 8k Lc100K
  * Mix1 Ep2"), else general.name, else "model".

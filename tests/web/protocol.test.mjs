@@ -430,3 +430,16 @@ test('describeWeights: auto names the layers\' formats, the embedding named apar
   assert.equal(P.describeWeights('auto', q41, 'q8_0'), "auto (the file's q4_1 kept)");
   assert.equal(P.formatWeightsUsed({ weights: 'auto', embedding: 'q8_0', stored: q41 }), "auto (the file's q4_1 kept) · embedding q8_0");
 });
+
+test('pruneLimits: the engine\'s refusals as disabled controls and one line', () => {
+  assert.deepEqual(P.pruneLimits(null), { prune: '', qkDims: '', export: '', text: '' });
+  const llama = { arch: 'llama', limits: { prune: null, qk_dims: null, export: null } };
+  assert.equal(P.pruneLimits(llama).text, '');
+  const gemma = { arch: 'gemma3', limits: { prune: null, qk_dims: 'its q/k RMSNorm', export: 'exporting `gemma3` is not implemented' } };
+  const g = P.pruneLimits(gemma);
+  assert.equal(g.prune, '');
+  assert.equal(g.qkDims, 'its q/k RMSNorm');
+  assert.match(g.text, /^Q\/K dims stay whole for gemma3: its q\/k RMSNorm\. No download for gemma3: exporting/);
+  const phi = { arch: 'phi3', limits: { prune: 'partial RoPE', qk_dims: 'partial RoPE', export: 'no writer' } };
+  assert.match(P.pruneLimits(phi).text, /^phi3 cannot be pruned here: partial RoPE\. No download/);
+});

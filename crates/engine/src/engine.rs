@@ -128,6 +128,8 @@ pub struct ModelInfo {
     pub kernels: Vec<String>,
     pub chat_template: bool,
     pub tokenizer: TokenizerInfo,
+    /// What this architecture can have pruned and exported ([`crate::prune::limits`]).
+    pub limits: crate::prune::PruneLimits,
 }
 
 struct Generation {
@@ -328,6 +330,7 @@ impl Engine {
                 .collect(),
             chat_template: self.tokenizer.has_chat_template(),
             tokenizer: self.tokenizer.info(),
+            limits: crate::prune::limits(&self.model.config),
         }
     }
 

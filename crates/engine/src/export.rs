@@ -367,7 +367,7 @@ fn hf_tensors(model: &Model) -> Result<Vec<(String, Source<'_>)>> {
 /// The architecture of `c` if the exporters can write it: not one whose extra structure
 /// (Gemma's `1 + w` norms, sandwich norms, sliding layers; Phi-3's fused tensors and partial
 /// RoPE) has no writer yet ([`crate::config::Arch::exportable`]).
-fn exportable(c: &LlamaConfig) -> Result<crate::config::Arch> {
+pub(crate) fn exportable(c: &LlamaConfig) -> Result<crate::config::Arch> {
     let arch = c.arch()?;
     if !arch.exportable {
         return Err(EngineError::Unsupported(format!(

@@ -46,8 +46,8 @@ pub use kv_eval::{kv_eval, KvEvalOptions, KvEvalReport, KvFormatEval};
 pub use model::{Logits, Model, ProbePoint};
 pub use perplexity::{perplexity, perplexity_of_text, PerplexityOptions, PerplexityReport};
 pub use prune::{
-    collect_stats, prune, ActivationStats, Allocation, Importance, LayerRatios, PrunePlan,
-    PruneReport,
+    collect_stats, limits, prune, ActivationStats, Allocation, Importance, LayerRatios,
+    PruneLimits, PrunePlan, PruneReport,
 };
 pub use sampler::{Sampler, SamplerConfig};
 pub use tokenizer::TextTokenizer;

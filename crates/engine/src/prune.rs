@@ -593,19 +593,58 @@ fn ratio_values(r: &LayerRatios) -> [f64; 5] {
     [r.heads, r.kv_heads, r.qk_dims, r.v_dims, r.mlp]
 }
 
-/// What this architecture cannot have pruned: Q/K dims under QK-norm (the per-head RMSNorm
-/// averages over the head's dims, so removing some rescales every kept one and the pruned head
-/// no longer scores the sum of its kept pairs).
+/// What a model's architecture lets the page and the CLI prune and export, each refusal with
+/// the reason [`prune`] or the exporters give (the same checks, run on a probe plan), so a
+/// control that would fail is disabled with that reason instead of failing after a click.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PruneLimits {
+    /// Why nothing can be pruned (`None`: heads, KV heads, V dims, MLP and layers can).
+    pub prune: Option<String>,
+    /// Why per-head Q/K dims cannot be pruned.
+    pub qk_dims: Option<String>,
+    /// Why the model cannot be written as a GGUF or Hugging Face checkpoint.
+    pub export: Option<String>,
+}
+
+/// [`PruneLimits`] of a model of shape `config`.
+pub fn limits(config: &LlamaConfig) -> PruneLimits {
+    let prune = no_pruning(config);
+    PruneLimits {
+        qk_dims: prune.clone().or_else(|| no_qk_dims(config)),
+        prune,
+        export: crate::export::exportable(config)
+            .err()
+            .map(|e| e.to_string()),
+    }
+}
+
+/// Why `config` cannot be pruned at all: partial RoPE.
+fn no_pruning(config: &LlamaConfig) -> Option<String> {
+    let r = config.rope_dim.filter(|&r| r < config.head_dim)?;
+    Some(format!(
+        "pruning `{}`: its partial RoPE ({r} of {} dims per head rotated) has no pruned form (the per-layer RoPE pairs assume every dim rotates)",
+        config.arch, config.head_dim
+    ))
+}
+
+/// Why `config`'s per-head Q/K dims cannot be pruned: QK-norm (the per-head RMSNorm averages
+/// over the head's dims, so removing some rescales every kept one and the pruned head no
+/// longer scores the sum of its kept pairs).
+fn no_qk_dims(config: &LlamaConfig) -> Option<String> {
+    config.qk_norm.then(|| format!(
+        "`{}`'s per-head q/k RMSNorm averages over the head's dims, so removing Q/K dims would change every kept one (heads, KV heads, V dims, MLP and layers can be pruned)",
+        config.arch
+    ))
+}
+
+/// What this architecture cannot have pruned ([`no_pruning`], [`no_qk_dims`]).
 fn check_arch(plan: &PrunePlan, config: &LlamaConfig) -> Result<()> {
-    if let Some(r) = config.rope_dim.filter(|&r| r < config.head_dim) {
-        return Err(EngineError::Unsupported(format!(
-            "pruning `{}`: its partial RoPE ({r} of {} dims per head rotated) has no pruned form (the per-layer RoPE pairs assume every dim rotates)",
-            config.arch, config.head_dim
-        )));
+    if let Some(why) = no_pruning(config) {
+        return Err(EngineError::Unsupported(why));
     }
-    if !config.qk_norm {
+    let Some(why) = no_qk_dims(config) else {
         return Ok(());
-    }
+    };
     let per_layer = plan.per_layer.iter().flatten().map(|r| r.qk_dims);
     if let Some(v) = std::iter::once(plan.ratios.qk_dims)
         .chain(per_layer)
@@ -614,10 +653,7 @@ fn check_arch(plan: &PrunePlan, config: &LlamaConfig) -> Result<()> {
         return Err(EngineError::Setting {
             name: "qk_dims",
             value: v.to_string(),
-            expected: format!(
-                "0 for `{}`: its per-head q/k RMSNorm averages over the head's dims, so removing Q/K dims would change every kept one (heads, KV heads, V dims, MLP and layers can be pruned)",
-                config.arch
-            ),
+            expected: format!("0: {why}"),
         });
     }
     Ok(())

@@ -456,4 +456,24 @@ fn gemma3_prunes_consistently_and_what_cannot_be_pruned_is_refused() {
         assert!(err.to_string().contains(&m.config.arch), "{err}");
         eprintln!("export: {err}");
     }
+    // The limits the page disables its controls by are these same refusals.
+    let l = edgefit_engine::limits(&model.config);
+    assert_eq!(l.prune, None);
+    assert!(
+        l.qk_dims.as_deref().unwrap().contains("q/k RMSNorm"),
+        "{l:?}"
+    );
+    assert!(l.export.as_deref().unwrap().contains("gemma3"), "{l:?}");
+    let l = edgefit_engine::limits(&phi3.config);
+    assert!(
+        l.prune.as_deref().unwrap().contains("partial RoPE"),
+        "{l:?}"
+    );
+    assert_eq!(l.qk_dims, l.prune);
+    assert!(l.export.is_some());
+    let (llama, _) = from_hf("llama");
+    assert_eq!(
+        edgefit_engine::limits(&llama.config),
+        edgefit_engine::PruneLimits::default()
+    );
 }
