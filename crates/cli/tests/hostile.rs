@@ -1,5 +1,5 @@
 //! The hostile-file suite through the CLI: every hostile model of the engine's suite
-//! (`crates/engine/tests/common/hostile_cases.rs`), written to a file (or an HF directory) and
+//! (`crates/engine/tests/it/common/hostile_cases.rs`), written to a file (or an HF directory) and
 //! given to each command that loads a model, fails with a non-zero exit and one `error: ...`
 //! line naming the problem: no panic, no backtrace. `estimate` reads only the header (or
 //! config.json), so it must refuse what is wrong there and may size a file whose problem is
@@ -7,7 +7,7 @@
 
 mod common;
 
-#[path = "../../engine/tests/common/hostile_cases.rs"]
+#[path = "../../engine/tests/it/common/hostile_cases.rs"]
 mod hostile_cases;
 
 use std::path::{Path, PathBuf};

@@ -533,7 +533,7 @@ impl TextTokenizer {
 }
 
 /// What `tokenizers` would panic on rather than return an error for (found by fuzzing, see
-/// crates/engine/tests/fuzz_regressions.rs): its `decoder` deserializer `expect`s that the
+/// crates/engine/tests/it/fuzz_regressions.rs): its `decoder` deserializer `expect`s that the
 /// value parses as JSON, so a syntax error inside `"decoder"` panics instead of failing; and its
 /// `Precompiled` normalizer `expect`s a well-formed SentencePiece charsmap. So `tokenizer.json`
 /// must be valid JSON before `tokenizers` reads it, and a `Precompiled` normalizer (T5-style

@@ -5,8 +5,7 @@
 //! case's message.
 #![cfg(not(target_arch = "wasm32"))]
 
-#[path = "common/hostile_cases.rs"]
-mod hostile_cases;
+use crate::common::hostile_cases;
 
 use std::io::{Cursor, Read, Seek, SeekFrom};
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -37,8 +37,7 @@ fn load() -> Option<(Model, TextTokenizer)> {
     )
 }
 
-#[path = "common/greedy.rs"]
-mod greedy;
+use crate::common::greedy;
 
 #[test]
 fn gemma3_270m_matches_transformers_on_its_own_blocks() {

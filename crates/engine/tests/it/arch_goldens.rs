@@ -65,9 +65,7 @@ fn gguf_model(case: &str, file: &str, options: LoadOptions) -> Model {
     .unwrap_or_else(|e| panic!("{case}/{file}: {e}"))
 }
 
-#[path = "common/greedy.rs"]
-mod greedy;
-use greedy::greedy;
+use crate::common::greedy::greedy;
 
 /// Checks `model` against `golden` (the parsed golden.json); returns the worst logit error.
 fn check(
