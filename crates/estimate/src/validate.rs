@@ -27,11 +27,16 @@
 //!
 //! Each step solves, per point, the value that makes the estimate equal the measurement (the
 //! estimate is monotone in it; bisection over [[`FIT_MIN`], 1] to 2^-30; a point beyond
-//! reach at a bound takes that bound) and takes the **median** over the points (the lower
-//! median for an even count), so one outlier cannot drag a runtime. No other figure is fitted.
-//! A (runtime, unit) whose points do not constrain a parameter takes the lower median of that
-//! parameter over the other runtimes fitted on the same unit (pooled; the mean of the middle two for an even count); only a unit no point
-//! constrains keeps the committed prior. Deterministic: same files, same numbers.
+//! reach at a bound takes that bound). The value kept is a **median of per-source medians**:
+//! each source's points give the median of their solutions, and the parameter is the median
+//! over the sources, so each source is one vote — a source with many points (one device, one
+//! harness, one app) cannot outvote the others, and one outlier cannot drag a runtime. Both
+//! medians are taken in log space (`log_median`: the geometric mean of the middle two for an
+//! even count; the values are fractions and rates, compared by ratio). No other figure is
+//! fitted. A (runtime, unit) whose points do not constrain a parameter takes the log-space
+//! median of that parameter over the other runtimes fitted on the same unit (pooled); only a
+//! unit no point constrains keeps the committed prior.
+//! Deterministic: same files, same numbers.
 //!
 //! # The figures
 //! Error per point `(estimated − measured) / measured`; MAPE = mean of `|error|` × 100, by
@@ -456,22 +461,15 @@ fn solve(c: &Case, profiles: &[RuntimeProfile], param: Param, measured: f64) -> 
     })
 }
 
-/// The median (the mean of the middle two for an even count).
-fn median(mut v: Vec<f64>) -> Option<f64> {
+/// The median in log space: the geometric mean of the middle two for an even count (the
+/// fitted values are fractions and rates, compared by ratio).
+fn log_median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    Some(0.5 * (v[(n - 1) / 2] + v[n / 2]))
-}
-
-fn lower_median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(v[(v.len() - 1) / 2])
+    Some((v[(n - 1) / 2] * v[n / 2]).sqrt())
 }
 
 fn measured(c: &Case, phase: Phase) -> Option<f64> {
@@ -511,7 +509,10 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
             if param == Param::Kernel && !kernel_roof {
                 continue;
             }
-            let mut sol = Vec::new();
+            // Per source, the (log-space) median of its points' solutions; then the median over
+            // the sources: each source is one vote, so a source with many points (one device,
+            // one harness) cannot outvote the others.
+            let mut by_source: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
             for c in cases.iter().filter(|c| c.runtime == rt && c.unit == unit) {
                 let quantized = crate::runtime::is_quantized(c.deployment.weights);
                 let evidence = match param {
@@ -520,17 +521,21 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
                     Param::Kernel => quantized,
                 };
                 if let (true, Some(m)) = (evidence, measured(c, param.phase())) {
-                    sol.push(solve(c, &profiles, param, m)?);
+                    by_source
+                        .entry(c.source.as_str())
+                        .or_default()
+                        .push(solve(c, &profiles, param, m)?);
                 }
             }
-            if let Some(v) = lower_median(sol) {
+            let sol: Vec<f64> = by_source.into_values().filter_map(log_median).collect();
+            if let Some(v) = log_median(sol) {
                 let idx = profiles.iter().position(|p| p.id == rt).unwrap_or(0);
                 set_param(&mut profiles[idx], unit, param, v);
                 fitted.push((rt, unit, param, v));
             }
         }
     }
-    // A runtime × unit the points do not constrain takes the lower median of the values fitted
+    // A runtime × unit the points do not constrain takes the median of the values fitted
     // for other runtimes on the same unit (pooled), not its prior: so leaving a source out
     // leaves the evidence of the other runtimes, not a guess.
     for param in [Param::Compute, Param::Bandwidth, Param::Kernel] {
@@ -549,7 +554,7 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
                     .filter(|(_, u, q, _)| u == unit && *q == param)
                     .map(|(_, _, _, v)| *v)
                     .collect();
-                if let Some(v) = median(pool) {
+                if let Some(v) = log_median(pool) {
                     match param {
                         Param::Compute => ru.compute_fraction = v,
                         Param::Bandwidth => ru.decode_bandwidth_fraction = v,

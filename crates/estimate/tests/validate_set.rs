@@ -207,3 +207,34 @@ fn runtime_and_threads_knobs() {
     let d: Deployment = serde_json::from_str(r#"{"weights":"w4g32","context":1024}"#).unwrap();
     assert_eq!((d.runtime, d.threads, d.thresholds), (None, None, None));
 }
+
+/// The fit gives each source one vote (the median over sources of the per-source medians):
+/// repeating every point of a source three times leaves every fitted figure unchanged, where a
+/// median over points would move towards that source. The source is the largest one whose
+/// runtime × unit other sources also measure (so its weight could matter).
+#[test]
+fn a_source_counts_once_however_many_points_it_has() {
+    let (cases, _) = edgefit_estimate::validate::cases().unwrap();
+    let refs: Vec<&edgefit_estimate::validate::Case> = cases.iter().collect();
+    let shares = |s: &str| {
+        cases.iter().filter(|c| c.source == s).any(|c| {
+            cases
+                .iter()
+                .any(|o| o.source != s && o.runtime == c.runtime && o.unit == c.unit)
+        })
+    };
+    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for c in cases.iter().filter(|c| shares(&c.source)) {
+        *counts.entry(c.source.as_str()).or_default() += 1;
+    }
+    let (big, n) = counts.iter().max_by_key(|(_, n)| **n).unwrap();
+    assert!(*n >= 4, "{counts:?}");
+    let base = edgefit_estimate::validate::fit_runtimes(&refs).unwrap();
+    let mut repeated = refs.clone();
+    for c in cases.iter().filter(|c| c.source == *big) {
+        repeated.push(c);
+        repeated.push(c);
+    }
+    let again = edgefit_estimate::validate::fit_runtimes(&repeated).unwrap();
+    assert_eq!(base, again, "tripling {big}'s {n} points moved the fit");
+}
