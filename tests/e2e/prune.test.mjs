@@ -121,7 +121,7 @@ test('pruning panel: prune MLP 20% in the worker, run it, estimate it, download 
   assert.ok(size > 50e6, `the GGUF file has the model's bytes: ${size}`);
   assert.equal(await waitStatus(page, 'ready', JOB_TIMEOUT), 'ready');
   // The 4-bit model downloads as q8_0, and the page says why.
-  assert.match(await text(page, 'prune-progress-text'), /saved as q8_0: the engine writes GGUF in f32, f16 or q8_0, not yet in the loaded 4-bit q4_1/);
+  assert.match(await text(page, 'prune-progress-text'), /saved as q8_0: the engine writes GGUF in f32, f16 or q8_0, not yet in the loaded 4-bit w4g32/);
   await page.screenshot({ path: path.join(SHOT_DIR, 'prune.png'), fullPage: true });
 
   // The same ratio by magnitude: the same shape (the ratio fixes it), and, with calibration,

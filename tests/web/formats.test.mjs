@@ -22,7 +22,7 @@ const built = existsSync(JS) && existsSync(WASM);
 const required = Boolean(process.env.EDGEFIT_URL);
 
 test(
-  'protocol.js WEIGHT_FORMATS lists exactly the wasm weightFormats(); the page default is auto, as the engine's',
+  'protocol.js WEIGHT_FORMATS lists exactly the wasm weightFormats(); the page default is auto, as in the engine',
   { skip: !built && !required ? `no built site at ${PKG}: run \`cargo xtask build\` first` : false },
   async () => {
     assert.ok(built, `the built wasm is missing at ${PKG}: \`cargo xtask build\` makes it`);
