@@ -157,10 +157,48 @@ pub struct Tables {
     pub fitted: Vec<RuntimeProfile>,
 }
 
-/// FNV-1a (64 bit) over the crate version and every bundled JSON file (runtime and device
-/// profiles, presets, validation files and their map), each as `name NUL text NUL`: equal keys
-/// mean the tables were computed from the same inputs by the same release.
+/// The estimator's own source files, hashed into [`tables_key`]: the fit, the time model and
+/// everything they call shape the tables, so a code-only change must invalidate tables made by
+/// an older build (a test checks that every file of `src/` is listed).
+macro_rules! source_files {
+    ($($f:literal),+ $(,)?) => {
+        pub(crate) const SOURCE_FILES: &[(&str, &str)] = &[$(($f, include_str!($f))),+];
+    };
+}
+
+source_files!(
+    "compare.rs",
+    "deploy.rs",
+    "device.rs",
+    "error.rs",
+    "explain.rs",
+    "fit.rs",
+    "format.rs",
+    "gguf.rs",
+    "hf.rs",
+    "latency.rs",
+    "lib.rs",
+    "memory.rs",
+    "report.rs",
+    "runtime.rs",
+    "spec.rs",
+    "thermal.rs",
+    "uncertainty.rs",
+    "validate.rs",
+    "verdict.rs",
+);
+
+/// FNV-1a (64 bit) over the crate version, every bundled JSON file (runtime and device
+/// profiles, presets, validation files and their map) and every source file of this crate
+/// ([`SOURCE_FILES`]), each as `name NUL text NUL`: equal keys mean the tables were computed
+/// from the same inputs by the same code. (Any edit of the crate's sources, comments included,
+/// changes the key: the site build recomputes the tables, never a stale set accepted.)
 pub fn tables_key() -> String {
+    key_over(SOURCE_FILES)
+}
+
+/// [`tables_key`] with `sources` in place of [`SOURCE_FILES`].
+fn key_over(sources: &[(&str, &str)]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut eat = |bytes: &[u8]| {
         for b in bytes.iter().chain(std::iter::once(&0u8)) {
@@ -174,6 +212,7 @@ pub fn tables_key() -> String {
         crate::device::DEVICE_FILES,
         crate::hf::PRESET_FILES,
         crate::validate::VALIDATION_FILES,
+        sources,
     ] {
         for (name, text) in files {
             eat(name.as_bytes());
@@ -215,6 +254,46 @@ pub fn seed(t: Tables) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_code_only_change_changes_the_key() {
+        let mut edited: Vec<(&str, String)> = SOURCE_FILES
+            .iter()
+            .map(|(n, t)| (*n, t.to_string()))
+            .collect();
+        let v = edited
+            .iter_mut()
+            .find(|(n, _)| *n == "validate.rs")
+            .unwrap();
+        v.1.push(' ');
+        let edited: Vec<(&str, &str)> = edited.iter().map(|(n, t)| (*n, t.as_str())).collect();
+        assert_eq!(key_over(SOURCE_FILES), tables_key());
+        assert_ne!(key_over(&edited), tables_key());
+    }
+
+    /// Every `.rs` file of `src/` is hashed into the key, so a code-only change of the fit
+    /// cannot leave an older build's tables accepted.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn every_source_file_is_in_the_tables_key() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".rs"))
+            .collect();
+        on_disk.sort();
+        let listed: Vec<String> = SOURCE_FILES.iter().map(|(n, _)| n.to_string()).collect();
+        assert_eq!(
+            listed, on_disk,
+            "SOURCE_FILES must list every file of {dir}"
+        );
+        for (name, text) in SOURCE_FILES {
+            let disk = std::fs::read_to_string(format!("{dir}/{name}")).unwrap();
+            assert_eq!(*text, disk, "{name}");
+        }
+    }
 
     #[test]
     fn tables_round_trip_through_json_and_a_foreign_key_is_refused() {
