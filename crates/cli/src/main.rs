@@ -119,6 +119,21 @@ pub(crate) struct FormatArgs {
     /// Default: the fastest this build runs here.
     #[arg(long)]
     pub kernel: Option<String>,
+    /// Threads for the matrix products and attention heads (the outputs are the same bits for
+    /// any count). Default: the CPUs this process may use, at most 8.
+    #[arg(long, value_parser = parse_threads)]
+    pub threads: Option<usize>,
+}
+
+/// `--threads`: a whole number from 1 to the pool's limit, said plainly otherwise.
+pub(crate) fn parse_threads(s: &str) -> std::result::Result<usize, String> {
+    let max = edgefit_kernels::pool::MAX_THREADS;
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a thread count from 1 to {max}, got `{s}`"
+        )),
+    }
 }
 
 impl FormatArgs {
@@ -149,6 +164,10 @@ impl FormatArgs {
             };
             engine.set_kernel(kernel)?;
         }
+        let threads = self
+            .threads
+            .unwrap_or_else(edgefit_kernels::pool::default_threads);
+        engine.set_threads(threads)?;
         Ok(())
     }
 }
@@ -367,7 +386,7 @@ fn report(
     } else {
         writeln!(stdout)?;
         eprintln!(
-            "{} prompt tokens ({} reused from earlier turns), {} generated ({}) | weights {} (embedding {}), kernel {}, KV {} | load {:.0} ms | TTFT {:.0} ms | prefill {:.1} tok/s | decode {:.1} tok/s | weights {:.1} MB | KV {} tokens, {:.2} MB | peak {:.1} MB",
+            "{} prompt tokens ({} reused from earlier turns), {} generated ({}) | weights {} (embedding {}), kernel {} × {} thread(s), KV {} | load {:.0} ms | TTFT {:.0} ms | prefill {:.1} tok/s | decode {:.1} tok/s | weights {:.1} MB | KV {} tokens, {:.2} MB | peak {:.1} MB",
             m.prompt_tokens,
             m.reused_tokens,
             m.generated_tokens,
@@ -379,6 +398,7 @@ fn report(
             m.weights,
             m.embedding,
             m.kernel,
+            m.threads,
             m.kv_format,
             m.load_ms,
             m.ttft_ms,

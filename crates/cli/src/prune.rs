@@ -104,6 +104,9 @@ pub struct PruneArgs {
     /// Generations for --speed-tokens (the report has each run and the median).
     #[arg(long, default_value_t = 1)]
     speed_runs: usize,
+    /// Threads for calibration, scoring and the speed runs (default: as for `generate`).
+    #[arg(long, value_parser = crate::parse_threads)]
+    threads: Option<usize>,
     /// Print one JSON object per plan (the pruning report and the measurements) instead of a
     /// summary.
     #[arg(long)]
@@ -350,7 +353,11 @@ pub fn run(args: PruneArgs) -> Result<()> {
         embedding: None,
         requantize: false,
     };
-    let engine = crate::load(&args.model, args.json, f32_options)?;
+    let mut engine = crate::load(&args.model, args.json, f32_options)?;
+    engine.set_threads(
+        args.threads
+            .unwrap_or_else(edgefit_kernels::pool::default_threads),
+    )?;
     let model: &Model = engine.model();
     let t0 = std::time::Instant::now();
     let stats = match &calibration {
@@ -410,7 +417,8 @@ fn run_job(
     calibration_ms: f64,
 ) -> Result<()> {
     let t0 = std::time::Instant::now();
-    let (pruned, report) = prune(engine.model(), &job.plan, stats)?;
+    let (mut pruned, report) = prune(engine.model(), &job.plan, stats)?;
+    pruned.pool = engine.model().pool.clone();
     let prune_ms = t0.elapsed().as_secs_f64() * 1e3;
 
     let perplexity = match &eval.text {
@@ -607,6 +615,7 @@ fn speed(
         .context("quantizing the pruned model to w4g32")?;
     let mut model = Model::new(pruned.config, weights);
     model.kv_format = edgefit_estimate::KvFormat::F32;
+    model.pool = pruned.pool;
     let convert_ms = t0.elapsed().as_secs_f64() * 1e3;
     let ids = tokenizer.encode(prompt)?;
     if ids.is_empty() {
@@ -661,6 +670,7 @@ fn speed(
         "weights": o.weights.to_string(),
         "embedding": o.embedding_format().to_string(),
         "kernel": model.kernel.name(),
+        "threads": model.pool.threads(),
         "kv_format": model.kv_format.to_string(),
         "weights_bytes": model.weights.bytes(),
         "convert_ms": convert_ms,
