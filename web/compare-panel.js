@@ -34,7 +34,9 @@ export function createComparePanel({ estimator }) {
       const th = document.createElement('th');
       th.scope = 'col';
       const title = document.createElement('span');
-      title.textContent = `${i + 1}. ${e.title}`;
+      title.className = 'cmp-col-title';
+      title.textContent = `${i + 1}. ${e.short ?? e.title}`;
+      title.title = e.title;
       const open = document.createElement('button');
       open.type = 'button';
       open.textContent = 'Open';
@@ -72,6 +74,9 @@ export function createComparePanel({ estimator }) {
           td.dataset.diff = 'true';
           td.title = 'differs from scenario 1';
         }
+        // A failing verdict is red whether or not it differs (the "differs" yellow is for values).
+        const verdict = CV.verdictOf(c.text);
+        if (verdict) td.dataset.verdict = verdict;
         tr.append(td);
       }
       return tr;

@@ -45,7 +45,19 @@ export function compareEntry(shown) {
   const e = { scenario: shown.scenario ?? {}, report: shown.report, deviceName: shown.deviceName, modelName: shown.modelName };
   const values = {};
   for (const [key, , read] of COMPARE_ROWS) values[key] = String(read(e));
-  return { values, title: `${values.model} · ${values.device}` };
+  const title = `${values.model} · ${values.device}`;
+  return { values, title, short: shortTitle(title) };
+}
+
+/** A column title short enough for a 390 px screen: at most `max` characters, "…" when cut. */
+export function shortTitle(title, max = 28) {
+  const chars = [...String(title)];
+  return chars.length <= max ? chars.join('') : `${chars.slice(0, max - 1).join('').trimEnd()}…`;
+}
+
+/** The cell's verdict ("pass" / "fail") for colouring, or null for other values. */
+export function verdictOf(text) {
+  return text === 'pass' || text === 'fail' ? text : null;
 }
 
 /** Rows of the table: {key, label, cells: [{text, diff}]}, diff = differs from column 1. */

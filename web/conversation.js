@@ -5,7 +5,8 @@
 // holds the real conversation (earlier turns, the model's answers, the KV cache); this mirrors
 // what the page has sent and received, so the transcript shows what the engine will render.
 //
-// Turn: {role: 'user' | 'model', text, state} where state is 'done', 'streaming' (the answer
+// Turn: {role: 'user' | 'model' | 'note', text, state} ('note': a line of the page's, e.g. the
+// chat template switched mid-conversation) where state is 'done', 'streaming' (the answer
 // being generated), 'stopped' (the user pressed Stop: the engine keeps the partial answer) or
 // 'failed' (the engine refused the turn, e.g. "context full": it is not part of the conversation).
 
@@ -31,8 +32,20 @@ export function reset(conv) {
  * A new generation begins with `prompt`. Without keep the transcript restarts with this turn.
  * Returns the index of the model's (empty, streaming) answer turn.
  */
-export function beginTurn(conv, prompt, keep) {
+export function beginTurn(conv, prompt, keep, chat) {
   if (!keep) conv.turns = [];
+  // The engine renders a kept conversation again in the new mode when the chat template is
+  // switched (earlier turns as chat messages, or as plain text): the transcript says so.
+  if (keep && typeof chat === 'boolean' && typeof conv.chat === 'boolean' && chat !== conv.chat && conv.turns.length) {
+    conv.turns.push({
+      role: 'note',
+      text: chat
+        ? 'Chat template on: the earlier turns are read again as chat messages.'
+        : 'Chat template off: the earlier turns are read again as plain text.',
+      state: 'done',
+    });
+  }
+  if (typeof chat === 'boolean') conv.chat = chat;
   conv.turns.push({ role: 'user', text: String(prompt), state: 'done' });
   conv.turns.push({ role: 'model', text: '', state: 'streaming' });
   conv.freshNext = false;

@@ -61,6 +61,9 @@ export function createEstimatePanel({ send }) {
     prompt: $('k-prompt'),
     gen: $('k-gen'),
     unit: $('k-unit'),
+    runtime: $('k-runtime'),
+    threads: $('k-threads'),
+    rangeNote: $('est-range-note'),
     policy: $('k-policy'),
     minutes: $('k-minutes'),
     prune: $('k-prune'),
@@ -87,6 +90,10 @@ export function createEstimatePanel({ send }) {
     config: null, // {name, text}
     metrics: null, // the last finished generation's metrics
     kvFormats: [...V.KV_FORMATS], // the wasm's kvFormats() once the catalog arrives
+    runtimes: V.RUNTIMES.map((id) => ({ id, name: id, units: [...V.UNITS] })), // the wasm's runtimeIds()
+    device: null, // {units, default_unit, default_runtime} of the last answer's device
+    resolvedRuntime: null, // the runtime the last report ran (the default's label)
+    firstShown: false,
     measuring: false,
     shown: null, // {report, deviceName} of the last answer rendered
   };
@@ -95,6 +102,25 @@ export function createEstimatePanel({ send }) {
   fillSelect(el.kv, V.KV_FORMATS.map((f) => [f, f]), V.DEFAULT_KNOBS.kv);
   fillSelect(el.unit, [['', "device's default"], ...V.UNITS.map((u) => [u, u])], '');
   fillSelect(el.policy, V.POLICIES.map((p) => [p, p]), V.DEFAULT_KNOBS.policy);
+  fillRuntimes();
+
+  /** The runtime picker for the current device and unit (runtimes that cannot run there disabled). */
+  function fillRuntimes() {
+    const prev = el.runtime.value;
+    const choices = V.runtimeChoices(st.runtimes, st.device, el.unit.value, st.resolvedRuntime);
+    el.runtime.replaceChildren(...choices.map((c) => {
+      const o = option(c.id, c.label, c.disabled);
+      if (c.title) o.title = c.title;
+      return o;
+    }));
+    // A value the picker lists stays chosen even when disabled, so the estimator says why.
+    el.runtime.value = choices.some((c) => c.id === prev) ? prev : '';
+  }
+
+  /** The unit the estimate runs on: the knob, else the device's default. */
+  function resolvedUnit() {
+    return el.unit.value || st.device?.default_unit || '';
+  }
   el.device.append(option('', 'loading…'));
   el.model.append(option('', 'loading…'));
   el.device.disabled = true;
@@ -121,13 +147,16 @@ export function createEstimatePanel({ send }) {
     unit.className = 'unit';
     const human = document.createElement('span');
     human.className = 'human';
-    s.append(label, ' ', value, ' ', unit, ' ', human);
+    const range = document.createElement('span');
+    range.className = 'num-range';
+    range.setAttribute('data-testid', `${c.id}-range`);
+    s.append(label, ' ', value, ' ', unit, ' ', range, ' ', human);
     const box = document.createElement('div');
     box.className = 'explain';
     box.setAttribute('data-testid', `explain-${c.id}`);
     d.append(s, box);
     el.numbers.append(d);
-    cells.set(c.id, { label, value, unit, human, box, details: d });
+    cells.set(c.id, { label, value, unit, human, range, box, details: d });
   }
 
   // ---- requests -------------------------------------------------------------------------
@@ -154,6 +183,8 @@ export function createEstimatePanel({ send }) {
       unit: el.unit.value,
       policy: el.policy.value,
       minutes: el.minutes.value,
+      runtime: el.runtime.value,
+      threads: el.threads.value,
     };
   }
 
@@ -182,7 +213,8 @@ export function createEstimatePanel({ send }) {
 
   function recompute() {
     if (!st.catalog) return;
-    const { deployment, error } = V.buildDeployment(knobs(), { kv: st.kvFormats });
+    const { deployment, error: bad } = V.buildDeployment(knobs(), { kv: st.kvFormats, runtimes: st.runtimes.map((r) => r.id) });
+    const error = bad || V.runtimePairError(st.runtimes, el.runtime.value, resolvedUnit());
     if (error) {
       st.latest.panel = st.nextId++; // any answer in flight is now stale
       showError(error);
@@ -234,10 +266,14 @@ export function createEstimatePanel({ send }) {
     delete el.body.dataset.stale;
   }
 
-  for (const input of [el.weights, el.kv, el.unit, el.policy, el.device, el.model]) {
+  for (const input of [el.weights, el.kv, el.policy, el.device, el.model, el.runtime]) {
     input.addEventListener('change', recompute);
   }
-  for (const input of [el.context, el.prompt, el.gen, el.minutes]) {
+  el.unit.addEventListener('change', () => {
+    fillRuntimes();
+    recompute();
+  });
+  for (const input of [el.context, el.prompt, el.gen, el.minutes, el.threads]) {
     input.addEventListener('input', recompute);
   }
   el.prune.addEventListener('input', () => {
@@ -279,6 +315,8 @@ export function createEstimatePanel({ send }) {
       cell.value.textContent = c.value;
       cell.unit.textContent = c.unit;
       cell.human.textContent = c.human ? `(${c.human})` : '';
+      cell.range.textContent = c.range ? `range ${c.range}` : '';
+      cell.range.title = c.range ? 'low–high: the 10th–90th percentile of measured/estimated on the validation set (open the number for how)' : '';
       renderExplain(cell.box, V.explanation(r, c.explain));
     }
     for (const v of V.VERDICTS) {
@@ -304,6 +342,28 @@ export function createEstimatePanel({ send }) {
       if (o.value) o.disabled = !msg.device.units.includes(o.value);
     }
     el.unit.options[0].textContent = `device's default (${msg.device.default_unit})`;
+    st.device = msg.device;
+    st.resolvedRuntime = el.runtime.value === '' ? r.latency?.runtime ?? null : st.resolvedRuntime;
+    fillRuntimes();
+    // Threads: the CPU's only; the placeholder shows what the runtime uses by default.
+    const onCpu = r.latency?.unit === 'cpu';
+    el.threads.disabled = !onCpu && el.threads.value === '';
+    el.threads.placeholder = onCpu && Number.isFinite(r.latency?.threads) && el.threads.value === '' ? `default (${r.latency.threads})` : onCpu ? 'default' : 'CPU only';
+    el.rangeNote.textContent = V.rangeNote(r);
+    if (!st.firstShown) {
+      st.firstShown = true;
+      // How long the first estimate took from the page's start (README "The page": measured).
+      try {
+        performance.mark('edgefit:first-estimate');
+        el.rangeNote.dataset.firstEstimateMs = String(Math.round(performance.now()));
+        if (msg.timing) {
+          el.rangeNote.dataset.workerMs = String(Math.round(msg.timing.workerMs));
+          el.rangeNote.dataset.tables = msg.timing.tables;
+        }
+      } catch {
+        // performance.mark is missing in very old browsers: only the figure is lost.
+      }
+    }
 
     const lat = r.latency ?? {};
     let note = `${msg.device.name}. Runs on the ${lat.unit} at ${V.formatValue(lat.freq_mhz, 0)} MHz: ` +
@@ -439,6 +499,8 @@ export function createEstimatePanel({ send }) {
             width: width(el.roof),
             height: 240,
             cursor: { drag: { x: false, y: false }, points: { size: 8 } },
+            // Labels only: a live legend shows "–" for every value until the pointer hovers.
+            legend: { live: false },
             scales: { x: { time: false, distr: 3 }, y: { distr: 3 } },
             axes: [
               { label: 'arithmetic intensity (FLOP/byte)', stroke: '#555', grid: { stroke: '#eee' }, values: (_u, vals) => vals.map(fmtNum) },
@@ -482,6 +544,7 @@ export function createEstimatePanel({ send }) {
             width: width(el.thermal),
             height: 240,
             cursor: { drag: { x: false, y: false } },
+            legend: { live: false },
             scales: { x: { time: false }, c: {}, tps: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
             axes: [
               { label: 'minutes', stroke: '#555', grid: { stroke: '#eee' } },
@@ -493,7 +556,11 @@ export function createEstimatePanel({ send }) {
               { label: 'die °C', scale: 'c', stroke: '#c0392b', width: 1.5, points: { show: false }, value: (_u, v) => (v == null ? '–' : v.toFixed(1)) },
               { label: 'body °C', scale: 'c', stroke: '#e67e22', width: 1.5, points: { show: false }, value: (_u, v) => (v == null ? '–' : v.toFixed(1)) },
               { label: 'tok/s', scale: 'tps', stroke: '#2b7a3d', width: 1.5, points: { show: false }, value: (_u, v) => (v == null ? '–' : v.toFixed(1)) },
+              // The decode range (the validation set's 10th-90th percentile band), shaded.
+              { label: 'tok/s low', scale: 'tps', stroke: 'rgba(43,122,61,0.45)', width: 1, dash: [4, 3], points: { show: false }, value: (_u, v) => (v == null ? '–' : v.toFixed(1)) },
+              { label: 'tok/s high', scale: 'tps', stroke: 'rgba(43,122,61,0.45)', width: 1, dash: [4, 3], points: { show: false }, value: (_u, v) => (v == null ? '–' : v.toFixed(1)) },
             ],
+            bands: [{ series: [5, 4], fill: 'rgba(43,122,61,0.14)' }],
             hooks: { draw: [tripHook] },
           },
           d,
@@ -538,6 +605,8 @@ export function createEstimatePanel({ send }) {
       el.unit.value = V.DEFAULT_KNOBS.unit;
       el.policy.value = V.DEFAULT_KNOBS.policy;
       el.minutes.value = V.DEFAULT_KNOBS.minutes;
+      el.runtime.value = V.DEFAULT_KNOBS.runtime;
+      el.threads.value = V.DEFAULT_KNOBS.threads;
       showPrune();
       recompute();
       return null;
@@ -561,6 +630,10 @@ export function createEstimatePanel({ send }) {
       return request ? { request, label: el.device.selectedOptions[0]?.textContent ?? el.device.value } : null;
     },
     onCatalog(msg) {
+      if (Array.isArray(msg.runtimes) && msg.runtimes.length) {
+        st.runtimes = msg.runtimes.map((r) => ({ id: r.id, name: r.name, units: [...r.units] }));
+        fillRuntimes();
+      }
       if (Array.isArray(msg.kvFormats) && msg.kvFormats.length) {
         st.kvFormats = [...msg.kvFormats];
         const prevKv = el.kv.value;
@@ -663,7 +736,8 @@ export function createEstimatePanel({ send }) {
       /**
        * The pickers and knobs as they stand, as raw strings (share.js checks them when it
        * encodes): {device, model, weights, kv, context, prompt_tokens, gen_tokens, unit, policy,
-       * minutes, prune?}; `prune` only where the pruning knob (knob-prune) exists.
+       * minutes, runtime, threads, prune?}; `prune` only where the pruning knob (knob-prune)
+       * exists; runtime and threads '' are the estimator's defaults.
        */
       getScenario() {
         const s = { device: el.device.value, model: el.model.value, ...knobs() };
@@ -672,34 +746,49 @@ export function createEstimatePanel({ send }) {
         return s;
       },
       /**
-       * Sets the panel from a decoded `estimate` section, all or nothing: every value is checked
-       * against the catalog first (call after onCatalog) and the first misfit is returned as an
-       * error naming the field and value, with nothing changed; null when applied. Absent fields
-       * keep their value. '@loaded' picks the loaded model only if one is loaded and '@config'
+       * Sets the panel from a decoded `estimate` section: every value is checked against the
+       * catalog (call after onCatalog); the misfits are left out and returned as one string
+       * naming each field and value ('; ' between them), the rest is applied; null when all
+       * were. Absent fields keep their value. '@loaded' picks the loaded model only if one is loaded and '@config'
        * never (a link carries no model data): the model picker then stays as it is.
        */
       applyScenario(s) {
         if (!st.catalog) return 'the estimator has not started yet';
-        const want = s ?? {};
+        const want = { ...(s ?? {}) };
+        // Fields the pickers do not offer are left out (and named); the others are applied.
+        const errors = [];
+        const drop = (k, message) => {
+          errors.push(message);
+          delete want[k];
+        };
         if (want.device !== undefined && !usable(el.device, want.device)) {
-          return `the link's device ${JSON.stringify(want.device)} is not one this page knows`;
+          drop('device', `the link's device ${JSON.stringify(want.device)} is not one this page knows`);
+        }
+        if (want.model !== undefined && want.model !== V.LOADED_MODEL && want.model !== V.CONFIG_MODEL && !usable(el.model, want.model)) {
+          drop('model', `the link's model ${JSON.stringify(want.model)} is not a preset this page knows`);
         }
         const named = want.model !== undefined && want.model !== V.LOADED_MODEL && want.model !== V.CONFIG_MODEL;
-        if (named && !usable(el.model, want.model)) return `the link's model ${JSON.stringify(want.model)} is not a preset this page knows`;
-        if (want.kv !== undefined && !st.kvFormats.includes(want.kv)) return `the link's KV format ${JSON.stringify(want.kv)} is not one this build has`;
-        if (want.weights !== undefined && !usable(el.weights, want.weights)) return `the link's weights ${JSON.stringify(want.weights)} is not a format this page has`;
-        if (want.unit !== undefined && want.unit !== '' && !V.UNITS.includes(want.unit)) return `the link's unit ${JSON.stringify(want.unit)} is not a unit`;
+        if (want.kv !== undefined && !st.kvFormats.includes(want.kv)) drop('kv', `the link's KV format ${JSON.stringify(want.kv)} is not one this build has`);
+        if (want.weights !== undefined && !usable(el.weights, want.weights)) drop('weights', `the link's weights ${JSON.stringify(want.weights)} is not a format this page has`);
+        if (want.unit !== undefined && want.unit !== '' && !V.UNITS.includes(want.unit)) drop('unit', `the link's unit ${JSON.stringify(want.unit)} is not a unit`);
+        if (want.runtime !== undefined && want.runtime !== '' && !st.runtimes.some((r) => r.id === want.runtime)) drop('runtime', `the link's runtime ${JSON.stringify(want.runtime)} is not one this page knows`);
         if (want.device !== undefined) el.device.value = want.device;
         if (named || (want.model === V.LOADED_MODEL && usable(el.model, V.LOADED_MODEL))) el.model.value = want.model;
-        const set = { weights: el.weights, kv: el.kv, context: el.context, prompt_tokens: el.prompt, gen_tokens: el.gen, unit: el.unit, policy: el.policy, minutes: el.minutes };
+        const set = { weights: el.weights, kv: el.kv, context: el.context, prompt_tokens: el.prompt, gen_tokens: el.gen, unit: el.unit, policy: el.policy, minutes: el.minutes, threads: el.threads };
         for (const [k, input] of Object.entries(set)) if (want[k] !== undefined) input.value = String(want[k]);
+        if (want.threads !== undefined) el.threads.disabled = false;
+        if (want.runtime !== undefined) {
+          // Listed even where it cannot run (disabled): the estimator's refusal then says why.
+          fillRuntimes();
+          el.runtime.value = want.runtime;
+        }
         const prune = pruneKnob();
         if (prune && want.prune !== undefined) {
           prune.value = String(want.prune);
           prune.dispatchEvent(new Event('input', { bubbles: true }));
         }
         recompute();
-        return null;
+        return errors.length ? errors.join('; ') : null;
       },
     };
   }

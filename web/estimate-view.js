@@ -12,6 +12,15 @@ export const WEIGHT_FORMATS = Object.freeze([
 export const KV_FORMATS = Object.freeze(['f32', 'f16', 'k8v16', 'int8', 'int4g32', 'kivi4']);
 export const UNITS = Object.freeze(['cpu', 'gpu', 'npu']);
 export const POLICIES = Object.freeze(['flat-out', 'paced', 'capped']);
+/**
+ * The estimator's runtimes before the worker's catalog arrives (the catalog then sends the
+ * wasm's runtimeIds() with the units each runs on; tests/web/formats.test.mjs checks the ids).
+ */
+export const RUNTIMES = Object.freeze(['llamacpp', 'executorch', 'litert', 'mlc', 'qnn', 'coreml', 'mlx', 'edgefit']);
+/** Longest context the estimator takes (edgefit_estimate::deploy::MAX_CONTEXT), tokens. */
+export const MAX_CONTEXT = 2_097_152;
+/** Most CPU threads the estimator takes (edgefit_estimate::deploy::MAX_THREADS). */
+export const MAX_THREADS = 256;
 
 /** The picker value of the measured browser device and of the non-preset models. */
 export const THIS_BROWSER = 'this-browser';
@@ -27,6 +36,8 @@ export const DEFAULT_KNOBS = Object.freeze({
   unit: '',
   policy: 'flat-out',
   minutes: '15',
+  runtime: '',
+  threads: '',
 });
 
 const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -40,6 +51,7 @@ const isFiniteNumber = (v) => typeof v === 'number' && Number.isFinite(v);
  */
 export function buildDeployment(knobs, lists = {}) {
   const kvFormats = Array.isArray(lists.kv) && lists.kv.length ? lists.kv : KV_FORMATS;
+  const runtimes = Array.isArray(lists.runtimes) && lists.runtimes.length ? lists.runtimes : RUNTIMES;
   const k = { ...DEFAULT_KNOBS, ...knobs };
   const dep = {};
   const pick = (name, list, label) => {
@@ -47,24 +59,38 @@ export function buildDeployment(knobs, lists = {}) {
     dep[name] = k[name];
     return null;
   };
-  const int = (name, label) => {
+  // Each number with its own range, the estimator's (edgefit_estimate::deploy): the same words
+  // and limits whichever check refuses it.
+  const int = (name, label, min, max, what) => {
     const s = String(k[name]).trim();
-    if (!/^-?\d+$/.test(s)) return `${label} must be a whole number, got ${JSON.stringify(String(k[name]))}`;
+    const range = `a whole number from ${min} to ${max}${what ? ` (${what})` : ''}`;
+    if (!/^-?\d+$/.test(s)) return `${label} must be ${range}, got ${JSON.stringify(String(k[name]))}`;
     const v = Number(s);
-    if (!Number.isSafeInteger(v) || v < 0 || v > 2 ** 32 - 1)
-      return `${label} must be a whole number from 0 to 4294967295, got ${s}`;
+    if (!Number.isSafeInteger(v) || v < min || v > max) return `${label} must be ${range}, got ${s}`;
     dep[name] = v;
     return null;
   };
+  const ctx = () => dep.context;
   const err =
     pick('weights', WEIGHT_FORMATS, 'weights') ||
     pick('kv', kvFormats, 'KV format') ||
-    int('context', 'context') ||
-    int('prompt_tokens', 'prompt tokens') ||
-    int('gen_tokens', 'generated tokens') ||
+    int('context', 'context', 1, MAX_CONTEXT, 'tokens') ||
+    int('prompt_tokens', 'prompt tokens', 1, ctx(), 'the context') ||
+    int('gen_tokens', 'generated tokens', 1, ctx(), 'the context') ||
+    (dep.prompt_tokens + dep.gen_tokens > dep.context
+      ? `prompt tokens + generated tokens (${dep.prompt_tokens} + ${dep.gen_tokens}) must fit in the context of ${dep.context} tokens`
+      : null) ||
     (k.unit === '' ? null : pick('unit', UNITS, 'unit')) ||
-    pick('policy', POLICIES, 'policy');
+    pick('policy', POLICIES, 'policy') ||
+    (k.runtime === '' || k.runtime === undefined ? null : pick('runtime', runtimes, 'runtime'));
   if (err) return { error: err };
+  const threads = String(k.threads ?? '').trim();
+  if (threads !== '') {
+    const t = Number(threads);
+    if (!/^\d+$/.test(threads) || !Number.isSafeInteger(t) || t < 1 || t > MAX_THREADS)
+      return { error: `threads must be a whole number from 1 to ${MAX_THREADS} (or empty for the runtime's default), got ${JSON.stringify(threads)}` };
+    dep.threads = t;
+  }
   const minutes = Number(String(k.minutes).trim());
   if (String(k.minutes).trim() === '' || !Number.isFinite(minutes))
     return { error: `minutes must be a number, got ${JSON.stringify(String(k.minutes))}` };
@@ -156,14 +182,84 @@ export function summaryCells(report) {
     { id: 'est-activations-bytes', label: 'Activations (peak)', value: bytes(m.activations_bytes), unit: 'bytes', human: formatBinary(m.activations_bytes), explain: 'memory.activations_bytes' },
     { id: 'est-total-bytes', label: 'Total memory', value: bytes(m.total_bytes), unit: 'bytes', human: formatBinary(m.total_bytes), explain: 'memory.total_bytes' },
     { id: 'est-usable-bytes', label: 'Usable on device', value: bytes(m.usable_bytes), unit: 'bytes', human: formatBinary(m.usable_bytes), explain: 'memory.usable_bytes' },
-    { id: 'est-ttft-ms', label: 'Time to first token', value: formatValue(l.ttft_ms, 1), unit: 'ms', human: '', explain: 'latency.ttft_ms' },
-    { id: 'est-prefill-tps', label: 'Prefill', value: formatValue(l.prefill_tok_s, 1), unit: 'tok/s', human: '', explain: 'latency.prefill_tok_s' },
-    { id: 'est-decode-tps', label: 'Decode (average)', value: formatValue(l.decode_tok_s, 2), unit: 'tok/s', human: '', explain: 'latency.decode_tok_s' },
-    { id: 'est-sustained-tps', label: `Sustained (after ${formatValue((t.duration_s ?? 0) / 60, 0)} min)`, value: formatValue(t.sustained_tok_s, 2), unit: 'tok/s', human: '', explain: 'thermal.sustained_tok_s' },
+    { id: 'est-ttft-ms', label: 'Time to first token', value: formatValue(l.ttft_ms, 1), unit: 'ms', human: '', explain: 'latency.ttft_ms', range: formatRange(l.ttft_ms_range, 1) },
+    { id: 'est-prefill-tps', label: 'Prefill', value: formatValue(l.prefill_tok_s, 1), unit: 'tok/s', human: '', explain: 'latency.prefill_tok_s', range: formatRange(l.prefill_tok_s_range, 1) },
+    { id: 'est-decode-tps', label: 'Decode (average)', value: formatValue(l.decode_tok_s, 2), unit: 'tok/s', human: '', explain: 'latency.decode_tok_s', range: formatRange(l.decode_tok_s_range, 2) },
+    { id: 'est-decode-overhead', label: 'Decode step: fixed overhead', value: isFiniteNumber(l.decode_overhead_share) ? (l.decode_overhead_share * 100).toFixed(0) : '', unit: '%', human: overheadHuman(l), explain: 'latency.decode_overhead_share' },
+    { id: 'est-sustained-tps', label: `Sustained (after ${formatValue((t.duration_s ?? 0) / 60, 0)} min)`, value: formatValue(t.sustained_tok_s, 2), unit: 'tok/s', human: '', explain: 'thermal.sustained_tok_s', range: formatRange(scaledRange(t.sustained_tok_s, l.decode_tok_s, l.decode_tok_s_range), 2) },
     { id: 'est-temp-rise', label: 'Temperature rise (body)', value: formatValue(t.temp_rise_c, 2), unit: '°C', human: '', explain: 'thermal.temp_rise_c' },
     { id: 'est-throttle-s', label: 'Time to first throttle', value: t.time_to_throttle_s == null ? 'never' : formatValue(t.time_to_throttle_s, 0), unit: t.time_to_throttle_s == null ? '' : 's', human: '', explain: 'thermal.time_to_throttle_s' },
     { id: 'est-energy-j', label: 'Energy per token', value: formatValue(t.energy_per_token_j, 3), unit: 'J', human: '', explain: 'thermal.energy_per_token_j' },
   ];
+}
+
+/** "38.2–61.0" for a [low, high] range ("" when it is not one). */
+export function formatRange(r, decimals) {
+  if (!Array.isArray(r) || r.length !== 2 || !r.every(isFiniteNumber)) return '';
+  return `${formatValue(r[0], decimals)}\u2013${formatValue(r[1], decimals)}`;
+}
+
+/**
+ * `value` with the band of `base` (its range over it, multiplicatively): the sustained speed is
+ * the decode speed at a throttled clock, so it carries the decode band. null when any is absent.
+ */
+export function scaledRange(value, base, baseRange) {
+  if (!isFiniteNumber(value) || !isFiniteNumber(base) || base <= 0 || !Array.isArray(baseRange) || !baseRange.every(isFiniteNumber)) return null;
+  return [value * (baseRange[0] / base), value * (baseRange[1] / base)];
+}
+
+/** "1.7 of 14.2 ms per step" for the decode step's fixed overhead ("" when absent). */
+function overheadHuman(l) {
+  if (!isFiniteNumber(l.decode_overhead_share) || !isFiniteNumber(l.decode_ms_first)) return '';
+  return `${formatValue(l.decode_overhead_share * l.decode_ms_first, 2)} of ${formatValue(l.decode_ms_first, 2)} ms per step`;
+}
+
+/**
+ * The sentence under the numbers saying how the ranges were obtained and how much of a decode
+ * step is fixed overhead (not bandwidth), from the report ("" before one).
+ */
+export function rangeNote(report) {
+  const l = report?.latency;
+  if (!isObject(l) || !Array.isArray(l.decode_tok_s_range)) return '';
+  const share = isFiniteNumber(l.decode_overhead_share) ? (l.decode_overhead_share * 100).toFixed(0) : '?';
+  const bound = isFiniteNumber(l.decode_overhead_share) && l.decode_overhead_share >= 0.5
+    ? 'so this decode is bound by fixed per-op and per-token costs more than by memory bandwidth'
+    : 'the rest is the bytes moved (weights, KV cache, logits head) over the achieved bandwidth, or the compute roof';
+  return `Ranges (low\u2013high beside each time and speed, shaded on the thermal chart) are the 10th to 90th percentile of measured/estimated on the committed validation set of published measurements, taking each point both leave-one-source-out (refitted without its own source) and in-sample; see README \u201cValidation\u201d and \u201cedgefit validate\u201d. ` +
+    `Runtime ${l.runtime ?? '?'} on the ${l.unit ?? '?'}${isFiniteNumber(l.threads) ? ` with ${l.threads} thread${l.threads === 1 ? '' : 's'}` : ''}: ${share}% of the first decode step is fixed overhead (${formatValue(l.op_overhead_us)} \u00b5s per op, ${formatValue(l.token_overhead_us)} \u00b5s per token), ${bound}.`;
+}
+
+/**
+ * The runtime picker's options for a device ({units, default_unit, default_runtime?}) and the
+ * unit knob ('' = the device's default unit): [{id, label, disabled}] with '' (the estimator's
+ * default) first. A runtime whose profile does not run on that unit is offered disabled, saying
+ * which units it runs on (the estimator refuses the pair). `runtimes`: the catalog's
+ * [{id, name, units}]; `defaultLabel`: the runtime the last report resolved, if any.
+ */
+export function runtimeChoices(runtimes, device, unitKnob, defaultLabel) {
+  const unit = unitKnob || device?.default_unit || '';
+  const list = Array.isArray(runtimes) ? runtimes.filter(isObject) : [];
+  const out = [{ id: '', label: defaultLabel ? `device's default (${defaultLabel})` : "device's default", disabled: false }];
+  for (const r of list) {
+    const units = Array.isArray(r.units) ? r.units : [];
+    const ok = unit === '' || units.includes(unit);
+    // Short labels (the profile's name up to its parenthesis); the full name is the title.
+    const short = String(r.name || r.id).split(' (')[0];
+    out.push({ id: String(r.id), label: ok ? short : `${short} (not on the ${unit}: ${units.join(', ')} only)`, title: String(r.name || r.id), disabled: !ok });
+  }
+  return out;
+}
+
+/**
+ * Checks a runtime against the unit it would run on, before asking the estimator: null when it
+ * runs there (or no runtime is named), else the refusal in plain words.
+ */
+export function runtimePairError(runtimes, runtimeId, unit) {
+  if (!runtimeId || !unit) return null;
+  const r = (Array.isArray(runtimes) ? runtimes : []).find((x) => isObject(x) && x.id === runtimeId);
+  if (!r || !Array.isArray(r.units)) return null;
+  if (r.units.includes(unit)) return null;
+  return `${String(r.name || r.id).split(' (')[0]} does not run on the ${unit} (it runs on the ${r.units.join(', ')}): pick another runtime, or the unit it runs on`;
 }
 
 export const VERDICTS = Object.freeze(['memory', 'ttft', 'sustained', 'temperature']);
@@ -256,12 +352,20 @@ export function rooflineData(report) {
   };
 }
 
-/** uPlot data for the thermal chart: [t (min), die °C, body °C, tok/s]. */
+/**
+ * uPlot data for the thermal chart: [t (min), die °C, body °C, tok/s, tok/s low, tok/s high];
+ * the last two are tok/s times the decode band (latency.decode_tok_s_range / decode_tok_s),
+ * drawn as a shaded range (null where the report has no range).
+ */
 export function thermalData(report) {
   const s = report?.thermal?.series;
   if (!Array.isArray(s) || s.length === 0) return null;
   const col = (k) => s.map((p) => (isFiniteNumber(p[k]) ? p[k] : null));
-  return [s.map((p) => p.t_s / 60), col('die_c'), col('body_c'), col('tok_s')];
+  const l = report?.latency ?? {};
+  const band = scaledRange(1, l.decode_tok_s, l.decode_tok_s_range);
+  const tps = col('tok_s');
+  const scaled = (i) => tps.map((v) => (v === null || band === null ? null : v * band[i]));
+  return [s.map((p) => p.t_s / 60), col('die_c'), col('body_c'), tps, scaled(0), scaled(1)];
 }
 
 /** The warnings of a report as strings. */

@@ -27,6 +27,9 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
     table: document.querySelector('[data-testid="fit-table"]'),
     head: $('fit-head'),
     body: $('fit-body'),
+    device: $('fit-device'),
+    stale: $('fit-stale'),
+    estimatorDevice: $('device-picker'),
   };
   const st = { nextId: 1, latest: 0, presets: [], loadedName: null, ready: false, result: null, device: null, running: null };
 
@@ -44,6 +47,36 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
     el.scope.replaceChildren(...opts.map((o) => option(o.value, o.label, o.disabled)));
     el.scope.value = opts.some((o) => o.value === prev && !o.disabled) ? prev : 'all';
   }
+
+  // The device picker inside the panel mirrors the estimator's (one device for both).
+  function fillDevice() {
+    el.device.replaceChildren(...[...el.estimatorDevice.options].map((o) => option(o.value, o.textContent, o.disabled)));
+    el.device.value = el.estimatorDevice.value;
+    el.device.disabled = el.estimatorDevice.disabled;
+  }
+
+  /** Results of another device than the one picked are marked stale (dimmed, with a note). */
+  function markStale() {
+    const note = st.result ? F.staleNote(st.device, st.result.device_name, el.estimatorDevice.value) : '';
+    el.stale.textContent = note;
+    el.stale.hidden = note === '';
+    if (note) {
+      el.table.dataset.stale = 'true';
+      el.chart.dataset.stale = 'true';
+    } else {
+      delete el.table.dataset.stale;
+      delete el.chart.dataset.stale;
+    }
+  }
+
+  el.device.addEventListener('change', () => {
+    el.estimatorDevice.value = el.device.value;
+    el.estimatorDevice.dispatchEvent(new Event('change', { bubbles: true }));
+  });
+  el.estimatorDevice.addEventListener('change', () => {
+    el.device.value = el.estimatorDevice.value;
+    markStale();
+  });
 
   function setStatus(text, state = '') {
     el.status.textContent = text;
@@ -125,7 +158,7 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
 
   // ---- table --------------------------------------------------------------------------------
   function renderTable(result, device) {
-    const rows = result.rows.slice(0, F.TABLE_ROWS);
+    const rows = F.bestPerModelFirst(result.rows).slice(0, F.TABLE_ROWS);
     el.body.replaceChildren(...rows.map((r) => {
       const tr = document.createElement('tr');
       tr.setAttribute('data-testid', 'fit-row');
@@ -174,6 +207,7 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
     if (result.rows.length) chart.draw(result);
     else el.chart.hidden = true;
     renderTable(result, st.device);
+    markStale();
   }
 
   return {
@@ -181,6 +215,7 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
       st.presets = msg.presets;
       st.ready = true;
       fillScope();
+      fillDevice();
       el.run.disabled = false;
       if (el.status.dataset.state !== 'done') setStatus('');
     },
@@ -211,6 +246,12 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
     modelUnloaded() {
       st.loadedName = null;
       fillScope();
+    },
+    /** The estimator's device may change without a change event (a link, an opened row). */
+    syncDevice() {
+      if (el.device.options.length !== el.estimatorDevice.options.length) fillDevice();
+      el.device.value = el.estimatorDevice.value;
+      markStale();
     },
     workerRestarted() {
       st.ready = false;

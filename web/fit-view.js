@@ -8,6 +8,32 @@ import { FIT_CONTEXTS, FIT_FAMILIES } from './protocol.js';
 /** Rows the table shows (the chart shows every passing configuration). */
 export const TABLE_ROWS = 50;
 
+/**
+ * The table's order: the best (lowest-ranked) configuration of each model first, in rank order,
+ * then every other row in rank order, so one model's six KV formats do not fill the first screen.
+ * Ranks are kept (they are the solver's).
+ */
+export function bestPerModelFirst(rows) {
+  const sorted = [...rows].sort((a, b) => a.rank - b.rank);
+  const seen = new Set();
+  const best = [];
+  const rest = [];
+  for (const r of sorted) {
+    if (seen.has(r.model)) rest.push(r);
+    else {
+      seen.add(r.model);
+      best.push(r);
+    }
+  }
+  return [...best, ...rest];
+}
+
+/** The note over results computed for another device than the one now picked ("" when current). */
+export function staleNote(resultDevice, resultDeviceName, pickedDevice) {
+  if (!resultDevice || resultDevice === pickedDevice) return '';
+  return `These results are for ${resultDeviceName || resultDevice}; the device is now another: press “Find what fits” again.`;
+}
+
 /** The fit's model id of the loaded model (the estimator panel's picker value for it). */
 export const LOADED_ID = '@loaded';
 

@@ -66,6 +66,7 @@ const el = {
   shareStatus: $('share-status'),
   shareError: $('share-error'),
   shareNote: $('share-note'),
+  forgetModel: $('forget-model'),
 };
 
 // ---- state -----------------------------------------------------------------------------------
@@ -113,17 +114,30 @@ function clearError() {
   el.errorText.textContent = '';
 }
 
+/**
+ * A button that is `busy` (a job runs: aria-disabled, still focusable) or `unusable` (disabled);
+ * `isInactive` tells the click handlers.
+ */
+function busyButton(button, busy, unusable) {
+  button.disabled = unusable && !busy;
+  if (busy) button.setAttribute('aria-disabled', 'true');
+  else button.removeAttribute('aria-disabled');
+}
+const isInactive = (button) => button.disabled || button.getAttribute('aria-disabled') === 'true';
+
 const isBusy = () => ['loading', 'generating', 'stopping', 'switching', 'pruning'].includes(state.phase);
 
 function render() {
   const busy = isBusy();
-  el.loadDefault.disabled = busy || state.defaultModel === false;
+  // Load and Generate stay focusable while the engine is busy (aria-disabled, clicks ignored), so
+  // a keyboard user's focus is not thrown to the page's start; unusable otherwise: disabled.
+  busyButton(el.loadDefault, busy, state.defaultModel === false);
   el.modelFile.disabled = busy;
   el.weightsFormat.disabled = busy;
   el.kernelPicker.disabled = busy || !state.modelLoaded;
   el.kvFormat.disabled = busy || state.kvFormats.length === 0;
   el.newConversation.disabled = busy;
-  el.generate.disabled = busy || !state.modelLoaded;
+  busyButton(el.generate, busy && state.modelLoaded, !state.modelLoaded);
   el.stop.disabled = state.phase !== 'generating';
   el.pruneApply.disabled = busy || !state.modelLoaded;
   el.pruneReset.disabled = busy || !state.modelLoaded || !state.pruned;
@@ -144,6 +158,8 @@ function spawnWorker() {
   const forced = new URLSearchParams(location.search).get('wasm');
   if (forced !== null) workerUrl.searchParams.set('wasm', forced);
   if (FAULTS) workerUrl.searchParams.set('faults', '1');
+  // ?tables=0: the estimator computes its tables on the first estimate (worker.js), to measure.
+  if (new URLSearchParams(location.search).get('tables') === '0') workerUrl.searchParams.set('tables', '0');
   const w = new Worker(workerUrl, { type: 'module', name: 'edgefit-engine' });
   w.onmessage = (ev) => onWorkerMessage(w, ev.data);
   w.onerror = (ev) => {
@@ -184,6 +200,7 @@ function onFatal(w, message) {
   el.prefillProgress.hidden = true;
   state.modelLoaded = false;
   state.modelInfo = null;
+  state.modelName = null;
   state.kvFormats = [];
   state.kvFormat = null;
   renderInfo(null);
@@ -241,10 +258,13 @@ function onWorkerMessage(w, msg) {
     case P.FromWorker.LOADED:
       state.phase = 'ready';
       state.modelLoaded = true;
+      if (state.pendingSource) state.source = state.pendingSource;
+      state.pendingSource = null;
       state.modelInfo = msg.info;
       state.weights = msg.info.weights.weights;
       el.weightsFormat.value = state.weights;
-      el.progressText.textContent = `${P.formatProgress(Number(el.progress.value), Number(el.progress.max))} · ${msg.info.name || 'model'} loaded (${state.weights})`;
+      state.modelName = P.displayName(state.source?.kind === 'file' ? state.source.file.name : state.source?.url, msg.info);
+      el.progressText.textContent = `${P.formatProgress(Number(el.progress.value), Number(el.progress.max))} · ${state.modelName} loaded (${P.describeWeights(state.weights, msg.info.weights.stored, msg.info.weights.embedding)})`;
       if (typeof msg.metrics.kv_format === 'string') state.kvFormat = msg.metrics.kv_format;
       renderKvFormats();
       renderInfo(msg.info);
@@ -256,8 +276,8 @@ function onWorkerMessage(w, msg) {
       renderPruneModel(msg.info);
       setStatus('ready');
       render();
-      panel.modelLoaded(msg.info);
-      fitPanel.modelLoaded(msg.info);
+      panel.modelLoaded({ ...msg.info, name: state.modelName });
+      fitPanel.modelLoaded({ ...msg.info, name: state.modelName });
       measureBaseline();
       break;
     case P.FromWorker.PRUNE_PROGRESS:
@@ -284,6 +304,11 @@ function onWorkerMessage(w, msg) {
       const ppl = msg.report.perplexity;
       $('metric-perplexity').textContent = ppl.toFixed(2);
       if (!state.pruned) state.basePerplexity = ppl;
+      else {
+        const warn = P.perplexityWarning(state.basePerplexity, ppl);
+        el.pruneSummary.dataset.warning = warn ? 'true' : 'false';
+        if (warn) el.pruneNote.textContent = `${el.pruneNote.textContent} ${warn}`.trim();
+      }
       qualityChart.add(msg.params, ppl, state.pruned);
       pruneDone(`perplexity ${ppl.toFixed(2)} on ${msg.report.tokens} tokens (${P.formatNumber(msg.report.ms ?? 0, 0)} ms)`);
       break;
@@ -297,7 +322,7 @@ function onWorkerMessage(w, msg) {
       a.click();
       a.remove();
       setTimeout(() => URL.revokeObjectURL(url), 60_000);
-      pruneDone(`${msg.name}: ${P.formatMB(msg.bytes.length)}`);
+      pruneDone(`${msg.name}: ${P.formatMB(msg.bytes.length)}${P.exportFormatNote(state.modelInfo?.weights?.weights, 'q8_0')}`);
       break;
     }
     case P.FromWorker.KERNEL_SET:
@@ -359,6 +384,9 @@ function onWorkerMessage(w, msg) {
       render();
       panel.generationDone(msg.metrics);
       break;
+    case P.FromWorker.CACHED:
+      el.forgetModel.hidden = !msg.present;
+      break;
     case P.FromWorker.CATALOG:
       state.kvFormats = [...msg.kvFormats];
       // Until a load reports the engine's format, show its default (the wasm's
@@ -377,6 +405,7 @@ function onWorkerMessage(w, msg) {
       break;
     case P.FromWorker.ESTIMATE_RESULT:
       panel.onResult(msg);
+      fitPanel.syncDevice();
       break;
     case P.FromWorker.ESTIMATE_ERROR:
       panel.onError(msg);
@@ -398,6 +427,16 @@ function onWorkerMessage(w, msg) {
       {
         share.keepEstimateKv = false;
         const wasGenerating = state.phase === 'generating' || state.phase === 'stopping';
+        if (state.phase === 'loading') {
+          // The worker kept the running model (if any): the picker and the line say so.
+          state.pendingSource = null;
+          if (state.modelInfo) state.weights = state.modelInfo.weights.weights;
+          el.weightsFormat.value = state.weights;
+          el.progress.value = 0;
+          el.progressText.textContent = state.modelLoaded
+            ? `not loaded; still running ${state.modelName || 'the model loaded before'} (${state.weights})`
+            : 'not loaded';
+        }
         el.prefillProgress.hidden = true;
         if (state.phase === 'pruning') endPruneProgress('');
         state.phase = state.modelLoaded ? 'ready' : 'idle';
@@ -435,7 +474,7 @@ function renderMetrics(m, kvEstimateBytes = null) {
   $('metric-kv-mb').textContent = m.kv_bytes > 0 ? `(${P.formatMB(m.kv_bytes)})` : '';
   $('metric-peak-mb').textContent = m.peak_bytes > 0 ? `(${P.formatMB(m.peak_bytes)})` : '';
   $('metric-heap-mb').textContent = m.heap_bytes > 0 ? `(${P.formatMB(m.heap_bytes)})` : '';
-  $('metric-weights-format').textContent = P.formatWeightsUsed(m);
+  $('metric-weights-format').textContent = P.formatWeightsUsed({ stored: state.modelInfo?.weights?.stored, ...m });
   $('metric-kernel').textContent = m.kernel ?? '';
   // The KV cache, live: format, tokens held of the limit, measured bytes beside the estimator's.
   const kv = P.kvCells(m, kvEstimateBytes);
@@ -511,7 +550,7 @@ function modelSwapped(info, metrics, pruned) {
   el.finish.textContent = '';
   delete el.finish.dataset.reason;
   renderPruneModel(info);
-  const base = info.name || 'model';
+  const base = state.modelName || P.displayName(null, info);
   const shown = { ...info, name: pruned ? `${base}, pruned to ${P.formatParams(info.params)}` : base };
   panel.modelLoaded(shown);
   fitPanel.modelLoaded(shown);
@@ -732,7 +771,7 @@ function turnNode(t) {
   li.setAttribute('data-testid', `turn-${t.role}`);
   const who = document.createElement('span');
   who.className = 'who';
-  who.textContent = t.role === 'user' ? 'you' : 'model';
+  who.textContent = t.role === 'user' ? 'you' : t.role === 'note' ? 'note' : 'model';
   const body = document.createElement('span');
   body.className = 'text';
   body.textContent = t.text; // text, never HTML
@@ -786,13 +825,17 @@ function renderInfo(info) {
     return;
   }
   const rows = [
-    ['Name', info.name || '(unnamed)'],
+    ['Name', state.modelName || P.displayName(null, info)],
+    ['Name in the file (general.name)', info.name || '(none)'],
     ['Architecture', info.arch],
     ['Parameters', `${P.formatParams(info.params)} (${info.params.toLocaleString('en-US')})`],
     ['Weights in memory', `${P.formatMB(info.weights_bytes)} (${P.formatWeightsUsed(info.weights)})`],
     ['Stored as', P.formatStored(info.weights.stored)],
+    ['Converted', (info.weights.converted ?? []).map((c) => `${c.from} → ${c.to} × ${c.tensors.length}`).join(', ') || 'none (every tensor as the file holds it, or float)'],
+    ['Tokenizer', info.tokenizer?.kind ?? ''],
     ['Kernel', `${info.kernel} (this build runs: ${info.kernels.join(', ')})`],
     ['Layers', info.n_layers],
+    ...(P.describeLayers(info.layers) ? [['Pruned widths', P.describeLayers(info.layers)]] : []),
     ['Hidden size', info.hidden],
     ['Attention heads', `${info.n_heads} (KV heads ${info.n_kv_heads}, head dim ${info.head_dim})`],
     ['FFN size', info.ffn],
@@ -885,18 +928,16 @@ function loadMessage(source, weights) {
   return source.kind === 'url' ? P.loadUrl(source.url, weights) : P.loadFile(source.file, weights);
 }
 
+/**
+ * Starts a load. The running model (if any) stays loaded and shown until the new one is built:
+ * the worker builds beside it and swaps only on success, so a file it refuses leaves it running
+ * (the LOADED handler replaces everything; the ERROR handler goes back to it).
+ */
 function startLoad(source, label) {
   const msg = loadMessage(source, state.weights);
-  state.source = source;
+  state.pendingSource = source;
   clearError();
-  panel.modelUnloaded();
-  fitPanel.modelUnloaded();
   state.phase = 'loading';
-  state.modelLoaded = false;
-  state.modelInfo = null;
-  renderInfo(null);
-  renderKernels(null);
-  resetMetrics();
   el.progress.value = 0;
   el.progress.max = 1;
   el.progressText.textContent = `starting ${label}…`;
@@ -907,7 +948,7 @@ function startLoad(source, label) {
 }
 
 el.loadDefault.addEventListener('click', () => {
-  if (isBusy() || el.loadDefault.disabled) return; // disabled while busy: a click that slips through is dropped
+  if (isBusy() || isInactive(el.loadDefault)) return; // inactive while busy: a click is dropped
   startLoad({ kind: 'url', url: new URL(DEFAULT_MODEL_URL, document.baseURI).href }, 'download');
 });
 
@@ -918,14 +959,17 @@ el.loadDefault.addEventListener('click', () => {
  */
 async function probeDefaultModel() {
   let ok = false;
+  let manifestBytes = 0;
   try {
     const r = await fetch(new URL(DEFAULT_MODEL_MANIFEST_URL, document.baseURI));
     const m = r.ok ? await r.json() : null;
     ok = m !== null && typeof m === 'object' && m.path === DEFAULT_MODEL_URL && Number.isSafeInteger(m.bytes) && m.bytes > 0;
+    if (ok) manifestBytes = m.bytes;
   } catch {
     ok = false;
   }
   state.defaultModel = ok;
+  if (ok) el.loadDefault.textContent = `Load default model (SmolLM2-135M-Instruct, ${P.formatMB(manifestBytes)})`;
   if (!ok) {
     el.loadDefault.textContent = 'Default model not on this site: load a .gguf file instead';
     el.loadDefault.title = `This site does not serve ${DEFAULT_MODEL_URL}; choose a model file (it stays on this device)`;
@@ -934,6 +978,27 @@ async function probeDefaultModel() {
   render();
 }
 probeDefaultModel();
+
+// The worker keeps the default model in the Cache API (worker.js MODEL_CACHE); this forgets it.
+const MODEL_CACHE = 'edgefit-models-v1';
+(async () => {
+  try {
+    const c = typeof caches === 'undefined' ? null : await caches.open(MODEL_CACHE);
+    const keys = c ? await c.keys() : [];
+    el.forgetModel.hidden = !keys.some((r) => r.url.endsWith(P.DEFAULT_MODEL_FILE));
+  } catch {
+    el.forgetModel.hidden = true;
+  }
+})();
+el.forgetModel.addEventListener('click', async () => {
+  try {
+    await caches.delete(MODEL_CACHE);
+    el.forgetModel.hidden = true;
+    el.progressText.textContent = 'the cached default model was removed; the next load downloads it';
+  } catch (e) {
+    showError(`could not remove the cached model: ${P.errorMessage(e)}`);
+  }
+});
 
 el.modelFile.addEventListener('change', () => {
   const file = el.modelFile.files?.[0];
@@ -997,6 +1062,21 @@ el.kvFormat.addEventListener('change', () => {
 });
 
 // "Continue conversation" is on by default with the chat template (and off without it).
+// The skip link focuses the prompt without touching location.hash (which carries share links).
+$('skip-link')?.addEventListener('click', (ev) => {
+  ev.preventDefault();
+  el.prompt.focus();
+  el.prompt.scrollIntoView({ block: 'center' });
+});
+
+// Ctrl+Enter (Cmd+Enter on a Mac) in the prompt generates, as the button does.
+el.prompt.addEventListener('keydown', (ev) => {
+  if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey) && !ev.isComposing) {
+    ev.preventDefault();
+    el.form.requestSubmit();
+  }
+});
+
 el.chat.addEventListener('change', () => {
   el.keepContext.checked = el.chat.checked;
 });
@@ -1012,7 +1092,7 @@ el.newConversation.addEventListener('click', () => {
 
 el.form.addEventListener('submit', (ev) => {
   ev.preventDefault();
-  if (el.generate.disabled) return;
+  if (isInactive(el.generate)) return;
   const { params, error } = P.parseGenerateForm({
     prompt: el.prompt.value,
     chat: el.chat.checked,
@@ -1027,7 +1107,7 @@ el.form.addEventListener('submit', (ev) => {
     return;
   }
   clearError();
-  C.beginTurn(conv, params.prompt, params.keep);
+  C.beginTurn(conv, params.prompt, params.keep, params.chat);
   renderTranscript();
   el.output.textContent = '';
   el.finish.textContent = '';
@@ -1122,43 +1202,54 @@ el.shareLink.addEventListener('click', async () => {
   } catch {
     el.shareStatus.textContent = 'select the link and copy it';
   }
+  // A local file's name is the user's: say that the link carries it (never its bytes).
+  if (state.modelLoaded && state.source?.kind === 'file') {
+    el.shareStatus.textContent += ` · the link names your file “${sourceName(state.source)}” and its shape (no model data)`;
+  }
   el.shareUrl.select();
 });
 
-/** Reads location.hash: a good link waits for the catalog; a bad one is reported, defaults kept. */
+/**
+ * Reads location.hash: a link waits for the catalog, then its good fields are applied and every
+ * bad one is listed; a link that cannot be read at all is reported and the settings kept.
+ */
 function readLink() {
   if (!S.hasScenario(location.hash)) return;
-  const { scenario, error } = S.decodeScenario(location.hash);
+  const { scenario, errors, error } = S.decodeScenarioParts(location.hash);
   if (error) {
     share.pending = null;
     showShareError(`This link cannot be opened: ${error}. The page keeps its settings.`);
     return;
   }
-  share.pending = scenario;
+  share.pending = { scenario, errors };
   applyPendingLink();
 }
 
 function applyPendingLink() {
   if (!share.pending || state.kvFormats.length === 0) return; // the catalog is not there yet
-  const s = share.pending;
+  const { scenario, errors } = share.pending;
   share.pending = null;
-  const error = applyLink(s);
-  if (error) showShareError(`This link cannot be opened: ${error}. The page keeps its settings.`);
+  const { fatal, skipped } = applyLink(scenario);
+  const all = [...errors, ...skipped];
+  if (fatal) showShareError(`This link cannot be opened: ${fatal}. The page keeps its settings.`);
+  else if (all.length) showShareError(`Part of this link was not applied (the rest was): ${all.join('; ')}.`);
   else clearShareError();
 }
 
 /**
- * Applies a decoded scenario, all or nothing: the checks that need the catalog come first (the
- * panel checks its own section before it changes anything). Returns an error or null.
+ * Applies a decoded scenario: the fields the page cannot use are left out and listed, the rest
+ * applied. Returns {fatal} (nothing applied) or {skipped: [sentences]}.
  */
 function applyLink(s) {
-  if (isBusy()) return 'the engine is busy; open the link again when it is done';
-  const engine = s.engine ?? {};
+  if (isBusy()) return { fatal: 'the engine is busy; open the link again when it is done', skipped: [] };
+  const skipped = [];
+  const engine = { ...(s.engine ?? {}) };
   if (engine.kv !== undefined && !state.kvFormats.includes(engine.kv)) {
-    return `the link's engine KV format ${JSON.stringify(engine.kv)} is not one this build has`;
+    skipped.push(`the link's engine KV format ${JSON.stringify(engine.kv)} is not one this build has`);
+    delete engine.kv;
   }
   const panelError = panel.applyScenario(s.estimate ?? {});
-  if (panelError) return panelError;
+  if (panelError) skipped.push(panelError);
 
   const g = s.generation ?? {};
   if (g.prompt !== undefined) el.prompt.value = g.prompt; // a value: text, never markup
@@ -1203,8 +1294,21 @@ function applyLink(s) {
   }
   el.shareNote.textContent = notes.join(' ');
   el.shareNote.hidden = notes.length === 0;
+  // The default model needs no file: offer to load it from here.
+  const defaultName = DEFAULT_MODEL_URL.split('/').pop();
+  if (s.loaded?.name === defaultName && state.defaultModel !== false && !state.modelLoaded) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.textContent = 'Load default model';
+    b.setAttribute('data-testid', 'share-load-default');
+    b.addEventListener('click', () => {
+      b.remove();
+      el.loadDefault.click();
+    });
+    el.shareNote.append(' ', b);
+  }
   render();
-  return null;
+  return { fatal: null, skipped };
 }
 
 window.addEventListener('hashchange', readLink);

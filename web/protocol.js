@@ -11,7 +11,7 @@
 // Page -> worker
 //   load-url  {url, weights?}                fetch the model, streaming progress, and build it with
 //                                            the linear layers in `weights` (one of
-//                                            WEIGHT_FORMATS; absent = the engine's default, w4g32).
+//                                            WEIGHT_FORMATS; the page sends its default, w4g32).
 //                                            The kernel chosen with set-kernel is kept across loads
 //   load-file {file, weights?}               read a user-chosen File (a Blob) the same way
 //   set-kernel {name}                        run the matrix products on kernel `name` (one of the
@@ -80,17 +80,26 @@
 //                                            null when it cannot be computed
 //   done      {reason, metrics, kvEstimateBytes}
 //                                            reason: "stop" | "length" | "stopped" (user Stop)
-//   catalog   {presets, devices, kvFormats?} [{id, name}] lists and the KV format ids (wasm
-//                                            kvFormats(), in order), sent once after booted
+//   catalog   {presets, devices, kvFormats?, runtimes?}
+//                                            [{id, name}] lists, the KV format ids (wasm
+//                                            kvFormats(), in order) and the runtimes (wasm
+//                                            runtimeIds(): [{id, name, units}]), sent once after
+//                                            booted
+//   cached    {present}                      the default model is in the Cache API (read from
+//                                            there, or just stored)
 //   measuring {done, total}                  the this-browser micro-benchmarks are running (~1 s):
 //                                            `done` of `total` probes have run
 //   estimate-result {id, purpose, report, device, measurements, comparison?}
-//                                            device: {id, name, units, default_unit};
+//                                            device: {id, name, units, default_unit,
+//                                            default_runtime?: {unit: runtime}};
 //                                            measurements: BrowserMeasurements or null;
 //                                            comparison (purpose "compare" only, always there):
 //                                            {deployment, rows} of the engine's last run (wasm
 //                                            comparisonDeployment / comparisonRows); the
-//                                            request's deployment is ignored for "compare"
+//                                            request's deployment is ignored for "compare";
+//                                            timing (the worker's first answer only):
+//                                            {workerMs, tables} its time and where the
+//                                            estimator's tables came from
 //   estimate-error  {id, purpose, message}   the estimator refused the request (message says why)
 //   fit-result {id, result}                  the solver's FitResult without its request: {device,
 //                                            device_name, tried, failed: {memory, ttft, sustained,
@@ -107,6 +116,8 @@
 //   exported  {name, bytes}                  a file to download (bytes: Uint8Array)
 //   error     {message, fatal}               fatal: the wasm instance is poisoned (a panic) or the
 //                                            worker cannot go on; the page must respawn the worker
+
+import { formatBinary } from './estimate-view.js';
 
 export const ToWorker = Object.freeze({
   LOAD_URL: 'load-url',
@@ -138,6 +149,7 @@ export const FromWorker = Object.freeze({
   PIECE: 'piece',
   DONE: 'done',
   ERROR: 'error',
+  CACHED: 'cached',
   CATALOG: 'catalog',
   MEASURING: 'measuring',
   ESTIMATE_RESULT: 'estimate-result',
@@ -183,11 +195,12 @@ export const EVAL_TOKENS = 256;
  * asked of the worker, so the picker is filled and a load request validated before the wasm has
  * even compiled, by the same pure code on both sides.
  */
-export const WEIGHT_FORMATS = Object.freeze(['w4g32', 'w4g64', 'w4g128', 'q8_0', 'f16', 'f32']);
+export const WEIGHT_FORMATS = Object.freeze(['w4g32', 'w4g64', 'w4g128', 'q8_0', 'f16', 'f32', 'auto']);
 export const DEFAULT_WEIGHTS = WEIGHT_FORMATS[0];
 
 /** What each format is, for the picker. */
 export const WEIGHT_FORMAT_LABELS = Object.freeze({
+  auto: 'auto · every block as the file holds it',
   w4g32: 'w4g32 · 4-bit, groups of 32',
   w4g64: 'w4g64 · 4-bit, groups of 64',
   w4g128: 'w4g128 · 4-bit, groups of 128',
@@ -315,13 +328,13 @@ export function checkGenerateParams(p) {
   if (typeof p.chat !== 'boolean') return `chat must be true or false, got ${JSON.stringify(p.chat)}`;
   const { maxTokens, temperature, topP, seed } = p;
   if (!Number.isSafeInteger(maxTokens) || maxTokens < LIMITS.maxTokens.min || maxTokens > LIMITS.maxTokens.max)
-    return `max tokens must be an integer in ${LIMITS.maxTokens.min}..${LIMITS.maxTokens.max}, got ${fmtValue(maxTokens)}`;
+    return `max tokens must be a whole number from ${LIMITS.maxTokens.min} to ${LIMITS.maxTokens.max}, got ${fmtValue(maxTokens)}`;
   if (!isFiniteNumber(temperature) || temperature < LIMITS.temperature.min || temperature > LIMITS.temperature.max)
-    return `temperature must be in ${LIMITS.temperature.min}..${LIMITS.temperature.max}, got ${fmtValue(temperature)}`;
+    return `temperature must be a number from ${LIMITS.temperature.min} to ${LIMITS.temperature.max} (0 is greedy), got ${fmtValue(temperature)}`;
   if (!isFiniteNumber(topP) || topP <= LIMITS.topP.min || topP > LIMITS.topP.max)
-    return `top-p must be in (0, 1], got ${fmtValue(topP)}`;
+    return `top-p must be a number above 0 and at most 1, got ${fmtValue(topP)}`;
   if (!Number.isSafeInteger(seed) || seed < LIMITS.seed.min || seed > LIMITS.seed.max)
-    return `seed must be an integer in 0..${LIMITS.seed.max}, got ${fmtValue(seed)}`;
+    return `seed must be a whole number from 0 to ${LIMITS.seed.max}, got ${fmtValue(seed)}`;
   if (p.keep !== undefined && typeof p.keep !== 'boolean') return `keep must be true or false, got ${fmtValue(p.keep)}`;
   return null;
 }
@@ -380,6 +393,18 @@ export function checkKvFormatName(name) {
     : `KV format must be a format id such as f32 or int4g32, got ${fmtValue(name)}`;
 }
 
+/** Checks the catalog's runtimes: [{id, name, units: [unit]}]. Returns an error string or null. */
+export function checkRuntimeList(list) {
+  if (!Array.isArray(list) || list.length === 0) return 'runtimes must be a non-empty array';
+  for (const r of list) {
+    if (!isObject(r) || typeof r.id !== 'string' || !/^[a-z0-9]{1,32}$/.test(r.id) || typeof r.name !== 'string')
+      return `each runtime must be {id, name, units}, got ${fmtValue(r)}`;
+    if (!Array.isArray(r.units) || !r.units.every((u) => typeof u === 'string' && /^[a-z]{1,8}$/.test(u)))
+      return `runtime ${r.id}: units must be a list of unit names`;
+  }
+  return null;
+}
+
 /** Checks a list of KV format ids (the catalog's kvFormats). Returns an error string or null. */
 export function checkKvFormatList(list) {
   if (!Array.isArray(list) || list.length === 0) return 'kvFormats must be a non-empty list of format ids';
@@ -391,7 +416,7 @@ export function checkKvFormatList(list) {
   return null;
 }
 
-/** `weights` undefined leaves the field out: the engine then uses its default (w4g32). */
+/** `weights` undefined leaves the field out: the engine then uses its default (auto). */
 export function loadUrl(url, weights) {
   if (typeof url !== 'string' || url === '') fail('load-url needs a non-empty url string');
   must(checkWeights(weights));
@@ -753,9 +778,20 @@ export function error(message, fatal = false) {
   return { type: FromWorker.ERROR, message: text, fatal: Boolean(fatal) };
 }
 
-export function catalog(presets, devices, kvFormats) {
+/** The default model's file name (the worker caches only it, the page offers to forget it). */
+export const DEFAULT_MODEL_FILE = 'smollm2-135m-instruct-q4_1.gguf';
+
+/** The default model is (now) in the browser's Cache API. */
+export function cached(present) {
+  const m = { type: FromWorker.CACHED, present: Boolean(present) };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function catalog(presets, devices, kvFormats, runtimes) {
   const m = { type: FromWorker.CATALOG, presets, devices };
   if (kvFormats !== undefined) m.kvFormats = kvFormats;
+  if (runtimes !== undefined) m.runtimes = runtimes;
   must(validateFromWorker(m));
   return m;
 }
@@ -777,9 +813,10 @@ export function measuring(done, total) {
   return m;
 }
 
-export function estimateResult(id, purpose, report, device, measurements = null, comparison = null) {
+export function estimateResult(id, purpose, report, device, measurements = null, comparison = null, timing = null) {
   const m = { type: FromWorker.ESTIMATE_RESULT, id, purpose, report, device, measurements };
   if (comparison !== null) m.comparison = comparison;
+  if (timing !== null) m.timing = timing;
   must(validateFromWorker(m));
   return m;
 }
@@ -1037,10 +1074,13 @@ export function validateFromWorker(msg) {
       const e = checkMetrics(msg.metrics) || checkKvEstimate(msg.kvEstimateBytes ?? null);
       return e ? `done: ${e}` : null;
     }
+    case FromWorker.CACHED:
+      return typeof msg.present === 'boolean' ? null : 'cached: present must be true or false';
     case FromWorker.CATALOG: {
       if (!isIdList(msg.presets) || !isIdList(msg.devices)) return 'catalog: presets and devices must be [{id, name}] lists';
       // kvFormats is optional (an older worker did not send it); when sent it must be valid.
-      const e = msg.kvFormats === undefined ? null : checkKvFormatList(msg.kvFormats);
+      const e = (msg.kvFormats === undefined ? null : checkKvFormatList(msg.kvFormats)) ||
+        (msg.runtimes === undefined ? null : checkRuntimeList(msg.runtimes));
       return e ? `catalog: ${e}` : null;
     }
     case FromWorker.MEASURING:
@@ -1055,6 +1095,8 @@ export function validateFromWorker(msg) {
       if (!isObject(msg.device) || typeof msg.device.id !== 'string' || !Array.isArray(msg.device.units))
         return 'estimate-result: device must be {id, name, units, default_unit}';
       if (msg.measurements !== null && !isObject(msg.measurements)) return 'estimate-result: measurements must be an object or null';
+      if (msg.timing !== undefined && !(isObject(msg.timing) && Number.isFinite(msg.timing.workerMs) && typeof msg.timing.tables === 'string'))
+        return 'estimate-result: timing must be {workerMs, tables}';
       if (msg.comparison !== undefined) {
         const c = msg.comparison;
         if (msg.purpose !== 'compare') return 'estimate-result: only a compare answer carries a comparison';
@@ -1136,19 +1178,17 @@ export function formatBytes(v) {
   return String(Math.round(v));
 }
 
-/** Human-readable megabytes (10^6 bytes), e.g. "98.2 MB". "" if absent. */
-export function formatMB(bytes) {
-  if (!isFiniteNumber(bytes)) return '';
-  const mb = bytes / 1e6;
-  const decimals = mb >= 100 ? 0 : mb >= 10 ? 1 : 2;
-  return `${mb.toFixed(decimals)} MB`;
-}
+/**
+ * Bytes for humans, in binary units: "92.1 MiB", "1.07 GiB". One unit everywhere on the page,
+ * the estimator's included (estimate-view's formatBinary is this function). "" if absent.
+ */
+export const formatMB = formatBinary;
 
-/** Progress text "x / y MB" (or "x MB" when the total is unknown). */
+/** Progress text "x / y MiB" (or "x MiB" when the total is unknown). */
 export function formatProgress(loaded, total, elapsedMs = null) {
-  const x = (loaded / 1e6).toFixed(1);
-  if (!isFiniteNumber(total) || total <= 0) return `${x} MB`;
-  return `${x} / ${(total / 1e6).toFixed(1)} MB${timeLeft(loaded, total, elapsedMs)}`;
+  const x = (loaded / 2 ** 20).toFixed(1);
+  if (!isFiniteNumber(total) || total <= 0) return `${x} MiB`;
+  return `${x} / ${(total / 2 ** 20).toFixed(1)} MiB${timeLeft(loaded, total, elapsedMs)}`;
 }
 
 /**
@@ -1195,7 +1235,70 @@ export function metricCells(m) {
 /** "w4g32 · embedding q8_0" for the metrics area ("" when the metrics do not name them). */
 export function formatWeightsUsed(m) {
   if (!isObject(m) || typeof m.weights !== 'string' || m.weights === '') return '';
-  return typeof m.embedding === 'string' && m.embedding !== '' ? `${m.weights} · embedding ${m.embedding}` : m.weights;
+  const w = describeWeights(m.weights, m.stored, m.embedding);
+  return typeof m.embedding === 'string' && m.embedding !== '' ? `${w} · embedding ${m.embedding}` : w;
+}
+
+/**
+ * Why a downloaded GGUF is not in the format the model runs in ("" when it is): the engine
+ * writes GGUF in f32, f16 or q8_0 only, so a 4-bit model is saved as 8-bit (about 1.5× the bytes).
+ */
+export function exportFormatNote(running, exported) {
+  if (typeof running !== 'string' || running === exported || !/^(w4g|q4)/.test(running)) return '';
+  return ` (saved as ${exported}: the engine writes GGUF in f32, f16 or q8_0, not yet in the loaded 4-bit ${running}, so the file is larger than the model in memory)`;
+}
+
+/**
+ * The per-layer widths of a pruned model (info.layers: [{n_heads, n_kv_heads, qk_dim, v_dim,
+ * ffn}]) in one line: "FFN 1075, 9 heads (3 KV), Q/K dim 45, V dim 45 in every layer", or each
+ * width's range over the layers ("FFN 768–1536"). "" when the layers are not given (not pruned).
+ */
+export function describeLayers(layers) {
+  if (!Array.isArray(layers) || layers.length === 0 || !layers.every(isObject)) return '';
+  const span = (k) => {
+    const v = layers.map((l) => l[k]).filter(isFiniteNumber);
+    if (v.length === 0) return '?';
+    const lo = Math.min(...v);
+    const hi = Math.max(...v);
+    return lo === hi ? String(lo) : `${lo}\u2013${hi}`;
+  };
+  const same = ['ffn', 'n_heads', 'n_kv_heads', 'qk_dim', 'v_dim'].every((k) => !span(k).includes('\u2013'));
+  return `FFN ${span('ffn')}, ${span('n_heads')} heads (${span('n_kv_heads')} KV), Q/K dim ${span('qk_dim')}, V dim ${span('v_dim')} ${same ? 'in every layer' : `over the ${layers.length} layers`}`;
+}
+
+/**
+ * The warning after a prune whose perplexity is more than twice the model's as loaded ("" when
+ * it is not, or either is unknown): the pruned model is then much worse than it looks by size.
+ */
+export function perplexityWarning(base, pruned) {
+  if (!isFiniteNumber(base) || !isFiniteNumber(pruned) || base <= 0 || pruned <= 2 * base) return '';
+  return `Warning: perplexity rose ${(pruned / base).toFixed(1)}× (${base.toFixed(2)} → ${pruned.toFixed(2)}): the pruned model's text will be much worse; prune less, or use activation importance with the calibration text.`;
+}
+
+/**
+ * The requested weight format with what the engine really holds, one name everywhere:
+ * "w4g32 (the file's q4_1 kept)" when the file's own 4-bit format was kept instead of
+ * converting, "w4g32" when it was converted. `stored`: info.weights.stored ([{format, matrices,
+ * bytes}], the embedding among them); the embedding's own format is left out (it is named apart).
+ */
+export function describeWeights(requested, stored, embedding) {
+  if (typeof requested !== 'string' || requested === '') return '';
+  if (!Array.isArray(stored)) return requested;
+  const kept = [...new Set(stored
+    .filter((x) => isObject(x) && typeof x.format === 'string' && x.format !== requested && x.format !== embedding && x.matrices > 1)
+    .map((x) => x.format))];
+  return kept.length ? `${requested} (the file's ${kept.join(', ')} kept)` : requested;
+}
+
+/**
+ * The model's name for people: the file name without ".gguf" when there is one (what the user
+ * picked; a GGUF's general.name is often the trainer's run id, e.g. "Smollm2 135M 8k Lc100K
+ * Mix1 Ep2"), else general.name, else "model".
+ */
+export function displayName(fileName, info) {
+  const stem = typeof fileName === 'string' ? fileName.replace(/^.*[\\/]/, '').replace(/\.gguf$/i, '').trim() : '';
+  if (stem) return stem;
+  return isObject(info) && typeof info.name === 'string' && info.name.trim() ? info.name.trim() : 'model';
 }
 
 /** The model info's "Stored as" row: "q4_1 × 210 (87.6 MB), q8_0 × 1 (30.1 MB)". */

@@ -70,6 +70,12 @@ const num = (min, max, openMin = false) => ({
   },
 });
 
+/** `p`, or empty (the estimator's default). */
+const optional = (p) => ({
+  hint: `${p.hint}, or empty for the default`,
+  parse: (s) => (s === '' ? { value: '' } : p.parse(s)),
+});
+
 const bool = () => ({
   hint: '0 or 1',
   parse: (s) => (s === '1' ? { value: true } : s === '0' ? { value: false } : null),
@@ -112,6 +118,8 @@ export const FIELDS = Object.freeze([
   ['policy', 'estimate', 'policy', oneOf(V.POLICIES)],
   ['minutes', 'estimate', 'minutes', num(0.1, 1440)],
   ['prune', 'estimate', 'prune', num(0, P.PRUNE_MAX_RATIO)],
+  ['runtime', 'estimate', 'runtime', oneOf(['', ...V.RUNTIMES])],
+  ['threads', 'estimate', 'threads', optional(int(1, V.MAX_THREADS))],
   ['engine_weights', 'engine', 'weights', oneOf(P.WEIGHT_FORMATS)],
   ['engine_kv', 'engine', 'kv', oneOf(V.KV_FORMATS)],
   ['prompt', 'generation', 'prompt', text(MAX_PROMPT_CHARS, PROMPT_BAD, 'text without control characters')],
@@ -201,9 +209,23 @@ export function encodeScenario(s) {
 /**
  * Reads a fragment (with or without its '#'). Returns {scenario} (sections present only when
  * the link has one of their fields; numbers as numbers, flags as booleans) or {error} (a
- * sentence naming the field and the value).
+ * sentence naming the first bad field and its value). See decodeScenarioParts for a reading
+ * that keeps the good fields.
  */
 export function decodeScenario(fragment) {
+  const r = decodeScenarioParts(fragment);
+  if (r.error) return { error: r.error };
+  if (r.errors.length) return { error: r.errors[0] };
+  return { scenario: r.scenario };
+}
+
+/**
+ * Reads a fragment keeping every field that is good: {scenario, errors} where `errors` lists a
+ * sentence for each field left out (unknown, repeated, badly encoded or out of range, in link
+ * order then table order), or {error} when the link as a whole cannot be read (too long, empty,
+ * not key=value, no or another version).
+ */
+export function decodeScenarioParts(fragment) {
   if (typeof fragment !== 'string') return { error: 'the link has no scenario' };
   const body = fragment.startsWith('#') ? fragment.slice(1) : fragment;
   if (body.length > MAX_FRAGMENT_CHARS) {
@@ -211,17 +233,25 @@ export function decodeScenario(fragment) {
   }
   if (body === '') return { error: 'the link has no scenario (nothing after #)' };
   const raw = new Map();
+  const errors = [];
   for (const part of body.split('&')) {
     const eq = part.indexOf('=');
     if (eq < 0) return { error: `the link is damaged: ${showValue(part)} is not key=value` };
     const key = part.slice(0, eq);
-    if (key !== 'v' && !BY_KEY.has(key)) return { error: `the link has an unknown field ${showValue(key)}` };
-    if (raw.has(key)) return { error: `the link repeats the field ${key}` };
+    if (key !== 'v' && !BY_KEY.has(key)) {
+      errors.push(`the link has an unknown field ${showValue(key)}`);
+      continue;
+    }
+    if (raw.has(key)) {
+      errors.push(`the link repeats the field ${key}`);
+      continue;
+    }
     let value;
     try {
       value = decodeURIComponent(part.slice(eq + 1));
     } catch {
-      return { error: `the link is damaged: ${key} has a bad percent-encoding ${showValue(part.slice(eq + 1))}` };
+      errors.push(`the link is damaged: ${key} has a bad percent-encoding ${showValue(part.slice(eq + 1))}`);
+      continue;
     }
     raw.set(key, value);
   }
@@ -233,16 +263,20 @@ export function decodeScenario(fragment) {
   for (const [key, sec, prop, parser] of FIELDS) {
     if (!raw.has(key)) continue;
     const got = parser.parse(raw.get(key));
-    if (!got) return { error: `the link's ${key} must be ${parser.hint}, got ${showValue(raw.get(key))}` };
+    if (!got) {
+      errors.push(`the link's ${key} must be ${parser.hint}, got ${showValue(raw.get(key))}`);
+      continue;
+    }
     if (!scenario[sec]) scenario[sec] = {};
     scenario[sec][prop] = got.value;
   }
   for (const sec of ['loaded', 'config']) {
     if (scenario[sec] && scenario[sec].name === undefined) {
-      return { error: `the link describes a ${sec === 'loaded' ? 'loaded model' : 'config.json'} without its file name (${sec}_file)` };
+      errors.push(`the link describes a ${sec === 'loaded' ? 'loaded model' : 'config.json'} without its file name (${sec}_file)`);
+      delete scenario[sec];
     }
   }
-  return { scenario };
+  return { scenario, errors };
 }
 
 /** True when the fragment is something for decodeScenario (any non-empty '#…'). */

@@ -67,13 +67,42 @@ async function boot() {
   wasm = mod;
   post(P.booted(typeof mod.version === 'function' ? mod.version() : 'unknown', choice.build));
   kvFormats = JSON.parse(mod.kvFormats());
-  post(P.catalog(JSON.parse(mod.presetIds()), JSON.parse(mod.deviceIds()), kvFormats));
+  const runtimes = typeof mod.runtimeIds === 'function' ? JSON.parse(mod.runtimeIds()) : undefined;
+  post(P.catalog(JSON.parse(mod.presetIds()), JSON.parse(mod.deviceIds()), kvFormats, runtimes));
 }
+
 
 const ready = boot().catch((e) => {
   poisoned = true;
   post(P.error(`could not start the wasm engine: ${P.errorMessage(e)}`, true));
 });
+
+// ---- the estimator's tables ------------------------------------------------------------------
+// The ranges' bands and the runtimes refitted on the validation set come from leave-one-source-
+// out refits that take about a second in wasm; the site build computes them once
+// (estimator-tables.json, `cargo xtask site`) and the worker hands them to the wasm before the
+// first estimate. Without the file, or with tables of other data (the wasm refuses them, naming
+// the key), the first estimate computes them as before. `?tables=0` in the page address forces
+// that (to measure the difference). tablesSource says which happened, for the page's note.
+let tablesSource = 'computed on the first estimate';
+const tablesReady = (async () => {
+  await ready;
+  if (!wasm || typeof wasm.seedEstimatorTables !== 'function') return;
+  if (new URL(self.location.href).searchParams.get('tables') === '0') {
+    tablesSource = 'computed on the first estimate (?tables=0)';
+    return;
+  }
+  try {
+    const res = await fetch(new URL('./estimator-tables.json', self.location.href));
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    const text = await res.text();
+    wasm.seedEstimatorTables(text);
+    tablesSource = 'precomputed by the site build (estimator-tables.json)';
+  } catch (e) {
+    if (isPanic(e)) throw e;
+    tablesSource = `computed on the first estimate (estimator-tables.json not used: ${P.errorMessage(e)})`;
+  }
+})().catch((e) => report(e, 'reading the estimator tables'));
 
 function isPanic(e) {
   return typeof WebAssembly !== 'undefined' && e instanceof WebAssembly.RuntimeError;
@@ -118,8 +147,32 @@ async function readAll(stream, total) {
   return bytes;
 }
 
+// The default model is kept in the Cache API (as the browser peers keep theirs), so a second
+// visit reads it from disk instead of downloading ~94 MiB; the page's "Forget the cached model"
+// deletes this cache. A site without the Cache API (or a refused quota) just downloads.
+const MODEL_CACHE = 'edgefit-models-v1';
+
+async function openModelCache() {
+  try {
+    return typeof caches === 'undefined' ? null : await caches.open(MODEL_CACHE);
+  } catch {
+    return null;
+  }
+}
+
 async function fetchModel(url) {
+  const cache = url.endsWith(P.DEFAULT_MODEL_FILE) ? await openModelCache() : null;
+  const hit = cache ? await cache.match(url).catch(() => null) : null;
+  if (hit && hit.body) {
+    const len = Number(hit.headers.get('Content-Length'));
+    post(P.cached(true));
+    return readAll(hit.body, Number.isSafeInteger(len) && len > 0 ? len : null);
+  }
   const res = await fetch(url);
+  if (cache && res.ok && res.body) {
+    // A copy goes to the cache while the page reads the other (a failed put only costs the cache).
+    cache.put(url, res.clone()).then(() => post(P.cached(true)), () => {});
+  }
   if (!res.ok) throw new Error(`could not fetch ${url}: HTTP ${res.status} ${res.statusText}`.trim());
   const len = Number(res.headers.get('Content-Length'));
   const total = Number.isSafeInteger(len) && len > 0 ? len : null;
@@ -135,28 +188,83 @@ async function readFile(file) {
   return bytes;
 }
 
-async function load(getBytes, weights) {
+// The last loaded file's bytes, kept so a change of weight format builds from them without
+// reading the file again (98 MB of download for the default model): {key, bytes}.
+let lastFile = null;
+
+/** What identifies a load's source: the URL, or a File's name, size and modification time. */
+function sourceKey(source) {
+  if (source.kind === 'url') return `url ${source.url}`;
+  const f = source.file;
+  return `file ${f.name} ${f.size} ${f.lastModified ?? ''}`;
+}
+
+// The first bytes read to check a chosen file's header before reading all of it; grown (×4, up
+// to HEADER_MAX) while the header runs past them (a large vocabulary is a few MB of metadata).
+const HEADER_FIRST = 1 << 20;
+const HEADER_MAX = 64 << 20;
+/** What to do instead, after a refusal from the header alone. */
+const REFUSED_HINT =
+  'Pick a GGUF model of an architecture this engine builds (the default model is one), or estimate this model without loading it: drop its config.json in the estimator panel.';
+
+/**
+ * Checks a chosen file's GGUF header from its first bytes (wasm checkGgufHeader: magic,
+ * version, tensor layout against the file's size, architecture), so an unsupported 250 MB file
+ * is refused at once instead of after reading it all. Throws the refusal; returns quietly when
+ * the header is fine or longer than HEADER_MAX (the full load then judges).
+ */
+async function checkFileHeader(file) {
+  if (typeof file.slice !== 'function' || typeof wasm.checkGgufHeader !== 'function') return;
+  let n = Math.min(file.size, HEADER_FIRST);
+  for (;;) {
+    const prefix = new Uint8Array(await file.slice(0, n).arrayBuffer());
+    const r = JSON.parse(wasm.checkGgufHeader(prefix, file.size));
+    if (r.status === 'ok') return;
+    if (r.status === 'refused') {
+      throw new Error(`${file.name} was not loaded (checked from its first ${P.formatMB(n)}): ${r.message}. ${REFUSED_HINT}`);
+    }
+    if (n >= file.size || n >= HEADER_MAX) return;
+    n = Math.min(file.size, n * 4);
+  }
+}
+
+/**
+ * Loads `source` ({kind: 'url', url} | {kind: 'file', file}) in `weights`. The new engine is
+ * built beside the running one, which is freed only once the new one is built: a file that
+ * fails (unsupported, damaged, too large) leaves the working model running.
+ */
+async function load(source, weights) {
   await ready;
   if (!wasm) return;
-  if (engine) {
-    engine.free();
-    engine = null;
-    specJson = null;
-  }
-  calibratedFor = null;
-  let bytes;
-  try {
-    bytes = await getBytes();
-  } catch (e) {
-    post(P.error(P.errorMessage(e), false));
-    return;
+  const key = sourceKey(source);
+  let bytes = lastFile?.key === key ? lastFile.bytes : null;
+  if (bytes) {
+    post(P.progress(bytes.length, bytes.length)); // already here: nothing to read
+  } else {
+    try {
+      if (source.kind === 'file') await checkFileHeader(source.file);
+      bytes = await (source.kind === 'url' ? fetchModel(source.url) : readFile(source.file));
+    } catch (e) {
+      if (isPanic(e)) throw e;
+      post(P.error(P.errorMessage(e), false));
+      return;
+    }
   }
   post(P.parsing(bytes.length));
   // Let the page paint "parsing" before the (synchronous) parse.
   await yieldToEventLoop();
+  let next;
   try {
-    engine = wasm.Engine.loadGguf(bytes, weights);
-    bytes = null;
+    next = wasm.Engine.loadGguf(bytes, weights);
+  } catch (e) {
+    report(e, 'loading the model'); // the running engine, if any, is kept
+    return;
+  }
+  try {
+    if (engine) engine.free();
+    engine = next;
+    lastFile = { key, bytes };
+    calibratedFor = null;
     keepChosenKernel();
     if (chosenKvFormat !== null) engine.setKvFormat(chosenKvFormat);
     specJson = engine.modelSpec();
@@ -166,6 +274,7 @@ async function load(getBytes, weights) {
     post(P.loaded(info, metrics));
   } catch (e) {
     engine = null;
+    specJson = null;
     report(e, 'loading the model');
   }
 }
@@ -493,9 +602,13 @@ function compareRun(spec, devJson) {
   return { report: rep, comparison: { deployment: JSON.parse(depJson), rows } };
 }
 
+let estimatesDone = 0;
+
 async function runEstimate(msg) {
   await ready;
+  await tablesReady;
   if (!wasm) return;
+  const t0 = performance.now();
   try {
     let spec = specFor(msg.model);
     if (msg.prune !== undefined && msg.prune > 0) spec = wasm.prunedSpec(spec, msg.prune);
@@ -510,9 +623,15 @@ async function runEstimate(msg) {
       rep = JSON.parse(wasm.estimate(spec, JSON.stringify(msg.deployment), devJson));
     }
     const d = JSON.parse(devJson);
-    const device = { id: d.id, name: d.name, units: Object.keys(d.units ?? {}), default_unit: d.default_unit };
+    const device = {
+      id: d.id, name: d.name, units: Object.keys(d.units ?? {}), default_unit: d.default_unit,
+      default_runtime: d.default_runtime ?? {},
+    };
     const measured = msg.device.kind === 'this-browser' ? thisBrowser().measurements : null;
-    post(P.estimateResult(msg.id, msg.purpose, rep, device, measured, comparison));
+    // The first answer says how long the worker took and where the tables came from (the
+    // page's note and its Performance measure "edgefit:first-estimate").
+    const timing = estimatesDone++ === 0 ? { workerMs: performance.now() - t0, tables: tablesSource } : null;
+    post(P.estimateResult(msg.id, msg.purpose, rep, device, measured, comparison, timing));
   } catch (e) {
     if (isPanic(e)) {
       report(e, 'estimating');
@@ -609,10 +728,10 @@ self.onmessage = (ev) => {
   let job;
   switch (msg.type) {
     case P.ToWorker.LOAD_URL:
-      job = load(() => fetchModel(msg.url), msg.weights);
+      job = load({ kind: 'url', url: msg.url }, msg.weights);
       break;
     case P.ToWorker.LOAD_FILE:
-      job = load(() => readFile(msg.file), msg.weights);
+      job = load({ kind: 'file', file: msg.file }, msg.weights);
       break;
     case P.ToWorker.SET_KERNEL:
       job = setKernel(msg.name);

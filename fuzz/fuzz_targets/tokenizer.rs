@@ -22,9 +22,18 @@ struct Fields {
     tokens: Vec<String>,
     token_types: Vec<i32>,
     merges: Vec<String>,
+    /// SentencePiece-style (`model = "llama"`) vocabularies rank their merges by these.
+    #[serde(default)]
+    scores: Vec<f32>,
     bos: Option<u32>,
     eos: Option<u32>,
+    #[serde(default)]
+    eot: Option<u32>,
+    #[serde(default)]
+    unk: Option<u32>,
     add_bos: bool,
+    #[serde(default)]
+    add_space_prefix: Option<bool>,
     chat_template: Option<String>,
 }
 
@@ -43,16 +52,50 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
             .collect(),
         tokens,
         merges: vec!["Ġ t".into(), "h e".into(), "Ġt he".into()],
+        scores: Vec::new(),
         bos: Some(1),
         eos: Some(2),
+        eot: None,
+        unk: None,
         add_bos: true,
+        add_space_prefix: None,
         chat_template: Some(TEMPLATE.into()),
     };
     let mut gguf = vec![1u8];
     gguf.extend(serde_json::to_vec(&fields).expect("fields JSON"));
+    // A SentencePiece-style vocabulary: scores rank the merges, `<0x..>` byte fallback, `▁`.
+    let mut spm_tokens: Vec<String> = vec!["<unk>".into(), "<s>".into(), "</s>".into()];
+    spm_tokens.extend((0..=255u8).map(|b| format!("<0x{b:02X}>")));
+    spm_tokens.extend(["▁", "t", "h", "e", "▁t", "he", "▁the"].map(String::from));
+    let n = spm_tokens.len();
+    let spm = Fields {
+        model: "llama".into(),
+        pre: "default".into(),
+        token_types: (0..n)
+            .map(|i| match i {
+                0 => 2,
+                1 | 2 => 3,
+                3..=258 => 6,
+                _ => 1,
+            })
+            .collect(),
+        scores: (0..n).map(|i| -(i as f32)).collect(),
+        tokens: spm_tokens,
+        merges: Vec::new(),
+        bos: Some(1),
+        eos: Some(2),
+        eot: None,
+        unk: Some(0),
+        add_bos: true,
+        add_space_prefix: Some(true),
+        chat_template: None,
+    };
+    let mut spm_bytes = vec![1u8];
+    spm_bytes.extend(serde_json::to_vec(&spm).expect("fields JSON"));
     vec![
         ("synthetic-hf.tok".into(), hf),
         ("synthetic-gguf.tok".into(), gguf),
+        ("synthetic-spm.tok".into(), spm_bytes),
     ]
 }
 
@@ -70,9 +113,13 @@ fn build(data: &[u8]) -> Option<TextTokenizer> {
             tokens: f.tokens,
             token_types: f.token_types,
             merges: f.merges,
+            scores: f.scores,
             bos: f.bos,
             eos: f.eos,
+            eot: f.eot,
+            unk: f.unk,
             add_bos: f.add_bos,
+            add_space_prefix: f.add_space_prefix,
             chat_template: f.chat_template,
         })
         .ok()

@@ -98,6 +98,16 @@ test('axe at phone width; Tab reaches named controls with a visible focus ring',
   await waitReady(page);
   await assertClean(page, t, 'phone');
 
+  // The first Tab reaches a skip link to the prompt (instead of ~49 Tabs from Load to Generate).
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'skip-to-prompt', 'the first Tab stop is the skip link');
+  assert.ok(await page.getByTestId('skip-to-prompt').isVisible(), 'the skip link shows when focused');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'prompt', 'the skip link moves focus to the prompt');
+  assert.equal(await page.evaluate(() => location.hash), '', 'the skip link leaves the address (share links) alone');
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.evaluate(() => document.activeElement?.blur());
+
   // Keyboard: Tab through the first 40 stops; each focused control has a name and a visible
   // focus indicator (an outline or a box-shadow that differs from its unfocused style).
   const problems = [];
@@ -120,6 +130,7 @@ test('axe at phone width; Tab reaches named controls with a visible focus ring',
   t.diagnostic(`Tab reached ${seen.size} distinct controls`);
   assert.ok(seen.size >= 15, `Tab should reach the page's controls, reached ${seen.size}`);
   assert.deepEqual(problems, []);
+
   assert.deepEqual(pageErrors, []);
   assert.deepEqual(consoleErrors, []);
 });

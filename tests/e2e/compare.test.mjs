@@ -64,6 +64,27 @@ test('compare: Snapdragon 8 Gen 3 vs A17 Pro vs pruned, differences highlighted'
 
   await page.screenshot({ path: path.join(SHOT_DIR, 'compare.png'), fullPage: true });
 
+  // Readable on a phone: no inner scroll box (the table is as tall as it is), the quantity column
+  // stays in view while the columns scroll sideways, short titles, a failing verdict red.
+  const box = await page.locator('.compare-box').evaluate((b) => ({ h: b.clientHeight, sh: b.scrollHeight, maxH: getComputedStyle(b).maxHeight }));
+  assert.equal(box.maxH, 'none', 'no inner max-height box');
+  assert.ok(box.sh <= box.h + 1, `the table does not scroll inside its box (${box.sh} > ${box.h})`);
+  assert.equal(await page.locator('[data-testid="compare-table"] th[scope="row"]').first().evaluate((e) => getComputedStyle(e).position), 'sticky');
+  for (const t of await page.locator('[data-testid="compare-table"] .cmp-col-title').allTextContents()) {
+    assert.ok([...t].length <= 32, `a short column title: ${JSON.stringify(t)}`);
+  }
+  const verdicts = await page.locator('[data-testid="compare-table"] tr[data-row^="verdict_"] td').evaluateAll((tds) => tds.map((td) => ({ t: td.textContent, v: td.dataset.verdict, bg: getComputedStyle(td).backgroundColor })));
+  for (const v of verdicts) assert.equal(v.v, v.t, `a verdict cell is marked ${v.t}`);
+  const fails = verdicts.filter((v) => v.t === 'fail');
+  for (const f of fails) assert.equal(f.bg, 'rgb(253, 236, 236)', 'fail is red (the error background), not the "differs" yellow');
+  t.diagnostic(`verdict cells: ${verdicts.length}, failing: ${fails.length}`);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(200);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(overflow <= 1, `no page-wide sideways scroll at 390 px (${overflow} px)`);
+  await page.locator('[data-testid="compare-panel"]').screenshot({ path: path.join(SHOT_DIR, 'compare-390.png') });
+  await page.setViewportSize({ width: 1280, height: 900 });
+
   // Remove the middle column; the rest stay; clear empties the table.
   await page.getByTestId('compare-remove').nth(1).click();
   assert.deepEqual(await page.locator('[data-testid="compare-table"] tr[data-row="sustained"] td').allTextContents(), [sd, pruned]);

@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { useBrowser, openPage, SHOT_DIR, text } from './helpers.mjs';
+import { useBrowser, openPage, SHOT_DIR, text, URL_ } from './helpers.mjs';
 import path from 'node:path';
 
 const LOAD_TIMEOUT = 120_000;
@@ -66,6 +66,13 @@ test('estimator panel: knobs change the numbers, verdicts, formulas, errors', as
   assert.match(ex, /KV/);
   assert.match(ex, /×/);
 
+  // Opening a verdict's formula keeps the badges in their order (reading order: top, then left).
+  await page.locator('.verdict-d').nth(1).locator('summary').click();
+  const boxes = await page.locator('.verdict-d').evaluateAll((ds) => ds.map((d) => d.getBoundingClientRect()).map((r) => [Math.round(r.top), Math.round(r.left)]));
+  const reading = [...boxes].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  assert.deepEqual(boxes, reading, `the verdicts stay in order with one open: ${JSON.stringify(boxes)}`);
+  await page.locator('.verdict-d').nth(1).locator('summary').click();
+
   // Charts drew.
   assert.ok(await page.locator('[data-testid="roofline-chart"] canvas').count() > 0, 'roofline canvas');
   assert.ok(await page.locator('[data-testid="thermal-chart"] canvas').count() > 0, 'thermal canvas');
@@ -91,6 +98,106 @@ test('estimator panel: knobs change the numbers, verdicts, formulas, errors', as
   assert.deepEqual(consoleErrors, [], 'no console errors');
 });
 
+/** The [low, high] a cell's "range a–b" shows, and its value. */
+async function rangeOf(page, id) {
+  const r = await text(page, `${id}-range`);
+  const m = /^range (\d+(?:\.\d+)?)\u2013(\d+(?:\.\d+)?)$/.exec(r);
+  assert.ok(m, `${id} shows a range beside it, got ${JSON.stringify(r)}`);
+  return { low: Number(m[1]), high: Number(m[2]), value: await num(page, id) };
+}
+
+/** The first estimate's figures the page records (est-range-note data attributes). */
+async function firstEstimate(page) {
+  await page.waitForFunction(() => document.querySelector('[data-testid="est-range-note"]')?.dataset.workerMs !== undefined, null, { timeout: 30_000 });
+  return page.evaluate(() => {
+    const d = document.querySelector('[data-testid="est-range-note"]').dataset;
+    const mark = performance.getEntriesByName('edgefit:first-estimate')[0];
+    return { workerMs: Number(d.workerMs), pageMs: mark ? mark.startTime : null, tables: d.tables };
+  });
+}
+
+test('runtime picker, threads, ranges beside every speed and on the chart; precomputed tables', async (t) => {
+  // Before: the tables computed on the first estimate (?tables=0, what every tab did); after:
+  // the site build's estimator-tables.json.
+  const before = await openPage(browser(), t, { requestFailures: false, url: `${URL_}?tables=0` });
+  const computed = await firstEstimate(before.page);
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t, { requestFailures: false });
+  const seeded = await firstEstimate(page);
+  t.diagnostic(`first estimate: tables ${computed.tables}: worker ${computed.workerMs} ms, mark at ${computed.pageMs?.toFixed(0)} ms; tables ${seeded.tables}: worker ${seeded.workerMs} ms, mark at ${seeded.pageMs?.toFixed(0)} ms`);
+  assert.match(seeded.tables, /precomputed by the site build/);
+  assert.match(computed.tables, /computed on the first estimate/);
+  assert.ok(seeded.workerMs < computed.workerMs, `the seeded first estimate (${seeded.workerMs} ms) is faster than computing the tables (${computed.workerMs} ms)`);
+  assert.ok(seeded.pageMs !== null, 'the Performance mark edgefit:first-estimate exists');
+
+  await waitReport(page);
+  await page.getByTestId('device-picker').selectOption('snapdragon-8-gen3');
+  await changeAndWait(page, () => page.getByTestId('preset-picker').selectOption('llama-3.2-1b'), 'est-weights-bytes');
+  await changeAndWait(page, () => page.getByTestId('knob-unit').selectOption('cpu'), 'est-decode-tps');
+  // Every time and speed carries its range, the value inside it.
+  for (const id of ['est-ttft-ms', 'est-prefill-tps', 'est-decode-tps', 'est-sustained-tps']) {
+    const r = await rangeOf(page, id);
+    assert.ok(r.low <= r.value && r.value <= r.high && r.low < r.high, `${id}: ${r.value} in [${r.low}, ${r.high}]`);
+  }
+  const note = await text(page, 'est-range-note');
+  assert.match(note, /10th to 90th percentile of measured\/estimated/);
+  assert.match(note, /leave-one-source-out/);
+  assert.match(note, /Runtime llamacpp on the cpu with \d+ threads: \d+% of the first decode step is fixed overhead/);
+  const share = Number(await text(page, 'est-decode-overhead'));
+  assert.ok(share >= 0 && share <= 100, `fixed-overhead share is a percentage, got ${share}`);
+  await page.getByTestId('est-decode-tps').click();
+  assert.match(await page.getByTestId('explain-est-decode-tps').textContent(), /10th-90th percentile/);
+
+  // The runtime picker offers what runs on the unit; others are listed disabled with why.
+  const opts = await page.getByTestId('knob-runtime').evaluate((s) => [...s.options].map((o) => ({ v: o.value, t: o.textContent, d: o.disabled })));
+  assert.equal(opts[0].v, '');
+  assert.match(opts[0].t, /device's default \(llamacpp\)/);
+  assert.equal(opts.find((o) => o.v === 'qnn').d, true, 'QNN does not run on a CPU');
+  assert.match(opts.find((o) => o.v === 'qnn').t, /not on the cpu/);
+  assert.equal(opts.find((o) => o.v === 'executorch').d, false);
+  const llama = await num(page, 'est-decode-tps');
+  await changeAndWait(page, () => page.getByTestId('knob-runtime').selectOption('executorch'), 'est-decode-tps');
+  const et = await num(page, 'est-decode-tps');
+  assert.notEqual(et, llama, 'another runtime, another estimate');
+  assert.match(await text(page, 'est-range-note'), /Runtime executorch on the cpu/);
+  // Threads: one thread decodes slower than the default.
+  await changeAndWait(page, () => page.getByTestId('knob-threads').fill('1'), 'est-decode-tps');
+  const one = await num(page, 'est-decode-tps');
+  assert.ok(one < et, `1 thread (${one} tok/s) is slower than the default (${et} tok/s)`);
+  assert.match(await text(page, 'est-range-note'), /with 1 thread:/);
+  await page.getByTestId('knob-threads').fill('0');
+  await page.getByTestId('est-error').waitFor({ state: 'visible', timeout: 10_000 });
+  assert.match(await text(page, 'est-error'), /threads must be a whole number from 1 to 256/);
+  await page.getByTestId('knob-threads').fill('2');
+  await page.getByTestId('est-error').waitFor({ state: 'hidden', timeout: 10_000 });
+
+  // The link carries the runtime and the threads.
+  await page.getByTestId('share-link').click();
+  const link = await page.getByTestId('share-url').inputValue();
+  assert.match(link, /[#&]runtime=executorch(&|$)/);
+  assert.match(link, /[#&]threads=2(&|$)/);
+
+  // The thermal chart shades the decode range (two dashed series and a band).
+  const legend = await page.locator('[data-testid="thermal-chart"] .u-legend').textContent();
+  assert.match(legend, /tok\/s low/);
+  assert.match(legend, /tok\/s high/);
+  for (const [w, h, name] of [[1280, 900, 'estimator-runtime-1280.png'], [390, 844, 'estimator-runtime-390.png']]) {
+    await page.setViewportSize({ width: w, height: h });
+    await page.waitForTimeout(200);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.ok(overflow <= 1, `no sideways scroll at ${w} px (overflow ${overflow} px)`);
+    await page.getByTestId('est-numbers').screenshot({ path: path.join(SHOT_DIR, name) });
+  }
+
+  // A link naming a runtime that does not run on the unit: refused in plain words.
+  const bad = await openPage(browser(), t, { requestFailures: false, url: `${URL_}#v=1&device=snapdragon-8-gen3&model=llama-3.2-1b&unit=cpu&runtime=qnn` });
+  await bad.page.getByTestId('est-error').waitFor({ state: 'visible', timeout: 30_000 });
+  assert.match(await text(bad.page, 'est-error'), /QNN \/ Genie does not run on the cpu \(it runs on the npu\)/);
+  for (const p of [before, bad, { consoleErrors, pageErrors }]) {
+    assert.deepEqual(p.pageErrors, [], 'no page errors');
+    assert.deepEqual(p.consoleErrors, [], 'no console errors');
+  }
+});
+
 test('estimate vs measured: this browser + the loaded model after a generation', async (t) => {
   const { page, consoleErrors, pageErrors } = await openPage(browser(), t, { requestFailures: false });
   await waitReport(page);
@@ -98,6 +205,7 @@ test('estimate vs measured: this browser + the loaded model after a generation',
   await page.waitForFunction(() => /^(ready|error:)/.test(document.querySelector('[data-testid="status"]').textContent), null, { timeout: LOAD_TIMEOUT });
   assert.equal(await text(page, 'status'), 'ready');
   await page.getByTestId('prompt').fill('The capital of France is');
+  await page.getByTestId('chat').setChecked(false); // a completion, not a chat turn
   await page.getByTestId('max-tokens').fill('12');
   await page.getByTestId('temperature').fill('0');
   await page.getByTestId('generate').click();

@@ -174,6 +174,11 @@ test('multi-turn chat keeps the cache; the transcript is text; New conversation 
   assert.equal(turn3.reused, 0, 'after New conversation nothing is reused');
   assert.ok(turn3.tokens < turn2.tokens, `the cache starts over: ${turn3.tokens} < ${turn2.tokens}`);
   assert.equal(await page.locator('[data-testid="transcript"] [data-testid="turn-user"]').count(), 1, 'one user turn after New conversation');
+  // Switching the chat template mid-conversation: the engine reads the turns again in the new
+  // mode, and the transcript says so between the turns.
+  await generate(page, { prompt: ' And Spain?', maxTokens: 3, chat: false, keep: true });
+  assert.match(await text(page, 'turn-note'), /Chat template off: the earlier turns are read again as plain text/);
+  assert.deepEqual(await page.locator('[data-testid="transcript"] [data-testid^="turn-"]').evaluateAll((ls) => ls.map((l) => l.dataset.role)), ['user', 'model', 'note', 'user', 'model']);
 
   // Changing the KV format clears the cache too, and the conversation starts over.
   await page.getByTestId('kv-format').selectOption('f16');

@@ -10,7 +10,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { gotoSite } from './helpers.mjs';
-import { mkdir } from 'node:fs/promises';
+import * as G from './gguf-craft.mjs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -80,6 +82,7 @@ async function openPage(t, viewport = { width: 1280, height: 800 }) {
 }
 
 const status = (page) => page.getByTestId('status').textContent();
+const text = async (page, id) => (await page.getByTestId(id).textContent()).trim();
 
 /** Waits until status is `want` or an error; returns the final status text. */
 async function waitStatus(page, want, timeout) {
@@ -113,6 +116,9 @@ const num = async (page, id) => Number.parseFloat((await page.getByTestId(id).te
 test('loads the default model, generates 16 tokens greedily, shows metrics', async (t) => {
   const { page, consoleErrors, pageErrors } = await openPage(t);
   assert.match(await page.title(), /edgefit/);
+  // The first run a newcomer makes: a question, with the chat template.
+  assert.equal(await page.getByTestId('prompt').inputValue(), 'What is the capital of France?');
+  assert.equal(await page.getByTestId('chat').isChecked(), true, 'the chat template is on by default');
   assert.equal(await page.getByTestId('generate').isDisabled(), true, 'generate is disabled before a model is loaded');
   assert.equal(await page.getByTestId('stop').isDisabled(), true, 'stop is disabled when not generating');
 
@@ -125,7 +131,11 @@ test('loads the default model, generates 16 tokens greedily, shows metrics', asy
   const max = Number(await progress.evaluate((p) => p.max));
   assert.ok(max > 90e6, `load-progress max should be the model size in bytes, got ${max}`);
   assert.equal(value, max, 'load-progress should reach its max');
-  assert.match(await page.getByTestId('progress-text').textContent(), /\d+(\.\d+)? \/ \d+(\.\d+)? MB/);
+  assert.match(await page.getByTestId('progress-text').textContent(), /\d+(\.\d+)? \/ \d+(\.\d+)? MiB · smollm2-135m-instruct-q4_1 loaded \(w4g32 \(the file's q4_1 kept\)\)/);
+  // One unit for bytes: the metrics in MiB like the estimator, the model by its file name.
+  assert.match(await page.getByTestId('metric-weights-mb').textContent(), /^\(\d+(\.\d+)? MiB\)$/);
+  assert.match(await text(page, 'model-info'), /Name\s*smollm2-135m-instruct-q4_1/);
+  assert.match(await text(page, 'load-default'), /^Load default model \(SmolLM2-135M-Instruct, 93\.8 MiB\)$/, 'the size from the site manifest, in MiB');
 
   await setKnobs(page, { prompt: 'The capital of France is', maxTokens: 16, temperature: 0 });
   await page.getByTestId('chat').setChecked(false);
@@ -137,6 +147,9 @@ test('loads the default model, generates 16 tokens greedily, shows metrics', asy
 
   const output = await page.getByTestId('output').textContent();
   assert.match(output, /Paris/, `output should mention Paris, got ${JSON.stringify(output)}`);
+  // Shown once: in the conversation; the raw output waits, folded, under it.
+  assert.match(await text(page, 'transcript'), /Paris/);
+  assert.equal(await page.getByTestId('output').isVisible(), false, 'the answer is not shown a second time');
 
   const values = {};
   for (const id of METRICS) {
@@ -158,6 +171,22 @@ test('loads the default model, generates 16 tokens greedily, shows metrics', asy
   await page.screenshot({ path: shot, fullPage: true });
   await page.setViewportSize({ width: 390, height: 844 });
   await page.screenshot({ path: path.join(SHOT_DIR, 'page-narrow.png'), fullPage: true });
+  // The default model is kept in the Cache API: a second visit loads it without downloading,
+  // and "Forget the cached model" removes it.
+  await page.getByTestId('forget-model').waitFor({ state: 'visible', timeout: 30_000 });
+  await page.setViewportSize({ width: 1360, height: 900 });
+  await page.reload();
+  const downloads = [];
+  page.on('request', (r) => {
+    if (r.url().endsWith('.gguf')) downloads.push(r.url());
+  });
+  await page.getByTestId('forget-model').waitFor({ state: 'visible', timeout: 15_000 });
+  await loadDefault(page);
+  assert.deepEqual(downloads, [], 'the second load reads the cached model');
+  await page.getByTestId('forget-model').click();
+  await page.getByTestId('forget-model').waitFor({ state: 'hidden', timeout: 5_000 });
+  assert.deepEqual(await page.evaluate(async () => (await caches.keys())), [], 'the cache is gone');
+
 
   t.diagnostic(
     `load ${loadS.toFixed(1)} s (engine ${values['metric-load-ms']} ms), generate ${genS.toFixed(1)} s; ` +
@@ -174,7 +203,8 @@ test('the chat template answers an instruct question', async (t) => {
   assert.equal(await page.getByTestId('chat').isEnabled(), true, 'the default model has a chat template');
   await setKnobs(page, { prompt: 'What is the capital of France? Answer in one sentence.', maxTokens: 24, temperature: 0 });
   await page.getByTestId('chat').setChecked(true);
-  await page.getByTestId('generate').click();
+  // Ctrl+Enter in the prompt generates (the keyboard's Generate).
+  await page.getByTestId('prompt').press('Control+Enter');
   const s = await waitStatus(page, 'done', GEN_TIMEOUT);
   assert.equal(s, 'done', `generation ended with status "${s}"`);
   const output = await page.getByTestId('output').textContent();
@@ -203,11 +233,43 @@ test('a non-GGUF file shows an error and the page recovers', async (t) => {
   assert.equal(await page.getByTestId('load-default').isEnabled(), true, 'load default is usable again');
   assert.equal(await page.getByTestId('model-file').isEnabled(), true, 'the file input is usable again');
 
+  assert.doesNotMatch(await text(page, 'progress-text'), /building the model/, 'no "building" left under the error');
+
   // Recovery: the default model still loads and the error box goes away.
   await loadDefault(page);
   assert.equal(await page.getByTestId('error-box').isVisible(), false, 'error box cleared after a good load');
   assert.equal(await page.getByTestId('generate').isEnabled(), true, 'generate enabled after recovering');
   t.diagnostic(`error shown: ${s}`);
+
+  // A failed load keeps the working model: an unsupported architecture in a real-size file
+  // (the default model with general.architecture "mamba") is refused from its header at once.
+  const full = await readFile(path.join(process.env.EDGEFIT_SITE_DIR || 'dist', 'models/smollm2-135m-instruct-q4_1.gguf'));
+  const h = G.parseHeader(full);
+  const mamba = Buffer.from(full);
+  mamba.write('mamba', h.kv.get('general.architecture').offset + 8, 'latin1');
+  await page.getByTestId('preset-picker').selectOption('@loaded');
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'edgefit-page-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  for (const [name, buffer, want] of [
+    ['mamba.gguf', mamba, /mamba.gguf was not loaded \(checked from its first [1-9](\.0)? MiB\): .*mamba.*Pick a GGUF model of an architecture this engine builds/],
+    ['random.bin', Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 2654435761) >>> 24)), /random.bin was not loaded \(checked from its first 4\.0 KiB\): .*magic/],
+  ]) {
+    const file = path.join(dir, name); // a real file: Playwright sends no buffer over 50 MB
+    await writeFile(file, buffer);
+    const t0 = Date.now();
+    await page.getByTestId('model-file').setInputFiles(file);
+    const e = await waitStatus(page, 'ready', LOAD_TIMEOUT);
+    const ms = Date.now() - t0;
+    assert.match(e, want);
+    assert.match(await text(page, 'progress-text'), /^not loaded; still running smollm2-135m-instruct-q4_1 \(w4g32\)$/);
+    assert.equal(await page.getByTestId('generate').isEnabled(), true, `${name}: the working model still runs`);
+    assert.match(await text(page, 'model-info'), /Name\s*smollm2-135m-instruct-q4_1/);
+    assert.equal(await page.getByTestId('preset-picker').inputValue(), '@loaded', 'the estimator keeps the loaded model');
+    t.diagnostic(`${name} (${buffer.length} bytes) refused in ${ms} ms: ${e}`);
+  }
+  await setKnobs(page, { prompt: 'The capital of France is', maxTokens: 4, temperature: 0 });
+  await page.getByTestId('generate').click();
+  assert.equal(await waitStatus(page, 'done', GEN_TIMEOUT), 'done', 'the kept model generates');
   assert.deepEqual(pageErrors, [], 'no page errors');
 });
 
@@ -215,7 +277,8 @@ test('Stop ends a long generation early', async (t) => {
   const { page, consoleErrors, pageErrors } = await openPage(t);
   await loadDefault(page);
   await setKnobs(page, { prompt: 'Once upon a time, in a small village by the sea,', maxTokens: 200, temperature: 0 });
-  await page.getByTestId('generate').click();
+  await page.getByTestId('generate').focus();
+  await page.keyboard.press('Enter');
   // Wait for a few tokens, then stop.
   await page.waitForFunction(
     () => {
@@ -227,6 +290,12 @@ test('Stop ends a long generation early', async (t) => {
     { timeout: GEN_TIMEOUT, polling: 50 },
   );
   assert.equal(await status(page), 'generating…', 'still generating after 3 tokens');
+  // Busy, Generate keeps the keyboard focus: aria-disabled, not disabled (focus would jump away).
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'generate', 'focus stays on Generate');
+  assert.equal(await page.getByTestId('generate').getAttribute('aria-disabled'), 'true');
+  assert.equal(await page.getByTestId('load-default').getAttribute('aria-disabled'), 'true');
+  await page.keyboard.press('Enter'); // ignored while busy: no second generation, no error
+  assert.equal(await page.getByTestId('error-box').isVisible(), false, 'Enter on a busy Generate is ignored');
   assert.equal(await page.getByTestId('stop').isEnabled(), true, 'stop is enabled while generating');
   assert.equal(await page.getByTestId('weights-format').isDisabled(), true, 'the weights picker is disabled while generating');
   assert.equal(await page.getByTestId('kernel-picker').isDisabled(), true, 'the kernel picker is disabled while generating');
@@ -254,7 +323,6 @@ async function generateGreedy(page, prompt, maxTokens) {
   return page.getByTestId('output').textContent();
 }
 
-const text = async (page, id) => (await page.getByTestId(id).textContent()).trim();
 
 test('weights format and kernel pickers: w4g32 by default, scalar = simd128 tokens, f32 reloads', async (t) => {
   const { page, consoleErrors, pageErrors } = await openPage(t);
@@ -273,7 +341,7 @@ test('weights format and kernel pickers: w4g32 by default, scalar = simd128 toke
   const kernels = await kernel.evaluate((s) => [...s.options].map((o) => o.value));
   assert.ok(kernels.includes('scalar') && kernels.includes('simd128'), `kernels offered: ${kernels}`);
   assert.equal(await text(page, 'metric-kernel'), 'simd128');
-  assert.equal(await text(page, 'metric-weights-format'), 'w4g32 · embedding q8_0');
+  assert.equal(await text(page, 'metric-weights-format'), "w4g32 (the file's q4_1 kept) · embedding q8_0");
   const info = await text(page, 'model-info');
   assert.match(info, /Stored as/);
   const w4Bytes = await num(page, 'metric-weights-bytes');
@@ -282,7 +350,7 @@ test('weights format and kernel pickers: w4g32 by default, scalar = simd128 toke
   const prompt = 'The capital of France is';
   const simd = await generateGreedy(page, prompt, 8);
   assert.equal(await text(page, 'metric-kernel'), 'simd128');
-  assert.equal(await text(page, 'metric-weights-format'), 'w4g32 · embedding q8_0');
+  assert.equal(await text(page, 'metric-weights-format'), "w4g32 (the file's q4_1 kept) · embedding q8_0");
   const simdDecode = await num(page, 'metric-decode-tps');
   assert.ok(simd.length > 0, 'simd128 generated text');
 
@@ -296,7 +364,13 @@ test('weights format and kernel pickers: w4g32 by default, scalar = simd128 toke
   const scalarDecode = await num(page, 'metric-decode-tps');
   assert.equal(scalar, simd, 'greedy decoding gives the same text on the scalar and simd128 kernels');
 
-  // Switch the weights: the same model is read again and built in f32.
+  // Switch the weights: the model is built in f32 from the bytes the worker kept (no second
+  // download), and the estimator keeps "the loaded model".
+  await page.getByTestId('preset-picker').selectOption('@loaded');
+  const modelRequests = [];
+  page.on('request', (r) => {
+    if (r.url().endsWith('.gguf')) modelRequests.push(r.url());
+  });
   await weights.selectOption('f32');
   assert.equal(await weights.isDisabled(), true, 'the weights picker is disabled while reloading');
   assert.equal(await waitStatus(page, 'ready', LOAD_TIMEOUT), 'ready', 'the f32 reload ends ready');
@@ -308,6 +382,8 @@ test('weights format and kernel pickers: w4g32 by default, scalar = simd128 toke
   assert.ok(f32Bytes > 4 * w4Bytes, `f32 weights are far larger than w4g32: ${f32Bytes} vs ${w4Bytes}`);
   assert.match(await text(page, 'model-info'), /Stored as\s*f32 ×/);
   assert.equal(await kernel.inputValue(), 'scalar', 'the chosen kernel is kept across a reload');
+  assert.deepEqual(modelRequests, [], 'switching the weights format downloads nothing');
+  assert.equal(await page.getByTestId('preset-picker').inputValue(), '@loaded', 'the estimator keeps the loaded model');
   const f32 = await generateGreedy(page, prompt, 8);
   assert.ok((await num(page, 'metric-generated-tokens')) >= 1, 'f32 generates');
   assert.equal(await text(page, 'metric-weights-format'), 'f32 · embedding f32');

@@ -89,10 +89,14 @@ test('pruning panel: prune MLP 20% in the worker, run it, estimate it, download 
   if (evalServed) {
     pplPruned = Number(await text(page, 'metric-perplexity'));
     assert.ok(Number.isFinite(pplPruned) && pplPruned > pplLoaded, `pruning costs quality: ${pplLoaded} -> ${pplPruned}`);
+    // More than twice the perplexity as loaded: the page warns (and only then).
+    const warned = /Warning: perplexity rose/.test(await text(page, 'prune-note'));
+    assert.equal(warned, pplPruned > 2 * pplLoaded, `warning shown = ${warned} for ${pplLoaded} -> ${pplPruned}`);
     assert.equal(await page.locator('[data-testid="prune-chart"] canvas').count() > 0, true, 'the quality/size chart is drawn');
   }
   // The model info shows the pruned model too.
   assert.match(await text(page, 'model-info'), new RegExp(paramsPruned.toLocaleString('en-US')));
+  assert.match(await text(page, 'model-info'), /Pruned widths\s*FFN \d+(\u2013\d+)?, \d+(\u2013\d+)? heads/, 'the model info shows the pruned widths');
 
   // The pruned model generates.
   await page.getByTestId('prompt').fill('The capital of France is');
@@ -116,6 +120,8 @@ test('pruning panel: prune MLP 20% in the worker, run it, estimate it, download 
   const size = (await stat(file)).size;
   assert.ok(size > 50e6, `the GGUF file has the model's bytes: ${size}`);
   assert.equal(await waitStatus(page, 'ready', JOB_TIMEOUT), 'ready');
+  // The 4-bit model downloads as q8_0, and the page says why.
+  assert.match(await text(page, 'prune-progress-text'), /saved as q8_0: the engine writes GGUF in f32, f16 or q8_0, not yet in the loaded 4-bit w4g32/);
   await page.screenshot({ path: path.join(SHOT_DIR, 'prune.png'), fullPage: true });
 
   // The same ratio by magnitude: the same shape (the ratio fixes it), and, with calibration,

@@ -57,7 +57,7 @@ const CONTROLS = [
   'device-picker', 'preset-picker', 'knob-weights', 'knob-kv', 'knob-context', 'knob-prompt-tokens',
   'knob-gen-tokens', 'knob-unit', 'knob-policy', 'knob-minutes', 'weights-format', 'kv-format', 'prompt',
   'max-tokens', 'temperature', 'top-p', 'seed', 'prune-mlp', 'prune-heads', 'prune-qk', 'prune-v',
-  'prune-layers', 'prune-method', 'prune-allocation',
+  'prune-layers', 'prune-method', 'prune-allocation', 'knob-runtime', 'knob-threads',
 ];
 
 /** Every shared control's value (checkboxes: checked). */
@@ -97,8 +97,11 @@ test('a shared link restores every setting and the estimate in a fresh page', as
   await page.getByTestId('knob-gen-tokens').fill('200');
   await page.getByTestId('knob-policy').selectOption('paced');
   await page.getByTestId('knob-minutes').fill('7.5');
+  await page.getByTestId('knob-unit').selectOption('cpu');
+  await page.getByTestId('knob-runtime').selectOption('litert');
+  await page.getByTestId('knob-threads').fill('3');
   await page.getByTestId('prompt').fill(PROMPT);
-  await page.getByTestId('chat').check();
+  await page.getByTestId('chat').uncheck(); // on by default: the link must carry it off
   await page.getByTestId('keep-context').uncheck();
   await page.getByTestId('max-tokens').fill('64');
   await page.getByTestId('temperature').fill('0.7');
@@ -114,7 +117,7 @@ test('a shared link restores every setting and the estimate in a fresh page', as
   const want = await controls(page);
   const wantNumbers = await settledNumbers(page);
   // The settings really moved off the defaults (else the comparison below proves nothing).
-  for (const id of ['device-picker', 'preset-picker', 'knob-weights', 'knob-kv', 'knob-context', 'knob-policy', 'kv-format', 'weights-format', 'prompt', 'chat', 'seed', 'prune-mlp', 'prune-method']) {
+  for (const id of ['device-picker', 'preset-picker', 'knob-weights', 'knob-kv', 'knob-context', 'knob-policy', 'knob-runtime', 'knob-threads', 'kv-format', 'weights-format', 'prompt', 'chat', 'seed', 'prune-mlp', 'prune-method']) {
     assert.notDeepEqual(want[id], defaults[id], `${id} was changed`);
   }
   assert.equal(want['kv-format'], 'f16');
@@ -167,28 +170,28 @@ test('a shared link restores every setting and the estimate in a fresh page', as
   }
 });
 
-test('bad links: a clear error, the defaults kept, the page usable', async (t) => {
+test('bad links: the good fields applied, every bad one listed; an unreadable link keeps the defaults', async (t) => {
+  // [fragment, error, context after, model after]; fatal links keep every default.
   const cases = [
-    ['#v=1&device=no-such-phone&context=4096', /device "no-such-phone" is not one this page knows/],
-    ['#v=1&context=4096&prompt=%E2%9C', /prompt has a bad percent-encoding/],
-    ['#v=1&context=4096&model=llama-3.2-1b&colour=red', /unknown field "colour"/],
-    ['#v=2&context=4096', /version "2"/],
-    ['#v=1&context=0', /context must be a whole number from 1 to 2097152, got "0"/],
-    [`#v=1&context=4096&prompt=${'x'.repeat(70_000)}`, /too long/],
+    ['#v=1&device=no-such-phone&context=4096', /device "no-such-phone" is not one this page knows/, '4096', 'smollm2-135m'],
+    ['#v=1&context=4096&prompt=%E2%9C', /prompt has a bad percent-encoding/, '4096', 'smollm2-135m'],
+    ['#v=1&context=4096&model=llama-3.2-1b&colour=red&device=no-such-phone', /unknown field "colour".*device "no-such-phone"/, '4096', 'llama-3.2-1b'],
+    ['#v=1&context=0', /context must be a whole number from 1 to 2097152, got "0"/, '2048', 'smollm2-135m'],
+    ['#v=2&context=4096', /cannot be opened: .*version "2"/, '2048', 'smollm2-135m'],
+    [`#v=1&context=4096&prompt=${'x'.repeat(70_000)}`, /cannot be opened: .*too long/, '2048', 'smollm2-135m'],
   ];
-  for (const [fragment, re] of cases) {
+  for (const [fragment, re, context, model] of cases) {
     const { page, consoleErrors, pageErrors, foreign } = await open(t, `${URL_.split('#')[0]}${fragment}`);
     await waitReport(page);
     const err = page.getByTestId('share-error');
     await err.waitFor({ state: 'visible', timeout: 15_000 });
     const msg = await err.textContent();
     assert.match(msg, re, fragment.slice(0, 60));
-    assert.match(msg, /cannot be opened/);
+    assert.match(msg, context === '2048' && model === 'smollm2-135m' && /cannot be opened/.test(msg) ? /The page keeps its settings/ : /not applied|cannot be opened/);
     assert.equal(await err.getAttribute('role'), 'alert');
-    // Defaults kept.
-    assert.equal(await page.getByTestId('device-picker').inputValue(), 'snapdragon-8-gen3');
-    assert.equal(await page.getByTestId('preset-picker').inputValue(), 'smollm2-135m');
-    assert.equal(await page.getByTestId('knob-context').inputValue(), '2048');
+    assert.equal(await page.getByTestId('device-picker').inputValue(), 'snapdragon-8-gen3', 'a bad device is not applied');
+    assert.equal(await page.getByTestId('preset-picker').inputValue(), model);
+    assert.equal(await page.getByTestId('knob-context').inputValue(), context, 'the good fields are applied');
     // Usable: a knob still changes the estimate.
     const before = await text(page, 'est-weights-bytes');
     await page.getByTestId('knob-weights').selectOption('f32');
@@ -214,6 +217,12 @@ test('a link naming a loaded file shows a note and loads nothing; hashchange app
   assert.equal(await page.getByTestId('knob-context').inputValue(), '1024');
   assert.equal(await page.getByTestId('preset-picker').inputValue(), 'smollm2-135m', 'no loaded model: the preset stays');
   assert.equal(await text(page, 'status'), 'no model loaded');
+  assert.equal(await page.getByTestId('share-load-default').count(), 0, 'a file of the user: no button');
+
+  // A link naming the default model's file offers to load it from the note.
+  await page.evaluate(() => { location.hash = '#v=1&context=1536&loaded_file=smollm2-135m-instruct-q4_1.gguf&loaded_arch=llama'; });
+  await page.waitForFunction(() => document.querySelector('[data-testid="knob-context"]').value === '1536', null, { timeout: 10_000 });
+  assert.equal(await page.getByTestId('share-load-default').isVisible(), true, 'the default file: "Load default model" in the note');
 
   // Editing the fragment applies the new link in place; a bad one is refused, settings kept.
   await page.evaluate(() => { location.hash = '#v=1&device=raspberry-pi-5&context=512'; });
@@ -223,7 +232,7 @@ test('a link naming a loaded file shows a note and loads nothing; hashchange app
   await page.evaluate(() => { location.hash = '#v=1&device=raspberry-pi-5&context=abc'; });
   await page.getByTestId('share-error').waitFor({ state: 'visible', timeout: 10_000 });
   assert.match(await text(page, 'share-error'), /context must be a whole number.*got "abc"/);
-  assert.equal(await page.getByTestId('knob-context').inputValue(), '512');
+  assert.equal(await page.getByTestId('knob-context').inputValue(), '512', 'the bad context is not applied');
   assert.deepEqual(pageErrors, [], 'no page errors');
   assert.deepEqual(consoleErrors, [], 'no console errors');
   assert.deepEqual(foreign, [], 'no request outside the site');

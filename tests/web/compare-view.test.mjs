@@ -54,3 +54,14 @@ test('at most four columns', () => {
   assert.equal(entries.length, 4);
   assert.match(CV.addEntry(entries, entries[0]).error, /at most 4 scenarios/);
 });
+
+test('column titles are short for a phone, verdicts are told apart from plain differences', () => {
+  const e = CV.compareEntry(shown('Qualcomm Snapdragon 8 Gen 3 (Galaxy S24 Ultra)'));
+  assert.equal(e.title, 'Llama 3.2 1B · Qualcomm Snapdragon 8 Gen 3 (Galaxy S24 Ultra)');
+  assert.equal(e.short, 'Llama 3.2 1B · Qualcomm Sna…');
+  assert.equal([...e.short].length, 28);
+  assert.equal(CV.shortTitle('short'), 'short');
+  assert.equal(CV.verdictOf('fail'), 'fail');
+  assert.equal(CV.verdictOf('pass'), 'pass');
+  assert.equal(CV.verdictOf('12.0'), null);
+});

@@ -34,15 +34,19 @@ test('buildDeployment turns knob strings into a deployment', () => {
   assert.equal('unit' in V.buildDeployment(V.DEFAULT_KNOBS).deployment, false);
 });
 
-test('buildDeployment reports syntax errors by name, leaves ranges to the estimator', () => {
-  assert.match(V.buildDeployment({ context: '' }).error, /context must be a whole number/);
-  assert.match(V.buildDeployment({ context: '1.5' }).error, /context/);
+test('buildDeployment: every number refused in plain words with its own range', () => {
+  assert.equal(V.buildDeployment({ context: '' }).error, 'context must be a whole number from 1 to 2097152 (tokens), got ""');
+  assert.match(V.buildDeployment({ context: '1.5' }).error, /context must be a whole number from 1 to 2097152/);
   assert.match(V.buildDeployment({ weights: 'q3' }).error, /weights must be one of/);
   assert.match(V.buildDeployment({ gen_tokens: 'x' }).error, /generated tokens/);
   assert.match(V.buildDeployment({ minutes: 'abc' }).error, /minutes/);
-  // 0 and 10^9 are syntactically fine: the estimator names the limit.
-  assert.equal(V.buildDeployment({ context: '0' }).deployment.context, 0);
-  assert.equal(V.buildDeployment({ context: '1000000000' }).deployment.context, 1e9);
+  // The same range for the same field, whatever the value (no "0 to 4294967295" beside "1..=2097152").
+  assert.equal(V.buildDeployment({ context: '0' }).error, 'context must be a whole number from 1 to 2097152 (tokens), got 0');
+  assert.equal(V.buildDeployment({ context: '1000000000' }).error, 'context must be a whole number from 1 to 2097152 (tokens), got 1000000000');
+  assert.equal(V.buildDeployment({ context: '256', prompt_tokens: '0' }).error, 'prompt tokens must be a whole number from 1 to 256 (the context), got 0');
+  assert.equal(V.buildDeployment({ context: '256', prompt_tokens: '200', gen_tokens: '100' }).error, 'prompt tokens + generated tokens (200 + 100) must fit in the context of 256 tokens');
+  assert.equal(V.buildDeployment({ context: '2097152' }).deployment.context, 2097152);
+  assert.equal(V.MAX_CONTEXT, 2 ** 21, 'edgefit_estimate::deploy::MAX_CONTEXT');
 });
 
 test('canCompare needs a prompt and a generated token', () => {
@@ -130,9 +134,65 @@ test('rooflineData: sorted log-safe x, roof = min(compute, bw × I), points by p
   assert.equal(V.rooflineData({}), null);
 });
 
-test('thermalData: minutes and three series', () => {
-  assert.deepEqual(V.thermalData(report()), [[0, 1], [25, 50], [25, 27], [20, 19]]);
+test('thermalData: minutes, three series and the decode band around tok/s', () => {
+  // No range in the report: the band columns are empty.
+  assert.deepEqual(V.thermalData(report()), [[0, 1], [25, 50], [25, 27], [20, 19], [null, null], [null, null]]);
+  const r = report();
+  r.latency = { ...r.latency, decode_tok_s: 40, decode_tok_s_range: [20, 60] };
+  assert.deepEqual(V.thermalData(r), [[0, 1], [25, 50], [25, 27], [20, 19], [10, 9.5], [30, 28.5]]);
   assert.equal(V.thermalData({}), null);
+});
+
+test('ranges: every time and speed cell shows its [low, high], sustained takes the decode band', () => {
+  const l = {
+    ttft_ms: 100, ttft_ms_range: [80, 150], prefill_tok_s: 1280, prefill_tok_s_range: [853.3, 1600],
+    decode_tok_s: 40, decode_tok_s_range: [30, 48], decode_overhead_share: 0.25, decode_ms_first: 20,
+    runtime: 'llamacpp', unit: 'cpu', threads: 4, op_overhead_us: 5, token_overhead_us: 100,
+  };
+  const cells = Object.fromEntries(V.summaryCells({ latency: l, thermal: { sustained_tok_s: 20, duration_s: 600 } }).map((c) => [c.id, c]));
+  assert.equal(cells['est-ttft-ms'].range, '80.0\u2013150.0');
+  assert.equal(cells['est-prefill-tps'].range, '853.3\u20131600.0');
+  assert.equal(cells['est-decode-tps'].range, '30.00\u201348.00');
+  assert.equal(cells['est-sustained-tps'].range, '15.00\u201324.00');
+  assert.equal(cells['est-decode-overhead'].value, '25');
+  assert.equal(cells['est-decode-overhead'].human, '5.00 of 20.00 ms per step');
+  assert.equal(cells['est-params'].range, undefined);
+  assert.equal(V.formatRange([1, Number.NaN], 1), '');
+  assert.equal(V.formatRange(undefined, 1), '');
+  const note = V.rangeNote({ latency: l });
+  assert.match(note, /10th to 90th percentile/);
+  assert.match(note, /leave-one-source-out/);
+  assert.match(note, /Validation/);
+  assert.match(note, /llamacpp on the cpu with 4 threads: 25% of the first decode step is fixed overhead/);
+  assert.match(V.rangeNote({ latency: { ...l, decode_overhead_share: 0.8 } }), /bound by fixed per-op and per-token costs/);
+  assert.equal(V.rangeNote({}), '');
+});
+
+test('runtime picker: only runtimes that run on the unit are enabled; a bad pair is refused in plain words', () => {
+  const rts = [
+    { id: 'llamacpp', name: 'llama.cpp', units: ['cpu', 'gpu'] },
+    { id: 'qnn', name: 'QNN', units: ['npu'] },
+  ];
+  const dev = { units: ['cpu', 'gpu', 'npu'], default_unit: 'cpu' };
+  const c = V.runtimeChoices(rts, dev, '', 'llamacpp');
+  assert.deepEqual(c.map((x) => [x.id, x.disabled]), [['', false], ['llamacpp', false], ['qnn', true]]);
+  assert.equal(c[0].label, "device's default (llamacpp)");
+  assert.match(c[2].label, /not on the cpu: npu only/);
+  assert.deepEqual(V.runtimeChoices(rts, dev, 'npu').map((x) => x.disabled), [false, true, false]);
+  assert.equal(V.runtimePairError(rts, 'qnn', 'npu'), null);
+  assert.equal(V.runtimePairError(rts, '', 'cpu'), null);
+  assert.equal(V.runtimePairError(rts, 'qnn', 'cpu'), 'QNN does not run on the cpu (it runs on the npu): pick another runtime, or the unit it runs on');
+});
+
+test('buildDeployment: runtime and threads (empty = the estimator default; the range in words)', () => {
+  assert.deepEqual(V.buildDeployment({ runtime: 'mlc', threads: ' 4 ' }).deployment.runtime, 'mlc');
+  assert.equal(V.buildDeployment({ runtime: 'mlc', threads: '4' }).deployment.threads, 4);
+  const d = V.buildDeployment({}).deployment;
+  assert.equal('runtime' in d || 'threads' in d, false);
+  assert.match(V.buildDeployment({ runtime: 'tvm' }).error, /runtime must be one of llamacpp, /);
+  for (const t of ['0', '257', '2.5', 'x']) {
+    assert.equal(V.buildDeployment({ threads: t }).error, `threads must be a whole number from 1 to 256 (or empty for the runtime's default), got "${t}"`);
+  }
 });
 
 test('warningTexts and describeMeasurements', () => {

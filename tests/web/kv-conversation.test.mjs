@@ -183,3 +183,18 @@ test('buildDeployment takes the wasm KV list when given', () => {
   assert.match(V.buildDeployment({ kv: 'int8' }, { kv: ['f32', 'kivi4'] }).error, /KV format/);
   assert.equal(V.buildDeployment({ kv: 'int8' }).deployment.kv, 'int8');
 });
+
+test('switching the chat template mid-conversation leaves a note in the transcript', () => {
+  const c = C.createConversation();
+  C.beginTurn(c, 'one', false, false);
+  C.finishTurn(c, 'stop');
+  C.beginTurn(c, 'two', true, true);
+  assert.deepEqual(c.turns.map((t) => t.role), ['user', 'model', 'note', 'user', 'model']);
+  assert.match(c.turns[2].text, /Chat template on/);
+  C.finishTurn(c, 'stop');
+  C.beginTurn(c, 'three', true, true);
+  assert.equal(c.turns.filter((t) => t.role === 'note').length, 1, 'no note while the mode stays');
+  C.beginTurn(c, 'fresh', false, false);
+  assert.deepEqual(c.turns.map((t) => t.role), ['user', 'model'], 'a new conversation starts without a note');
+  assert.equal(C.userTurns(c), 1);
+});

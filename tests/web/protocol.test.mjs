@@ -2,6 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as P from '../../web/protocol.js';
+import * as V from '../../web/estimate-view.js';
 
 const goodParams = () => ({ prompt: 'The capital of France is', chat: false, maxTokens: 16, temperature: 0, topP: 0.9, seed: 42 });
 
@@ -83,8 +84,9 @@ test('page -> worker constructors throw on bad input', () => {
   assert.throws(() => P.setKernel('SIMD 128'), /kernel/);
 });
 
-test('weight formats: w4g32 first (the default), each with a label', () => {
+test('weight formats: w4g32 first (the page default; auto keeps every block a GGUF holds), each with a label', () => {
   assert.equal(P.DEFAULT_WEIGHTS, 'w4g32');
+  assert.ok(P.WEIGHT_FORMATS.includes('auto'));
   assert.equal(P.WEIGHT_FORMATS[0], P.DEFAULT_WEIGHTS);
   assert.ok(Object.isFrozen(P.WEIGHT_FORMATS));
   assert.equal(new Set(P.WEIGHT_FORMATS).size, P.WEIGHT_FORMATS.length);
@@ -280,17 +282,19 @@ test('number formatting: plain numbers, no units, empty when absent', () => {
 });
 
 test('human-readable sizes', () => {
-  assert.equal(P.formatMB(98362432), '98.4 MB');
-  assert.equal(P.formatMB(538060032), '538 MB');
-  assert.equal(P.formatMB(506880), '0.51 MB');
+  assert.equal(P.formatMB(98362432), '93.8 MiB');
+  assert.equal(P.formatMB(538060032), '513.1 MiB');
+  assert.equal(P.formatMB(96576768), '92.1 MiB', 'the default model: the same figure as the estimator');
+  assert.equal(P.formatMB, V.formatBinary, 'one function for bytes on the whole page');
+  assert.equal(P.formatMB(506880), '495.0 KiB');
   assert.equal(P.formatMB(undefined), '');
-  assert.equal(P.formatProgress(0, 98362432), '0.0 / 98.4 MB');
-  assert.equal(P.formatProgress(49181216, 98362432), '49.2 / 98.4 MB');
-  assert.equal(P.formatProgress(2_000_000, null), '2.0 MB');
-  assert.equal(P.formatProgress(49181216, 98362432, 2000), '49.2 / 98.4 MB · about 2.0 s left');
-  assert.equal(P.formatProgress(9836243, 98362432, 3000), '9.8 / 98.4 MB · about 27 s left');
-  assert.equal(P.formatProgress(98362432, 98362432, 3000), '98.4 / 98.4 MB', 'nothing left when done');
-  assert.equal(P.formatProgress(0, 98362432, 3000), '0.0 / 98.4 MB', 'no guess before the first byte');
+  assert.equal(P.formatProgress(0, 98362432), '0.0 / 93.8 MiB');
+  assert.equal(P.formatProgress(49181216, 98362432), '46.9 / 93.8 MiB');
+  assert.equal(P.formatProgress(2 * 2 ** 20, null), '2.0 MiB');
+  assert.equal(P.formatProgress(49181216, 98362432, 2000), '46.9 / 93.8 MiB · about 2.0 s left');
+  assert.equal(P.formatProgress(9836243, 98362432, 3000), '9.4 / 93.8 MiB · about 27 s left');
+  assert.equal(P.formatProgress(98362432, 98362432, 3000), '93.8 / 93.8 MiB', 'nothing left when done');
+  assert.equal(P.formatProgress(0, 98362432, 3000), '0.0 / 93.8 MiB', 'no guess before the first byte');
   assert.equal(P.timeLeft(1, 2, NaN), '');
   assert.equal(P.formatParams(134515008), '135 M');
   assert.equal(P.formatParams(1_240_000_000), '1.24 B');
@@ -337,10 +341,21 @@ test('weights and stored formats for the metrics area and the model info', () =>
   assert.equal(P.formatWeightsUsed(goodMetrics()), 'w4g32 · embedding q8_0');
   assert.equal(P.formatWeightsUsed({ weights: 'f32', embedding: 'f32' }), 'f32 · embedding f32');
   assert.equal(P.formatWeightsUsed({ weights: 'f16' }), 'f16');
+  // One name for what the engine holds: the requested format with the file's own one it kept.
+  assert.equal(P.formatWeightsUsed({ ...goodMetrics(), stored: goodInfo().weights.stored }), "w4g32 (the file's q4_1 kept) · embedding q8_0");
+  assert.equal(P.describeWeights('w4g32', goodInfo().weights.stored, 'q8_0'), "w4g32 (the file's q4_1 kept)");
+  assert.equal(P.describeWeights('q8_0', [{ format: 'q8_0', matrices: 211, bytes: 1 }], 'q8_0'), 'q8_0');
+  assert.equal(P.describeWeights('f16', undefined), 'f16');
+  assert.equal(P.describeWeights('', []), '');
+  // The model's name for people: the file name, else general.name.
+  assert.equal(P.displayName('https://x.test/edgefit/models/smollm2-135m-instruct-q4_1.gguf', goodInfo()), 'smollm2-135m-instruct-q4_1');
+  assert.equal(P.displayName('My Model.GGUF', goodInfo()), 'My Model');
+  assert.equal(P.displayName(null, goodInfo()), 'SmolLM2 135M Instruct');
+  assert.equal(P.displayName('', { name: ' ' }), 'model');
   assert.equal(P.formatWeightsUsed({}), '');
   assert.equal(P.formatWeightsUsed(null), '');
-  assert.equal(P.formatStored(goodInfo().weights.stored), 'q8_0 × 1 (30.1 MB), q4_1 × 210 (67.0 MB)');
-  assert.equal(P.formatStored([{ format: 'f32', matrices: 211, bytes: 538060032 }]), 'f32 × 211 (538 MB)');
+  assert.equal(P.formatStored(goodInfo().weights.stored), 'q8_0 × 1 (28.7 MiB), q4_1 × 210 (63.9 MiB)');
+  assert.equal(P.formatStored([{ format: 'f32', matrices: 211, bytes: 538060032 }]), 'f32 × 211 (513.1 MiB)');
   assert.equal(P.formatStored([]), '');
   assert.equal(P.formatStored(undefined), '');
 });
@@ -377,4 +392,27 @@ test('prefilling {done, total}: the prompt fed in chunks, counted, with the time
   }
   assert.equal(P.prefillStatus(128, 1501, 4000), 'generating… reading the prompt: 128 / 1501 tokens · about 43 s left');
   assert.equal(P.prefillStatus(1024, 2048, 1000), 'generating… reading the prompt: 1024 / 2048 tokens · about 1.0 s left');
+});
+
+test('perplexityWarning: only above twice the model as loaded', () => {
+  assert.equal(P.perplexityWarning(10, 20), '');
+  assert.equal(P.perplexityWarning(10, 19.9), '');
+  assert.match(P.perplexityWarning(10, 25), /^Warning: perplexity rose 2\.5× \(10\.00 → 25\.00\)/);
+  assert.equal(P.perplexityWarning(null, 25), '');
+  assert.equal(P.perplexityWarning(10, Number.NaN), '');
+});
+
+test('describeLayers: the pruned widths in one line', () => {
+  const l = { n_heads: 9, n_kv_heads: 3, qk_dim: 45, v_dim: 45, ffn: 1075 };
+  assert.equal(P.describeLayers([l, l]), 'FFN 1075, 9 heads (3 KV), Q/K dim 45, V dim 45 in every layer');
+  assert.equal(P.describeLayers([l, { ...l, ffn: 768 }, l]), 'FFN 768\u20131075, 9 heads (3 KV), Q/K dim 45, V dim 45 over the 3 layers');
+  assert.equal(P.describeLayers(undefined), '');
+  assert.equal(P.describeLayers([]), '');
+});
+
+test('exportFormatNote: says why a 4-bit model downloads as q8_0', () => {
+  assert.match(P.exportFormatNote('w4g32', 'q8_0'), /saved as q8_0: .*not yet in the loaded 4-bit w4g32/);
+  assert.equal(P.exportFormatNote('q8_0', 'q8_0'), '');
+  assert.equal(P.exportFormatNote('f16', 'q8_0'), '');
+  assert.equal(P.exportFormatNote(undefined, 'q8_0'), '');
 });

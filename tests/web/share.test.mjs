@@ -16,6 +16,8 @@ const full = () => ({
     policy: 'paced',
     minutes: 7.5,
     prune: 0.25,
+    runtime: 'mlc',
+    threads: 6,
   },
   engine: { weights: 'q8_0', kv: 'f16' },
   generation: {
@@ -114,6 +116,8 @@ test('every field: a bad value is refused with the field and the value named', (
     policy: ['fast'],
     minutes: ['0', '0.05', '1441', 'Infinity', '-3', 'abc'],
     prune: ['0.95', '-0.1', '1'],
+    runtime: ['tvm', 'LLAMACPP', 'llama.cpp'],
+    threads: ['0', '257', '1.5', '-2', 'four'],
     engine_weights: ['bf16', 'q4_k'],
     engine_kv: ['f64'],
     chat: ['true', '2', ''],
@@ -268,4 +272,18 @@ test('hasScenario', () => {
   assert.equal(S.hasScenario('#'), false);
   assert.equal(S.hasScenario('#v=1'), true);
   assert.equal(S.hasScenario(undefined), false);
+});
+
+test('decodeScenarioParts keeps the good fields and lists every bad one', () => {
+  const r = S.decodeScenarioParts('#v=1&context=4096&device=Bad%20Name&colour=red&context=5&threads=999&loaded_arch=llama');
+  assert.deepEqual(r.scenario, { estimate: { context: 4096 } });
+  assert.deepEqual(r.errors, [
+    'the link has an unknown field "colour"',
+    'the link repeats the field context',
+    'the link\'s device must be a short id of a-z, 0-9, "." and "-", got "Bad Name"',
+    'the link\'s threads must be a whole number from 1 to 256, or empty for the default, got "999"',
+    'the link describes a loaded model without its file name (loaded_file)',
+  ]);
+  assert.match(S.decodeScenarioParts('#v=2&context=1').error, /version "2"/);
+  assert.equal(S.decodeScenario('#v=1&context=4096&colour=red').error, 'the link has an unknown field "colour"', 'the strict reading still names the first');
 });

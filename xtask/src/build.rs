@@ -152,6 +152,7 @@ fn assemble(site: &Path, pkgs: &[(&Path, &str)]) -> Result<()> {
             .with_context(|| format!("copying {file} from node_modules/uplot/dist"))?;
     }
     println!("  vendor/uplot/: uPlot.iife.min.js, uPlot.min.css");
+    write_estimator_tables(site)?;
     let model = root.join(MODEL_PATH);
     if model.is_file() {
         let how = util::link_or_copy(&model, &site.join(MODEL_PATH))?;
@@ -182,6 +183,29 @@ fn assemble(site: &Path, pkgs: &[(&Path, &str)]) -> Result<()> {
         fs::copy(root.join(from), &dst).with_context(|| format!("copying {from} to the site"))?;
         println!("  {to}: copied from {from}");
     }
+    Ok(())
+}
+
+/// Where the page's worker finds the estimator's precomputed tables (relative to the site root).
+pub const ESTIMATOR_TABLES: &str = "estimator-tables.json";
+
+/// Writes [`ESTIMATOR_TABLES`]: the ranges' bands and the refitted runtime profiles
+/// (`edgefit_estimate::uncertainty::tables`, keyed by the data they come from), computed here
+/// once instead of in every tab on its first estimate (the leave-one-source-out refits take a
+/// few hundred milliseconds natively, more in wasm). The worker hands them to the wasm
+/// (`seedEstimatorTables`), which refuses tables of other data and then computes its own.
+fn write_estimator_tables(site: &Path) -> Result<()> {
+    let t0 = std::time::Instant::now();
+    let tables = edgefit_estimate::uncertainty::tables()
+        .map_err(|e| anyhow::anyhow!("computing the estimator tables: {e}"))?;
+    let text = serde_json::to_string(&tables)?;
+    fs::write(site.join(ESTIMATOR_TABLES), format!("{text}\n"))?;
+    println!(
+        "  {ESTIMATOR_TABLES}: written (key {}, {} bytes, {:.0} ms)",
+        tables.key,
+        text.len(),
+        t0.elapsed().as_secs_f64() * 1e3
+    );
     Ok(())
 }
 

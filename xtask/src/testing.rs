@@ -41,7 +41,7 @@ type StepFn = Box<dyn FnOnce() -> Result<()>>;
 /// Runs the steps; `from` (1-based) skips the steps before it, except setup.
 pub fn test(from: usize) -> Result<()> {
     let steps: Vec<(&str, StepFn)> = vec![
-        ("setup", Box::new(setup::setup)),
+        ("setup", Box::new(setup::setup_with_gemma)),
         ("rustfmt", Box::new(fmt)),
         ("clippy (native)", Box::new(clippy_native)),
         ("clippy (wasm32)", Box::new(clippy_wasm)),

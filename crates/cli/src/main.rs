@@ -98,9 +98,11 @@ struct GenerateArgs {
 /// How to hold the weights and which kernel runs them (shared by the commands that run a model).
 #[derive(clap::Args, Clone, Debug)]
 pub(crate) struct FormatArgs {
-    /// Linear-layer weight format: w4g32 (default), w4g64, w4g128, q8_0, f16, f32. GGUF Q4_0/Q4_1
-    /// tensors stay exactly as they are for w4g32.
-    #[arg(long, default_value = "w4g32")]
+    /// Linear-layer weight format: auto (default: every tensor a GGUF file holds in Q4_0, Q4_1,
+    /// Q8_0, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K stays exactly as it is; float weights and other
+    /// types become w4g32, embedding q8_0), w4g32, w4g64, w4g128, q8_0, f16, f32. GGUF
+    /// Q4_0/Q4_1 tensors stay exactly as they are for w4g32 too.
+    #[arg(long, default_value = "auto")]
     pub weights: String,
     /// Embedding / output-head format (default: q8_0 with 4-bit weights, else the same as
     /// --weights).

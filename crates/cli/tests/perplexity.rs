@@ -43,7 +43,10 @@ fn json_has_the_perplexity_and_what_produced_it() {
     assert!(ppl.is_finite() && ppl > 1.0, "perplexity {ppl}");
     let nll = v["mean_nll"].as_f64().expect("mean_nll");
     assert!((nll.exp() - ppl).abs() < 1e-9 * ppl);
-    assert_eq!(v["weights"], "w4g32", "the default weight format");
+    assert_eq!(
+        v["weights"], "q4_1",
+        "the default (auto) keeps the file's Q4_1 layers"
+    );
     assert_eq!(v["kv"], "int8", "the default KV format");
     assert!(v["kernel"].as_str().is_some_and(|k| !k.is_empty()));
     assert_eq!(v["model"], model.as_str());

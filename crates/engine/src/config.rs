@@ -10,9 +10,45 @@ use serde::{Deserialize, Serialize};
 use edgefit_estimate::{Family, RopeScaling};
 
 use crate::error::{EngineError, Result};
+use crate::weights::LayerPart;
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
 
 fn is_unscaled(s: &RopeScaling) -> bool {
     *s == RopeScaling::None
+}
+
+/// The MLP's gate activation: `down(act(gate(x)) · up(x))`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Activation {
+    /// SwiGLU: `silu(x) = x / (1 + e^−x)`.
+    #[default]
+    Silu,
+    /// GeGLU with the tanh approximation (HF `gelu_pytorch_tanh`):
+    /// `gelu(x) = x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))`.
+    GeluTanh,
+}
+
+impl Activation {
+    /// The name HF configs give it (`hidden_act` / `hidden_activation`).
+    pub fn hf_name(self) -> &'static str {
+        match self {
+            Activation::Silu => "silu",
+            Activation::GeluTanh => "gelu_pytorch_tanh",
+        }
+    }
+}
+
+/// What llama.cpp hard-codes for an architecture's sliding-window layers instead of writing it
+/// to the GGUF (`llama-model.cpp`): layer `i` slides when `i % pattern < pattern − 1`, with
+/// RoPE base `local_base`; the window itself is `{arch}.attention.sliding_window`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GgufSwa {
+    pub pattern: usize,
+    pub local_base: u32,
 }
 
 /// What an architecture's blocks have beyond the LLaMA block (RMSNorm, q/k/v/o without bias,
@@ -21,6 +57,8 @@ fn is_unscaled(s: &RopeScaling) -> bool {
 pub struct Arch {
     /// GGUF `general.architecture` and HF `model_type`.
     pub name: &'static str,
+    /// Other HF `model_type`s of the same architecture (`gemma3_text`).
+    pub hf_aliases: &'static [&'static str],
     /// The estimator's family (its parameter and byte arithmetic).
     pub family: Family,
     /// The HF `architectures` class an export names.
@@ -32,41 +70,114 @@ pub struct Arch {
     /// GGUF files keep q/k rows in HF's rotate-half order (llama.cpp's NEOX RoPE: its
     /// converter permutes q/k only for `llama`), so the GGUF loader permutes them too.
     pub gguf_rotate_half: bool,
+    /// HF norm weights hold `w` of `x · (1 + w)` (Gemma): the HF loader adds 1, so every norm
+    /// is used as stored, as llama.cpp's converter bakes the +1 into GGUF files.
+    pub hf_norm_plus_one: bool,
+    /// Embeddings multiplied by `√hidden` (Gemma).
+    pub embed_scale: bool,
+    /// RMSNorm on the attention output and on the MLP output before each residual add
+    /// (Gemma 2/3's sandwich: [`crate::weights::LayerPart::PostAttnNorm`], `PostFfnNorm`).
+    pub post_norms: bool,
+    /// The MLP activation.
+    pub activation: Activation,
+    /// HF checkpoints fuse q, k, v into one `qkv_proj` and gate, up into one `gate_up_proj`
+    /// (Phi-3): the loader splits them by rows.
+    pub hf_fused: bool,
+    /// Sliding-window layout of GGUF files ([`GgufSwa`]); `None`: no sliding layers in GGUF.
+    pub gguf_swa: Option<GgufSwa>,
+    /// HF tensor names that differ from the LLaMA ones ([`crate::weights::LayerPart::hf_name`]).
+    pub hf_names: &'static [(LayerPart, &'static str)],
+    /// HF `tie_word_embeddings` when the config does not say (transformers' default).
+    pub tied_by_default: bool,
+    /// The exporters write it (HF and GGUF). Architectures whose extra structure has no writer
+    /// yet are refused by [`crate::export`], naming them.
+    pub exportable: bool,
 }
 
+/// The LLaMA block: what every [`ARCHS`] entry starts from.
+const LLAMA: Arch = Arch {
+    name: "llama",
+    hf_aliases: &[],
+    hf_class: "LlamaForCausalLM",
+    family: Family::Llama,
+    qkv_bias: false,
+    qk_norm: false,
+    gguf_rotate_half: false,
+    hf_norm_plus_one: false,
+    embed_scale: false,
+    post_norms: false,
+    activation: Activation::Silu,
+    hf_fused: false,
+    gguf_swa: None,
+    hf_names: &[],
+    tied_by_default: false,
+    exportable: true,
+};
+
 /// Every architecture the engine runs.
-pub const ARCHS: [Arch; 4] = [
-    Arch {
-        name: "llama",
-        hf_class: "LlamaForCausalLM",
-        family: Family::Llama,
-        qkv_bias: false,
-        qk_norm: false,
-        gguf_rotate_half: false,
-    },
+pub const ARCHS: [Arch; 6] = [
+    LLAMA,
     Arch {
         name: "mistral",
         hf_class: "MistralForCausalLM",
         family: Family::Mistral,
-        qkv_bias: false,
-        qk_norm: false,
-        gguf_rotate_half: false,
+        ..LLAMA
     },
     Arch {
         name: "qwen2",
         hf_class: "Qwen2ForCausalLM",
         family: Family::Qwen2,
         qkv_bias: true,
-        qk_norm: false,
         gguf_rotate_half: true,
+        ..LLAMA
     },
     Arch {
         name: "qwen3",
         hf_class: "Qwen3ForCausalLM",
         family: Family::Qwen3,
-        qkv_bias: false,
         qk_norm: true,
         gguf_rotate_half: true,
+        ..LLAMA
+    },
+    Arch {
+        name: "gemma3",
+        hf_aliases: &["gemma3_text"],
+        hf_class: "Gemma3ForCausalLM",
+        family: Family::Gemma3,
+        qk_norm: true,
+        gguf_rotate_half: true,
+        hf_norm_plus_one: true,
+        embed_scale: true,
+        post_norms: true,
+        activation: Activation::GeluTanh,
+        gguf_swa: Some(GgufSwa {
+            pattern: 6,
+            local_base: 10_000,
+        }),
+        hf_names: &[
+            (LayerPart::PostAttnNorm, "post_attention_layernorm.weight"),
+            (LayerPart::FfnNorm, "pre_feedforward_layernorm.weight"),
+            (LayerPart::PostFfnNorm, "post_feedforward_layernorm.weight"),
+        ],
+        tied_by_default: true,
+        exportable: false,
+        ..LLAMA
+    },
+    Arch {
+        name: "phi3",
+        hf_class: "Phi3ForCausalLM",
+        family: Family::Phi3,
+        gguf_rotate_half: true,
+        hf_fused: true,
+        hf_names: &[
+            (LayerPart::Q, "self_attn.qkv_proj.weight"),
+            (LayerPart::K, "self_attn.qkv_proj.weight"),
+            (LayerPart::V, "self_attn.qkv_proj.weight"),
+            (LayerPart::Gate, "mlp.gate_up_proj.weight"),
+            (LayerPart::Up, "mlp.gate_up_proj.weight"),
+        ],
+        exportable: false,
+        ..LLAMA
     },
 ];
 
@@ -76,7 +187,7 @@ impl Arch {
     pub fn named(name: &str, source: &str) -> Result<Arch> {
         ARCHS
             .iter()
-            .find(|a| a.name == name)
+            .find(|a| a.name == name || a.hf_aliases.contains(&name))
             .copied()
             .ok_or_else(|| {
                 EngineError::Unsupported(format!(
@@ -119,6 +230,33 @@ pub struct LlamaConfig {
     pub qkv_bias: bool,
     /// Per-head RMSNorm of q and k before RoPE ([`Arch::qk_norm`]).
     pub qk_norm: bool,
+    /// Embeddings multiplied by `√hidden` ([`Arch::embed_scale`]).
+    #[serde(skip_serializing_if = "is_false")]
+    pub embed_scale: bool,
+    /// RMSNorm of the attention and MLP outputs before the residual adds ([`Arch::post_norms`]).
+    #[serde(skip_serializing_if = "is_false")]
+    pub post_norms: bool,
+    /// The MLP activation ([`Arch::activation`]).
+    pub activation: Activation,
+    /// The attention scale is `1/√s` with `s` this value (Gemma's `query_pre_attn_scalar`);
+    /// `None`: `s = head_dim`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query_pre_attn_scalar: Option<f32>,
+    /// Tokens a query of a sliding layer sees, itself included: query `i` attends to keys `j`
+    /// with `i − window < j ≤ i` (transformers' and llama.cpp's rule).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<usize>,
+    /// Per layer, whether it slides (`n_layers` entries, or empty when none does).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sliding_layers: Vec<bool>,
+    /// RoPE base of the sliding layers, unscaled (Gemma 3's local base); `None`: they use
+    /// the global base and scaling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rope_local_base: Option<f32>,
+    /// Dimensions of each q/k head RoPE rotates, the first ones (Phi-3's
+    /// `partial_rotary_factor · head_dim`); the rest pass through. `None`: all `head_dim`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rope_dim: Option<usize>,
     /// Per-layer shapes of a structurally pruned model; `None` = every layer has the shape the
     /// fields above give. With it, `n_layers == layers.len()`, and `n_heads`, `n_kv_heads`,
     /// `head_dim`, `ffn` keep the unpruned model's values: `head_dim` still sets the RoPE
@@ -190,10 +328,16 @@ impl LlamaConfig {
         self.n_kv_heads * self.head_dim
     }
 
-    /// RoPE frequency of every pair of an unpruned head: `θ^(−2i/d) / s_i` with the scaling's
-    /// divisors `s_i` ([`RopeScaling::divisors`]).
+    /// Dimensions RoPE rotates per unpruned head ([`rope_dim`](Self::rope_dim), or all).
+    pub fn rotary_dim(&self) -> usize {
+        self.rope_dim.unwrap_or(self.head_dim)
+    }
+
+    /// RoPE frequency of every rotated pair of an unpruned head: `θ^(−2i/r) / s_i` with `r`
+    /// the rotated dims ([`rotary_dim`](Self::rotary_dim)) and the scaling's divisors `s_i`
+    /// ([`RopeScaling::divisors`]).
     pub fn rope_inv_freq(&self) -> Result<Vec<f32>> {
-        let d = self.head_dim;
+        let d = self.rotary_dim();
         Ok(self
             .rope_divisors()?
             .iter()
@@ -202,10 +346,35 @@ impl LlamaConfig {
             .collect())
     }
 
+    /// The sliding layers' frequencies `θ_local^(−2i/r)` (unscaled), when they have their
+    /// own base ([`rope_local_base`](Self::rope_local_base)).
+    pub fn rope_local_inv_freq(&self) -> Option<Vec<f32>> {
+        let d = self.rotary_dim();
+        self.rope_local_base.map(|base| {
+            (0..d / 2)
+                .map(|i| base.powf(-(2.0 * i as f32) / d as f32))
+                .collect()
+        })
+    }
+
     fn rope_divisors(&self) -> Result<Vec<f32>> {
         self.rope_scaling
-            .divisors(self.rope_base, self.head_dim)
+            .divisors(self.rope_base, self.rotary_dim())
             .map_err(EngineError::Config)
+    }
+
+    /// The window of layer `i` when it slides ([`sliding_window`](Self::sliding_window)).
+    pub fn layer_window(&self, i: usize) -> Option<usize> {
+        self.sliding_window
+            .filter(|_| self.sliding_layers.get(i).copied().unwrap_or(false))
+    }
+
+    /// The attention scale `1/√s` ([`query_pre_attn_scalar`](Self::query_pre_attn_scalar)).
+    pub fn attn_scale(&self) -> f32 {
+        1.0 / self
+            .query_pre_attn_scalar
+            .unwrap_or(self.head_dim as f32)
+            .sqrt()
     }
 
     /// The unpruned block shape the global fields describe.
@@ -239,12 +408,14 @@ impl LlamaConfig {
         let layers = self
             .layer_shapes()
             .iter()
-            .map(|l| edgefit_estimate::LayerSpec {
+            .enumerate()
+            .map(|(i, l)| edgefit_estimate::LayerSpec {
                 num_heads: l.n_heads as u32,
                 num_kv_heads: l.n_kv_heads as u32,
                 qk_head_dim: l.qk_dim as u32,
                 v_head_dim: l.v_dim as u32,
                 intermediate_size: l.ffn as u32,
+                sliding_window: self.layer_window(i).map(|w| w as u32),
             })
             .collect();
         edgefit_estimate::ModelSpec {
@@ -260,7 +431,7 @@ impl LlamaConfig {
             qkv_bias: self.qkv_bias,
             o_bias: false,
             mlp_bias: false,
-            norms_per_layer: 2,
+            norms_per_layer: if self.post_norms { 4 } else { 2 },
             qk_norm: self.qk_norm,
             max_position_embeddings: Some(self.context_length as u32),
             layers,
@@ -276,10 +447,24 @@ impl LlamaConfig {
     /// architecture is one the engine runs with the features it has.
     pub fn validate(&self) -> Result<()> {
         let arch = self.arch()?;
-        if (arch.qkv_bias, arch.qk_norm) != (self.qkv_bias, self.qk_norm) {
+        let wants = (
+            arch.qkv_bias,
+            arch.qk_norm,
+            arch.embed_scale,
+            arch.post_norms,
+            arch.activation,
+        );
+        let has = (
+            self.qkv_bias,
+            self.qk_norm,
+            self.embed_scale,
+            self.post_norms,
+            self.activation,
+        );
+        if wants != has {
             return Err(EngineError::Config(format!(
-                "architecture `{}` has qkv_bias = {}, qk_norm = {}; the config says {}, {}",
-                arch.name, arch.qkv_bias, arch.qk_norm, self.qkv_bias, self.qk_norm
+                "architecture `{}` has (qkv_bias, qk_norm, embed_scale, post_norms, activation) = {wants:?}; the config says {has:?}",
+                arch.name
             )));
         }
         let check = |what: &str, v: usize, max: usize| -> Result<()> {
@@ -317,6 +502,7 @@ impl LlamaConfig {
             )));
         }
         self.rope_divisors()?;
+        self.validate_extras()?;
         if !(self.rms_eps.is_finite() && self.rms_eps > 0.0 && self.rms_eps < 1.0) {
             return Err(EngineError::Config(format!(
                 "RMSNorm epsilon = {} must be in (0, 1)",
@@ -333,6 +519,56 @@ impl LlamaConfig {
             }
             for (i, l) in layers.iter().enumerate() {
                 self.validate_layer(i, l)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The sliding window, the local RoPE base, the query scale and partial rotary.
+    fn validate_extras(&self) -> Result<()> {
+        let bad = |m: String| Err(EngineError::Config(m));
+        match self.sliding_window {
+            Some(w) if w == 0 || w > MAX_CONTEXT => {
+                return bad(format!("sliding window = {w} is outside 1..={MAX_CONTEXT}"))
+            }
+            Some(_) if self.sliding_layers.len() != self.n_layers => {
+                return bad(format!(
+                    "{} sliding-layer flags for n_layers = {}",
+                    self.sliding_layers.len(),
+                    self.n_layers
+                ))
+            }
+            None if self.sliding_layers.iter().any(|&s| s) => {
+                return bad("sliding layers without a sliding window".to_string())
+            }
+            _ => {}
+        }
+        if let Some(b) = self.rope_local_base {
+            if !(b.is_finite() && b > 1.0) {
+                return bad(format!(
+                    "local RoPE base = {b} must be a finite number above 1"
+                ));
+            }
+        }
+        if let Some(s) = self.query_pre_attn_scalar {
+            if !(s.is_finite() && s > 0.0) {
+                return bad(format!(
+                    "query_pre_attn_scalar = {s} must be a finite number above 0"
+                ));
+            }
+        }
+        if let Some(r) = self.rope_dim {
+            if r == 0 || r > self.head_dim || !r.is_multiple_of(2) {
+                return bad(format!(
+                    "rotary dims = {r} must be even and in 2..={}",
+                    self.head_dim
+                ));
+            }
+            if r < self.head_dim && self.layers.is_some() {
+                return Err(EngineError::Unsupported(format!(
+                    "pruned layer shapes with partial RoPE ({r} of {} dims rotated)",
+                    self.head_dim
+                )));
             }
         }
         Ok(())

@@ -705,8 +705,8 @@ impl Metrics {
     fn for_model(model: &Model) -> Metrics {
         Metrics {
             weights_bytes: model.weights.bytes(),
-            weights: model.weights.options.weights.to_string(),
-            embedding: model.weights.options.embedding_format().to_string(),
+            weights: model.weights.linear_format_name(),
+            embedding: model.weights.embedding_format_name(),
             kernel: model.kernel.name().to_string(),
             threads: model.pool.threads(),
             kv_format: model.kv_format.to_string(),

@@ -188,7 +188,7 @@ pub fn config_json(
 ) -> Result<String> {
     config.validate()?;
     let c = config;
-    let arch = c.arch()?;
+    let arch = exportable(c)?;
     let mut v = json!({
         "architectures": [arch.hf_class],
         "model_type": arch.name,
@@ -342,14 +342,17 @@ fn layer_sources<'a>(
 }
 
 /// Every tensor of `model` under its HF name, in file order.
-fn hf_tensors(model: &Model) -> Vec<(String, Source<'_>)> {
+fn hf_tensors(model: &Model) -> Result<Vec<(String, Source<'_>)>> {
+    let arch = exportable(&model.config)?;
     let w = &model.weights;
     let mut out = vec![(
         "model.embed_tokens.weight".to_string(),
         Source::Matrix(&w.embed),
     )];
     for (i, (l, shape)) in w.layers.iter().zip(model.config.layer_shapes()).enumerate() {
-        out.extend(layer_sources(l, &shape, i, true, LayerPart::hf_name));
+        out.extend(layer_sources(l, &shape, i, true, |p, i| {
+            p.hf_name(&arch, i)
+        }));
     }
     out.push((
         "model.norm.weight".to_string(),
@@ -358,7 +361,21 @@ fn hf_tensors(model: &Model) -> Vec<(String, Source<'_>)> {
     if let Some(head) = &w.output {
         out.push(("lm_head.weight".to_string(), Source::Matrix(head)));
     }
-    out
+    Ok(out)
+}
+
+/// The architecture of `c` if the exporters can write it: not one whose extra structure
+/// (Gemma's `1 + w` norms, sandwich norms, sliding layers; Phi-3's fused tensors and partial
+/// RoPE) has no writer yet ([`crate::config::Arch::exportable`]).
+fn exportable(c: &LlamaConfig) -> Result<crate::config::Arch> {
+    let arch = c.arch()?;
+    if !arch.exportable {
+        return Err(EngineError::Unsupported(format!(
+            "exporting `{}` (its writer for Gemma-style norms, sliding layers and fused or partially rotated tensors is not implemented; only llama, mistral, qwen2 and qwen3 are written)",
+            arch.name
+        )));
+    }
+    Ok(arch)
 }
 
 /// Appends `values` in `dtype`, refusing values the format cannot hold (f16 overflow).
@@ -396,7 +413,7 @@ fn encode(name: &str, values: &[f32], dtype: ExportDType, out: &mut Vec<u8>) -> 
 /// `safetensors::serialize`, which wants every tensor's bytes at once) so the file is the only
 /// whole copy.
 pub fn safetensors_bytes(model: &Model, dtype: ExportDType) -> Result<Vec<u8>> {
-    let tensors = hf_tensors(model);
+    let tensors = hf_tensors(model)?;
     let mut header = Map::new();
     header.insert("__metadata__".to_string(), json!({ "format": "pt" }));
     let mut offset = 0usize;
@@ -489,7 +506,7 @@ fn gguf_err(e: candle_core::Error) -> EngineError {
 pub fn gguf_bytes(model: &Model, tokenizer: &TextTokenizer, dtype: GgufDType) -> Result<Vec<u8>> {
     let c = &model.config;
     c.validate()?;
-    let arch = c.arch()?;
+    let arch = exportable(c)?;
     let k = |key: &str| format!("{}.{key}", arch.name);
     let tf = gguf_tokenizer_fields(tokenizer)?;
     let u32v = |v: usize| -> Result<GValue> {
@@ -758,5 +775,6 @@ pub fn gguf_tokenizer_fields(tokenizer: &TextTokenizer) -> Result<GgufTokenizerF
         eos,
         add_bos: tokenizer.add_bos(),
         chat_template: tokenizer.chat_template().map(str::to_string),
+        ..GgufTokenizerFields::default()
     })
 }

@@ -1,9 +1,11 @@
 //! Loading LLaMA-family GGUF files with candle-core's GGUF reader.
 //!
 //! Tensors are read one at a time and converted to the requested format before the next
-//! ([`crate::weights`]): Q4_0, Q4_1 and Q8_0 tensors are read as raw blocks (kept exactly when
-//! the target format matches), F32 and F16 directly, the other ggml types through candle's
-//! dequantization. Peak memory while loading is the converted model plus one tensor.
+//! ([`crate::weights`]): Q4_0, Q4_1, Q8_0, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K tensors are read as
+//! raw blocks (kept exactly by the default `auto` format, and Q4_0/Q4_1 by `w4g32`, Q8_0 by
+//! `q8_0`), F32 directly, F16, BF16 and the other ggml types (Q2_K, Q3_K, Q8_1, Q8_K) through
+//! candle's dequantization, which the model info then names as a conversion. Peak memory while
+//! loading is the converted model plus one tensor.
 //! Shapes are checked against the metadata, and byte counts against the file's length, before a
 //! tensor's bytes are read, so a hostile header cannot make the loader allocate more than the
 //! model it claims to be.
@@ -38,7 +40,7 @@ use crate::error::{EngineError, Result};
 use crate::hf::rotate_half_source_rows;
 use crate::model::{LayerPart, Model, TensorRole, Weights};
 use crate::tokenizer::{GgufTokenizerFields, TextTokenizer};
-use crate::weights::{LoadOptions, MemoryNeed, RawTensor};
+use crate::weights::{LoadOptions, MemoryNeed, RawTensor, Source};
 
 /// The optional per-pair RoPE divisors ([`RopeScaling::Divisors`]), `head_dim / 2` f32s.
 pub(crate) const ROPE_FREQS: &str = "rope_freqs.weight";
@@ -62,12 +64,51 @@ pub fn load_gguf_within<R: Read + Seek>(
     memory_budget: Option<u64>,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Model, TextTokenizer)> {
+    let (model, tokenizer) = load_parts(reader, options, memory_budget, progress, true)?;
+    let tokenizer = tokenizer.ok_or_else(|| EngineError::Format("no tokenizer".to_string()))?;
+    Ok((model, tokenizer))
+}
+
+/// The model of a GGUF file without its tokenizer (driven by token ids: tests, and files whose
+/// vocabulary kind the tokenizer does not read yet).
+pub fn load_gguf_model<R: Read + Seek>(
+    reader: &mut R,
+    options: LoadOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Model> {
+    Ok(load_parts(reader, options, None, progress, false)?.0)
+}
+
+fn load_parts<R: Read + Seek>(
+    reader: &mut R,
+    options: LoadOptions,
+    memory_budget: Option<u64>,
+    progress: &mut dyn FnMut(usize, usize),
+    with_tokenizer: bool,
+) -> Result<(Model, Option<TextTokenizer>)> {
     let (content, file_len) = read_content(reader)?;
     let md = &content.metadata;
     let arch = get_str(md, "general.architecture")?;
     let desc = Arch::named(&arch, "architecture")?;
     let key = |k: &str| format!("{arch}.{k}");
-    let tokenizer = TextTokenizer::from_gguf(tokenizer_fields(md)?)?;
+    if desc.hf_fused {
+        return Err(EngineError::Unsupported(format!(
+            "GGUF `{arch}` (its fused attn_qkv / ffn_up tensors are read from HF files only)"
+        )));
+    }
+    for k in ["attn_logit_softcapping", "final_logit_softcapping"] {
+        if let Some(v) = opt_f32(md, &key(k))? {
+            return Err(EngineError::Unsupported(format!(
+                "GGUF `{}` = {v} (logit soft-capping)",
+                key(k)
+            )));
+        }
+    }
+    let tokenizer = if with_tokenizer {
+        Some(TextTokenizer::from_gguf(tokenizer_fields(md)?)?)
+    } else {
+        None
+    };
     let hidden = get_usize(md, &key("embedding_length"))?;
     let n_heads = get_usize(md, &key("attention.head_count"))?;
     let n_kv_heads = opt_usize(md, &key("attention.head_count_kv"))?.unwrap_or(n_heads);
@@ -112,10 +153,29 @@ pub fn load_gguf_within<R: Read + Seek>(
         .get("token_embd.weight")
         .map(|t| t.shape.dims().first().copied().unwrap_or(0))
         .ok_or_else(|| EngineError::tensor("token_embd.weight", "missing"))?;
+    let n_layers = get_usize(md, &key("block_count"))?;
+    // Sliding layers as llama.cpp lays them out for this architecture ([`Arch::gguf_swa`]).
+    let window = opt_usize(md, &key("attention.sliding_window"))?;
+    let (sliding_window, sliding_layers, rope_local_base) = match (window, desc.gguf_swa) {
+        (None, _) => (None, Vec::new(), None),
+        (Some(w), Some(swa)) => (
+            Some(w),
+            (0..n_layers)
+                .map(|i| i % swa.pattern < swa.pattern - 1)
+                .collect(),
+            Some(swa.local_base as f32),
+        ),
+        (Some(w), None) => {
+            return Err(EngineError::Unsupported(format!(
+                "GGUF `{}` = {w} for `{arch}` (sliding-window attention)",
+                key("attention.sliding_window")
+            )))
+        }
+    };
     let mut config = LlamaConfig {
         name: opt_str(md, "general.name").unwrap_or_default(),
         arch: arch.clone(),
-        n_layers: get_usize(md, &key("block_count"))?,
+        n_layers,
         hidden,
         n_heads,
         n_kv_heads,
@@ -129,6 +189,16 @@ pub fn load_gguf_within<R: Read + Seek>(
         tied_embeddings: !content.tensor_infos.contains_key("output.weight"),
         qkv_bias: desc.qkv_bias,
         qk_norm: desc.qk_norm,
+        embed_scale: desc.embed_scale,
+        post_norms: desc.post_norms,
+        activation: desc.activation,
+        // llama.cpp scales queries by 1/√head_dim for Gemma 3 (all but the 27B, whose GGUF
+        // cannot be told apart: see tests/golden/arch/README.md).
+        query_pre_attn_scalar: None,
+        sliding_window,
+        sliding_layers,
+        rope_local_base,
+        rope_dim: None,
         layers: None,
     };
     config.validate()?;
@@ -153,9 +223,11 @@ pub fn load_gguf_within<R: Read + Seek>(
             other => other,
         })?;
     }
-    tokenizer.check_fits(config.vocab)?;
+    if let Some(t) = &tokenizer {
+        t.check_fits(config.vocab)?;
+    }
 
-    MemoryNeed::of(&config, &options).check(memory_budget)?;
+    memory_need(&content, &config, &options).check(memory_budget)?;
 
     let per_layer = LayerPart::ALL.iter().filter(|p| p.present(&config)).count();
     let total = 2 + usize::from(!config.tied_embeddings) + per_layer * config.n_layers;
@@ -168,13 +240,7 @@ pub fn load_gguf_within<R: Read + Seek>(
     };
     let shapes = config.layer_shapes();
     let weights = Weights::read_all(&config, options, |role, rows, cols| {
-        let name = match role {
-            TensorRole::Embed => "token_embd.weight".to_string(),
-            TensorRole::FinalNorm => "output_norm.weight".to_string(),
-            TensorRole::Output => "output.weight".to_string(),
-            TensorRole::Layer(i, part) => part.gguf_name(i),
-        };
-        let (name, raw) = read(name, rows, cols)?;
+        let (name, raw) = read(role.gguf_name(), rows, cols)?;
         match role {
             // NEOX-RoPE architectures keep HF's rotate-half order: into pairs, as the HF loader.
             TensorRole::Layer(i, part) if desc.gguf_rotate_half && part.along_qk() => {
@@ -187,6 +253,93 @@ pub fn load_gguf_within<R: Read + Seek>(
         }
     })?;
     Ok((Model::new(config, weights), tokenizer))
+}
+
+/// The memory `config` needs loaded with `options` from this file: every matrix counted in the
+/// format its GGUF type is held in ([`MemoryNeed::of_sources`]).
+fn memory_need(content: &Content, config: &LlamaConfig, options: &LoadOptions) -> MemoryNeed {
+    MemoryNeed::of_sources(config, options, |role| {
+        content
+            .tensor_infos
+            .get(&role.gguf_name())
+            .map_or(Source::Float("f32"), |t| source_of(t.ggml_dtype))
+    })
+}
+
+/// The memory preflight of a GGUF file's model loaded with `options`, from its header alone:
+/// what [`load_gguf_within`] compares with its budget.
+pub fn gguf_memory_need<R: Read + Seek>(
+    reader: &mut R,
+    config: &LlamaConfig,
+    options: &LoadOptions,
+) -> Result<MemoryNeed> {
+    let (content, _) = read_content(reader)?;
+    Ok(memory_need(&content, config, options))
+}
+
+/// Reads every 2-D tensor of a GGUF file, in name order, into the matrix loading it under
+/// `options` gives (kept blocks, or the conversion [`crate::weights::held_format`] names;
+/// `token_embd.weight` and `output.weight` in the embedding format), with every check the
+/// loader makes, handing each to `each(name, matrix)` before reading the next. For
+/// tensor-level checks of files whose architecture the engine does not run.
+pub fn read_matrices<R: Read + Seek>(
+    reader: &mut R,
+    options: &LoadOptions,
+    mut each: impl FnMut(&str, edgefit_kernels::Matrix) -> Result<()>,
+) -> Result<()> {
+    use crate::weights::MatrixUse;
+    let (content, file_len) = read_content(reader)?;
+    let mut names: Vec<(&String, usize, usize)> = content
+        .tensor_infos
+        .iter()
+        .filter_map(|(name, info)| match info.shape.dims() {
+            [rows, cols] => Some((name, *rows, *cols)),
+            _ => None,
+        })
+        .collect();
+    names.sort();
+    for (name, rows, cols) in names {
+        let (format, use_) = match name.as_str() {
+            "token_embd.weight" | "output.weight" => {
+                (options.embedding_format(), MatrixUse::Embedding)
+            }
+            _ => (options.weights, MatrixUse::Linear),
+        };
+        let raw = read_tensor(&content, reader, file_len, name, rows, cols)?;
+        each(
+            name,
+            raw.into_matrix(name, rows, cols, format, use_, options.requantize)?,
+        )?;
+    }
+    Ok(())
+}
+
+/// Reads only a GGUF file's tokenizer (header fields, no tensor), whatever its architecture.
+pub fn read_tokenizer<R: Read + Seek>(reader: &mut R) -> Result<TextTokenizer> {
+    let (content, _) = read_content(reader)?;
+    TextTokenizer::from_gguf(tokenizer_fields(&content.metadata)?)
+}
+
+/// What a ggml type is to the loader.
+fn source_of(dtype: GgmlDType) -> Source {
+    use edgefit_kernels::GgmlFormat as G;
+    match dtype {
+        GgmlDType::F32 => Source::Float("f32"),
+        GgmlDType::F16 => Source::Float("f16"),
+        GgmlDType::BF16 => Source::Float("bf16"),
+        GgmlDType::Q4_0 => Source::Q4_0,
+        GgmlDType::Q4_1 => Source::Q4_1,
+        GgmlDType::Q8_0 => Source::Q8_0,
+        GgmlDType::Q5_0 => Source::Ggml(G::Q5_0),
+        GgmlDType::Q5_1 => Source::Ggml(G::Q5_1),
+        GgmlDType::Q4K => Source::Ggml(G::Q4K),
+        GgmlDType::Q5K => Source::Ggml(G::Q5K),
+        GgmlDType::Q6K => Source::Ggml(G::Q6K),
+        GgmlDType::Q8_1 => Source::Other("q8_1"),
+        GgmlDType::Q2K => Source::Other("q2_k"),
+        GgmlDType::Q3K => Source::Other("q3_k"),
+        GgmlDType::Q8K => Source::Other("q8_k"),
+    }
 }
 
 /// Reads one tensor, checking it is `rows × cols` (a vector when `rows == 1`) and that its
@@ -216,14 +369,12 @@ fn read_tensor<R: Read + Seek>(
         ));
     }
     let dtype = info.ggml_dtype;
-    let raw_kind = match dtype {
-        GgmlDType::F32 => Some(0),
-        GgmlDType::Q4_0 => Some(1),
-        GgmlDType::Q4_1 => Some(2),
-        GgmlDType::Q8_0 => Some(3),
-        _ => None,
-    };
-    if let Some(kind) = raw_kind {
+    let source = source_of(dtype);
+    let raw = matches!(
+        source,
+        Source::Float("f32") | Source::Q4_0 | Source::Q4_1 | Source::Q8_0 | Source::Ggml(_)
+    );
+    if raw {
         let len = byte_len(name, dtype, rows as u64 * cols as u64)?;
         let start = content
             .tensor_data_offset
@@ -242,8 +393,8 @@ fn read_tensor<R: Read + Seek>(
             .seek(SeekFrom::Start(start))
             .and_then(|_| reader.read_exact(&mut bytes))
             .map_err(|e| EngineError::tensor(name, format!("reading {len} bytes: {e}")))?;
-        return Ok(match kind {
-            0 => {
+        return Ok(match source {
+            Source::Float(_) | Source::Other(_) => {
                 let v: Vec<f32> = bytes
                     .chunks_exact(4)
                     .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -251,15 +402,18 @@ fn read_tensor<R: Read + Seek>(
                 check_finite(name, &v)?;
                 RawTensor::F32(v)
             }
-            1 => {
+            Source::Q4_0 => {
                 check_block_scales(name, &bytes, 18, 1)?;
                 RawTensor::Q4_0(bytes)
             }
-            2 => {
+            Source::Q4_1 => {
                 check_block_scales(name, &bytes, 20, 2)?;
                 RawTensor::Q4_1(bytes)
             }
-            _ => {
+            // Scales are checked when the blocks become a matrix (`GgmlMatrix::from_ggml_vec`
+            // names the field and the block).
+            Source::Ggml(f) => RawTensor::Ggml(f, bytes),
+            Source::Q8_0 => {
                 check_block_scales(name, &bytes, 34, 1)?;
                 RawTensor::Q8_0(bytes)
             }
@@ -274,7 +428,7 @@ fn read_tensor<R: Read + Seek>(
         .and_then(|t| t.to_vec1::<f32>())
         .map_err(|e| EngineError::tensor(name, format!("dequantizing {dtype:?}: {e}")))?;
     check_finite(name, &t)?;
-    Ok(RawTensor::F32(t))
+    Ok(RawTensor::Dequantized(source, t))
 }
 
 /// The f16 scale (and, for Q4_1, minimum) at the start of each `block_bytes`-byte block of 32
@@ -359,8 +513,29 @@ fn tokenizer_fields(md: &HashMap<String, Value>) -> Result<GgufTokenizerFields> 
         tokens: strings("tokenizer.ggml.tokens")?,
         token_types,
         merges: strings("tokenizer.ggml.merges")?,
+        scores: match md.get("tokenizer.ggml.scores") {
+            None => Vec::new(),
+            Some(v) => v
+                .to_vec()
+                .map_err(|_| EngineError::metadata("tokenizer.ggml.scores", "is not an array"))?
+                .iter()
+                .map(|x| {
+                    x.to_f32().map_err(|_| {
+                        EngineError::metadata("tokenizer.ggml.scores", "holds a non-f32")
+                    })
+                })
+                .collect::<Result<_>>()?,
+        },
         bos: id("tokenizer.ggml.bos_token_id")?,
         eos: id("tokenizer.ggml.eos_token_id")?,
+        eot: id("tokenizer.ggml.eot_token_id")?,
+        unk: id("tokenizer.ggml.unknown_token_id")?,
+        add_space_prefix: match md.get("tokenizer.ggml.add_space_prefix") {
+            None => None,
+            Some(v) => Some(v.to_bool().map_err(|_| {
+                EngineError::metadata("tokenizer.ggml.add_space_prefix", "is not a bool")
+            })?),
+        },
         add_bos: match md.get("tokenizer.ggml.add_bos_token") {
             None => false,
             Some(v) => v.to_bool().map_err(|_| {
@@ -504,6 +679,32 @@ fn opt_f32(md: &HashMap<String, Value>, key: &str) -> Result<Option<f32>> {
         Some(Value::F64(x)) => Ok(Some(*x as f32)),
         Some(_) => Err(EngineError::metadata(key, "is not a float")),
     }
+}
+
+/// What a GGUF header says before any tensor is read ([`check_header`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct HeaderCheck {
+    /// `general.architecture`, one this engine builds.
+    pub arch: String,
+    /// `general.name`, if any.
+    pub name: Option<String>,
+    /// Tensors listed.
+    pub tensors: usize,
+}
+
+/// The checks a load makes on the header alone, so a file is refused before its tensor data is
+/// read: the magic, version and caps ([`prescan`]), the tensor layout against the file's length
+/// (every tensor inside the file, none overlapping) and an architecture this engine builds.
+/// Reads the metadata and tensor list only (the first few MB of a model).
+pub fn check_header<R: Read + Seek>(reader: &mut R) -> Result<HeaderCheck> {
+    let (content, _) = read_content(reader)?;
+    let arch = get_str(&content.metadata, "general.architecture")?;
+    Arch::named(&arch, "architecture")?;
+    Ok(HeaderCheck {
+        arch,
+        name: opt_str(&content.metadata, "general.name"),
+        tensors: content.tensor_infos.len(),
+    })
 }
 
 /// Reads only a GGUF file's header (metadata and tensor list, no tensor data) in the form the

@@ -17,7 +17,7 @@ use safetensors::{Dtype, SafeTensors};
 
 use crate::config::{Arch, LayerShape, LlamaConfig};
 use crate::error::{EngineError, Result};
-use crate::model::{Model, TensorRole, Weights};
+use crate::model::{LayerPart, Model, TensorRole, Weights};
 use crate::tokenizer::TextTokenizer;
 use crate::weights::{LoadOptions, MemoryNeed, RawTensor};
 
@@ -35,6 +35,17 @@ struct HfConfig {
     max_position_embeddings: Option<usize>,
     tie_word_embeddings: Option<bool>,
     hidden_act: Option<String>,
+    /// Gemma's name for the activation.
+    hidden_activation: Option<String>,
+    query_pre_attn_scalar: Option<f32>,
+    sliding_window: Option<usize>,
+    /// Per layer `sliding_attention` / `full_attention` (transformers 5).
+    layer_types: Option<Vec<String>>,
+    /// Every `n`-th layer is full, the others slide (transformers 4 Gemma 3).
+    sliding_window_pattern: Option<usize>,
+    attn_logit_softcapping: Option<f32>,
+    final_logit_softcapping: Option<f32>,
+    partial_rotary_factor: Option<f32>,
     attention_bias: Option<bool>,
     mlp_bias: Option<bool>,
     use_sliding_window: Option<bool>,
@@ -121,6 +132,27 @@ impl HfConfig {
                 })
                 .transpose()?,
             hidden_act: opt_str("hidden_act")?,
+            hidden_activation: opt_str("hidden_activation")?,
+            query_pre_attn_scalar: opt_f32("query_pre_attn_scalar")?,
+            sliding_window: opt_usize("sliding_window")?,
+            layer_types: present("layer_types")
+                .map(|v| {
+                    v.as_array()
+                        .and_then(|a| {
+                            a.iter()
+                                .map(|t| t.as_str().map(str::to_string))
+                                .collect::<Option<Vec<_>>>()
+                        })
+                        .ok_or_else(|| bad("layer_types", v, "an array of strings"))
+                })
+                .transpose()?,
+            sliding_window_pattern: match opt_usize("sliding_window_pattern")? {
+                Some(p) => Some(p),
+                None => opt_usize("_sliding_window_pattern")?,
+            },
+            attn_logit_softcapping: opt_f32("attn_logit_softcapping")?,
+            final_logit_softcapping: opt_f32("final_logit_softcapping")?,
+            partial_rotary_factor: opt_f32("partial_rotary_factor")?,
             attention_bias: opt_bool("attention_bias")?,
             mlp_bias: opt_bool("mlp_bias")?,
             use_sliding_window: opt_bool("use_sliding_window")?,
@@ -201,10 +233,22 @@ pub fn load_hf_within(
             "config.json `use_sliding_window` = true for `{arch}` (sliding-window attention)"
         )));
     }
-    if let Some(act) = &hf.hidden_act {
-        if act != "silu" {
+    let act = hf.hidden_activation.as_ref().or(hf.hidden_act.as_ref());
+    if let Some(act) = act {
+        if act != desc.activation.hf_name() {
             return Err(EngineError::Unsupported(format!(
-                "hidden_act `{act}` (only silu)"
+                "hidden_act `{act}` for `{arch}` (only {})",
+                desc.activation.hf_name()
+            )));
+        }
+    }
+    for (key, v) in [
+        ("attn_logit_softcapping", hf.attn_logit_softcapping),
+        ("final_logit_softcapping", hf.final_logit_softcapping),
+    ] {
+        if let Some(v) = v {
+            return Err(EngineError::Unsupported(format!(
+                "config.json `{key}` = {v} (logit soft-capping)"
             )));
         }
     }
@@ -217,27 +261,50 @@ pub fn load_hf_within(
             hf.hidden_size, hf.num_attention_heads
         )));
     }
+    let head_dim = hf.head_dim.unwrap_or(
+        hf.hidden_size
+            .checked_div(hf.num_attention_heads)
+            .unwrap_or(0),
+    );
+    let (sliding_window, sliding_layers) = sliding_layout(&hf, desc)?;
+    let rope_dim = match hf.partial_rotary_factor {
+        None => None,
+        Some(1.0) => None,
+        Some(f) => {
+            let r = (head_dim as f32 * f) as usize;
+            if !(f > 0.0 && f < 1.0) || r == 0 || !r.is_multiple_of(2) {
+                return Err(EngineError::Config(format!(
+                    "config.json `partial_rotary_factor` = {f} gives {r} rotated dims of {head_dim} (must be even and above 0)"
+                )));
+            }
+            Some(r)
+        }
+    };
     let mut config = LlamaConfig {
         name: hf.name.clone().unwrap_or_default(),
-        arch,
+        arch: desc.name.to_string(),
         n_layers: hf.num_hidden_layers,
         hidden: hf.hidden_size,
         n_heads: hf.num_attention_heads,
         n_kv_heads: hf.num_key_value_heads.unwrap_or(hf.num_attention_heads),
-        head_dim: hf.head_dim.unwrap_or(
-            hf.hidden_size
-                .checked_div(hf.num_attention_heads)
-                .unwrap_or(0),
-        ),
+        head_dim,
         ffn: hf.intermediate_size,
         vocab: hf.vocab_size,
         context_length: hf.max_position_embeddings.unwrap_or(2048),
         rope_base: hf.rope.theta.unwrap_or(10_000.0),
         rope_scaling: hf.rope.scaling.clone(),
         rms_eps: hf.rms_norm_eps.unwrap_or(1e-5),
-        tied_embeddings: hf.tie_word_embeddings.unwrap_or(false),
+        tied_embeddings: hf.tie_word_embeddings.unwrap_or(desc.tied_by_default),
         qkv_bias: desc.qkv_bias,
         qk_norm: desc.qk_norm,
+        embed_scale: desc.embed_scale,
+        post_norms: desc.post_norms,
+        activation: desc.activation,
+        query_pre_attn_scalar: hf.query_pre_attn_scalar,
+        sliding_window,
+        sliding_layers,
+        rope_local_base: hf.rope.local_theta.filter(|_| sliding_window.is_some()),
+        rope_dim,
         layers: None,
     };
     config.validate()?;
@@ -305,25 +372,118 @@ pub fn load_hf_within(
         to_f32(name, view.dtype(), view.data())
     };
     let (shapes, hidden) = (config.layer_shapes(), config.hidden);
+    // Phi-3's fused tensors: the last one read, which the next part slices again.
+    let mut fused: Option<(String, Vec<f32>)> = None;
     let weights = Weights::read_all(&config, options, |role, rows, cols| {
         let name = match role {
             TensorRole::Embed => "model.embed_tokens.weight".to_string(),
             TensorRole::FinalNorm => "model.norm.weight".to_string(),
             TensorRole::Output => "lm_head.weight".to_string(),
-            TensorRole::Layer(i, part) => part.hf_name(i),
+            TensorRole::Layer(i, part) => part.hf_name(&desc, i),
         };
-        let w = read(&name, rows, cols)?;
         let w = match role {
+            TensorRole::Layer(i, part)
+                if desc.hf_fused && fused_rows(part, &shapes[i]).is_some() =>
+            {
+                let (range, total) = fused_rows(part, &shapes[i]).unwrap_or_default();
+                if fused.as_ref().is_none_or(|(n, _)| *n != name) {
+                    fused = Some((name.clone(), read(&name, total, cols)?));
+                }
+                let all = fused.as_ref().map_or(&[][..], |(_, w)| &w[..]);
+                all[range.start * cols..range.end * cols].to_vec()
+            }
+            _ => read(&name, rows, cols)?,
+        };
+        let mut w = match role {
             TensorRole::Layer(i, part) if part.along_qk() => {
                 let qk_dim = shapes.get(i).map_or(config.head_dim, |s| s.qk_dim);
+                let rot = config.rope_dim.unwrap_or(qk_dim);
                 let cols = if part.is_vector() { 1 } else { hidden };
-                rotate_half_to_pairs(&w, qk_dim, cols)
+                rotate_half_to_pairs_partial(&w, qk_dim, rot, cols)
             }
             _ => w,
         };
+        let is_norm = match role {
+            TensorRole::FinalNorm => true,
+            TensorRole::Layer(_, part) => part.is_norm(),
+            _ => false,
+        };
+        if desc.hf_norm_plus_one && is_norm {
+            // Gemma: x · (1 + w), used as stored from here on (GGUF files bake this in).
+            w.iter_mut().for_each(|v| *v += 1.0);
+        }
         Ok((name, RawTensor::F32(w)))
     })?;
     Ok((Model::new(config, weights), tokenizer))
+}
+
+/// The rows part `part` takes of its fused HF tensor (Phi-3: `qkv_proj` = q, k, v rows;
+/// `gate_up_proj` = gate, up rows), and that tensor's row count; `None` for unfused parts.
+fn fused_rows(part: LayerPart, s: &LayerShape) -> Option<(std::ops::Range<usize>, usize)> {
+    let (q, k, v) = (s.q_width(), s.k_width(), s.v_width());
+    let qkv = q + k + v;
+    Some(match part {
+        LayerPart::Q => (0..q, qkv),
+        LayerPart::K => (q..q + k, qkv),
+        LayerPart::V => (q + k..qkv, qkv),
+        LayerPart::Gate => (0..s.ffn, 2 * s.ffn),
+        LayerPart::Up => (s.ffn..2 * s.ffn, 2 * s.ffn),
+        _ => return None,
+    })
+}
+
+/// The sliding window and which layers use it, from `sliding_window` with `layer_types`
+/// (transformers 5) or `sliding_window_pattern` (transformers 4 Gemma 3: layer `i` slides unless
+/// `(i + 1) % pattern == 0`). Only architectures with a GGUF sliding layout
+/// ([`Arch::gguf_swa`], Gemma 3) slide; a sliding window elsewhere is refused by the
+/// `use_sliding_window` check or ignored when that flag is absent, as transformers does for
+/// Qwen2/Mistral.
+fn sliding_layout(hf: &HfConfig, desc: Arch) -> Result<(Option<usize>, Vec<bool>)> {
+    let n = hf.num_hidden_layers;
+    let Some(swa) = desc.gguf_swa else {
+        if let Some(types) = &hf.layer_types {
+            if types.iter().any(|t| t != "full_attention") {
+                return Err(EngineError::Unsupported(format!(
+                    "config.json `layer_types` with sliding layers for `{}` (sliding-window attention)",
+                    desc.name
+                )));
+            }
+        }
+        return Ok((None, Vec::new()));
+    };
+    let Some(window) = hf.sliding_window else {
+        return Ok((None, Vec::new()));
+    };
+    let layers = match &hf.layer_types {
+        Some(types) => {
+            if types.len() != n {
+                return Err(EngineError::Config(format!(
+                    "config.json `layer_types` has {} entries for {n} layers",
+                    types.len()
+                )));
+            }
+            types
+                .iter()
+                .map(|t| match t.as_str() {
+                    "sliding_attention" => Ok(true),
+                    "full_attention" => Ok(false),
+                    other => Err(EngineError::Unsupported(format!(
+                        "config.json `layer_types` entry `{other}` (supported: sliding_attention, full_attention)"
+                    ))),
+                })
+                .collect::<Result<Vec<bool>>>()?
+        }
+        None => {
+            let p = hf.sliding_window_pattern.unwrap_or(swa.pattern);
+            if p == 0 {
+                return Err(EngineError::Config(
+                    "config.json `sliding_window_pattern` = 0".to_string(),
+                ));
+            }
+            (0..n).map(|i| (i + 1) % p != 0).collect()
+        }
+    };
+    Ok((Some(window), layers))
 }
 
 /// Reorders the rows of a q/k projection (`heads × head_dim` rows of `cols`) from HF's
@@ -336,6 +496,28 @@ pub(crate) fn rotate_half_to_pairs(w: &[f32], head_dim: usize, cols: usize) -> V
         |i, j, half| j * half + i,
         |i, j| 2 * i + j,
     )
+}
+
+/// [`rotate_half_to_pairs`] over the first `rot` rows of each head only (partial RoPE, Phi-3:
+/// HF rotates halves of the first `rot` dims); the other rows of each head stay in place.
+pub(crate) fn rotate_half_to_pairs_partial(
+    w: &[f32],
+    head_dim: usize,
+    rot: usize,
+    cols: usize,
+) -> Vec<f32> {
+    if rot >= head_dim {
+        return rotate_half_to_pairs(w, head_dim, cols);
+    }
+    let mut out = w.to_vec();
+    for (head_in, head_out) in w
+        .chunks_exact(head_dim * cols)
+        .zip(out.chunks_exact_mut(head_dim * cols))
+    {
+        let rotated = rotate_half_to_pairs(&head_in[..rot * cols], rot, cols);
+        head_out[..rot * cols].copy_from_slice(&rotated);
+    }
+    out
 }
 
 /// The inverse of [`rotate_half_to_pairs`] (used to write HF files from GGUF-layout weights).

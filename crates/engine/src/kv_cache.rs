@@ -187,6 +187,62 @@ impl Store {
         }
     }
 
+    /// Writes one token (`heads × hd` f32 values) over the one held in slot `slot` (a ring of
+    /// a sliding-window layer; per-token kinds only, which every kind but kivi4 keys is).
+    fn overwrite(&mut self, slot: usize, x: &[f32], heads: usize, hd: usize) {
+        let mut one = Store::new(self.kind());
+        one.push(x, heads, hd);
+        fn put<T: Copy>(dst: &mut [T], slot: usize, src: &[T]) {
+            dst[slot * src.len()..(slot + 1) * src.len()].copy_from_slice(src);
+        }
+        match (self, one) {
+            (Store::F32(v), Store::F32(t)) => put(v, slot, &t),
+            (Store::F16(v), Store::F16(t)) => put(v, slot, &t),
+            (Store::Int8 { q, s }, Store::Int8 { q: tq, s: ts }) => {
+                put(q, slot, &tq);
+                put(s, slot, &ts);
+            }
+            (Store::Int4 { q, s }, Store::Int4 { q: tq, s: ts }) => {
+                put(q, slot, &tq);
+                put(s, slot, &ts);
+            }
+            _ => unreachable!("kivi4 keys of a sliding layer shift by blocks"),
+        }
+    }
+
+    /// Forgets the oldest `n` tokens (`heads × hd` values each), moving the rest to the front;
+    /// for kivi4 keys `n` is a multiple of the block, and only full blocks go.
+    fn drop_front(&mut self, n: usize, heads: usize, hd: usize) {
+        let groups = hd.div_ceil(I4_GROUP);
+        match self {
+            Store::F32(v) => drop(v.drain(..n * heads * hd)),
+            Store::F16(v) => drop(v.drain(..n * heads * hd)),
+            Store::Int8 { q, s } => {
+                q.drain(..n * heads * hd);
+                s.drain(..n * heads);
+            }
+            Store::Int4 { q, s } => {
+                q.drain(..n * heads * groups * 16);
+                s.drain(..n * heads * groups);
+            }
+            Store::Kivi { q, s, m, .. } => {
+                q.drain(..n * heads * groups * 16);
+                s.drain(..n / BLOCK * heads * hd);
+                m.drain(..n / BLOCK * heads * hd);
+            }
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Store::F32(_) => Kind::F32,
+            Store::F16(_) => Kind::F16,
+            Store::Int8 { .. } => Kind::Int8,
+            Store::Int4 { .. } => Kind::Int4,
+            Store::Kivi { .. } => Kind::Kivi,
+        }
+    }
+
     /// Appends tokens given as f32 rows of `heads × hd` values.
     fn push(&mut self, x: &[f32], heads: usize, hd: usize) {
         match self {
@@ -410,12 +466,13 @@ fn kinds(format: KvFormat) -> (Kind, Kind) {
     }
 }
 
-/// One layer's KV heads and per-head K and V dims.
+/// One layer's KV heads, per-head K and V dims, and sliding window.
 #[derive(Debug, Clone, Copy)]
 struct LayerDims {
     heads: usize,
     dk: usize,
     dv: usize,
+    window: Option<usize>,
 }
 
 /// Per-layer keys and values for the tokens seen so far.
@@ -430,6 +487,8 @@ pub struct KvCache {
     len: usize,
     /// Tokens appended to every layer, including ones not yet committed.
     appended: Vec<usize>,
+    /// Per layer, the position of the oldest token held (0 unless the layer slides).
+    first: Vec<usize>,
     keys: Vec<Store>,
     values: Vec<Store>,
 }
@@ -449,6 +508,7 @@ impl KvCache {
                 heads: l.num_kv_heads as usize,
                 dk: l.qk_head_dim as usize,
                 dv: l.v_head_dim as usize,
+                window: l.sliding_window.map(|w| w as usize),
             })
             .collect();
         KvCache {
@@ -458,6 +518,7 @@ impl KvCache {
             max_tokens,
             len: 0,
             appended: vec![0; n_layers],
+            first: vec![0; n_layers],
             keys: (0..n_layers).map(|_| Store::new(k)).collect(),
             values: (0..n_layers).map(|_| Store::new(v)).collect(),
         }
@@ -477,6 +538,27 @@ impl KvCache {
     /// returns how many it kept: `tokens`, or fewer for `kivi4` when `tokens` falls inside a
     /// full block of keys (then it keeps the whole blocks before it).
     pub fn truncate(&mut self, tokens: usize) -> usize {
+        if tokens >= self.len {
+            return self.len;
+        }
+        if self
+            .dims
+            .iter()
+            .zip(&self.appended)
+            .zip(&self.first)
+            .any(|((d, &n), &f)| f > 0 || d.window.is_some_and(|w| n > w))
+        {
+            // A sliding layer has forgotten (or overwritten) tokens older than its window, which
+            // the kept prefix's next token may need again: start over.
+            for (l, d) in self.dims.iter().enumerate() {
+                self.keys[l].truncate(0, d.heads, d.dk);
+                self.values[l].truncate(0, d.heads, d.dv);
+            }
+            self.first.fill(0);
+            self.len = 0;
+            self.appended.fill(0);
+            return 0;
+        }
         let mut kept = tokens.min(self.len);
         for (l, d) in self.dims.iter().enumerate() {
             kept = kept.min(self.keys[l].truncate(kept, d.heads, d.dk));
@@ -550,6 +632,13 @@ impl KvCache {
     pub(crate) fn append(&mut self, layer: usize, k: &[f32], v: &[f32]) {
         let d = self.dims[layer];
         let tokens = k.len().checked_div(d.heads * d.dk).unwrap_or(0);
+        if let Some(w) = d.window {
+            let (kw, vw) = (d.heads * d.dk, d.heads * d.dv);
+            for t in 0..tokens {
+                self.append_windowed(layer, w, &k[t * kw..(t + 1) * kw], &v[t * vw..(t + 1) * vw]);
+            }
+            return;
+        }
         let total = self.appended[layer] + tokens;
         let target = (total.div_ceil(GROW_TOKENS) * GROW_TOKENS).min(self.max_tokens.max(total));
         for (store, new, dim) in [
@@ -560,6 +649,63 @@ impl KvCache {
             store.push(new, d.heads, dim);
         }
         self.appended[layer] = total;
+    }
+
+    /// Appends one token to sliding layer `layer` with window `w`. Per-token formats keep a
+    /// ring of `w` slots (position `p` in slot `p mod w`, overwriting position `p − w`); kivi4
+    /// keeps its key blocks whole and drops the oldest block (keys and values) once all of it
+    /// is older than the window of the newest token, so it holds between `w` and `w + 31`
+    /// tokens ([`edgefit_estimate::LayerSpec::held_tokens`] counts the same).
+    fn append_windowed(&mut self, layer: usize, w: usize, k: &[f32], v: &[f32]) {
+        let d = self.dims[layer];
+        let pos = self.appended[layer];
+        if self.format == KvFormat::Kivi4 {
+            let cap = (w + BLOCK).min(self.max_tokens.max(pos + 1));
+            for (store, new, dim) in [
+                (&mut self.keys[layer], k, d.dk),
+                (&mut self.values[layer], v, d.dv),
+            ] {
+                store.reserve_tokens(cap, d.heads, dim);
+                store.push(new, d.heads, dim);
+            }
+            // Visible to `pos`: positions above pos − w. Whole dead blocks go.
+            let dead = (pos + 1).saturating_sub(w);
+            let drop = (dead / BLOCK * BLOCK).saturating_sub(self.first[layer]);
+            if drop > 0 {
+                self.keys[layer].drop_front(drop, d.heads, d.dk);
+                self.values[layer].drop_front(drop, d.heads, d.dv);
+                self.first[layer] += drop;
+            }
+        } else if pos < w {
+            let cap = w.min(self.max_tokens.max(pos + 1));
+            for (store, new, dim) in [
+                (&mut self.keys[layer], k, d.dk),
+                (&mut self.values[layer], v, d.dv),
+            ] {
+                store.reserve_tokens(cap, d.heads, dim);
+                store.push(new, d.heads, dim);
+            }
+        } else {
+            self.keys[layer].overwrite(pos % w, k, d.heads, d.dk);
+            self.values[layer].overwrite(pos % w, v, d.heads, d.dv);
+        }
+        self.appended[layer] = pos + 1;
+    }
+
+    /// For the newest token appended to `layer`: how many tokens the layer holds (what
+    /// [`scores`](Self::scores) and [`add_weighted_values`](Self::add_weighted_values) read),
+    /// and how many of the first ones are older than its window (their weights must be 0).
+    /// A layer without a window holds every token and masks none.
+    pub(crate) fn window_view(&self, layer: usize) -> (usize, usize) {
+        let n = self.appended[layer];
+        match self.dims[layer].window {
+            None => (n, 0),
+            Some(w) if self.format == KvFormat::Kivi4 => {
+                let first = self.first[layer];
+                (n - first, n.saturating_sub(w).saturating_sub(first))
+            }
+            Some(w) => (n.min(w), 0),
+        }
     }
 
     /// Marks `tokens` more tokens as held.
@@ -735,6 +881,66 @@ mod tests {
                 c.append(1, &x, &x);
                 c.commit(1);
                 assert_eq!(c.stored_bytes(), c.bytes(), "{format} at {n}");
+            }
+        }
+    }
+
+    /// A sliding layer holds only its window (a ring; kivi4 whole blocks) and reads, for every
+    /// new token, exactly what a full cache reads over the newest `window` tokens, in every
+    /// format; its bytes are the estimator's at every length.
+    #[test]
+    fn a_sliding_layer_keeps_its_window_and_reads_like_a_masked_full_cache() {
+        let (heads, hd, tokens) = (2usize, 40usize, 110usize);
+        for window in [1usize, 8, 37] {
+            let mut windowed = spec(2, heads as u32, hd as u32);
+            windowed.layers[0].sliding_window = Some(window as u32);
+            for format in KvFormat::ALL.iter().copied() {
+                let mut a = KvCache::new(format, windowed.clone(), 200);
+                let mut b = KvCache::new(format, spec(2, heads as u32, hd as u32), 200);
+                for n in 1..=tokens {
+                    let k = edgefit_kernels::pseudo_random(n as u64, heads * hd);
+                    let v = edgefit_kernels::pseudo_random(1000 + n as u64, heads * hd);
+                    for c in [&mut a, &mut b] {
+                        c.append(0, &k, &v);
+                        c.append(1, &k, &v);
+                        c.commit(1);
+                    }
+                    assert_eq!(a.stored_bytes(), a.bytes(), "{format} w {window} at {n}");
+                    let (held, masked) = a.window_view(0);
+                    let want_held = windowed.layers[0].held_tokens(format, n as u64) as usize;
+                    assert_eq!(held, want_held, "{format} w {window} at {n}");
+                    assert_eq!(held - masked, n.min(window), "{format} w {window} at {n}");
+                    let q = edgefit_kernels::pseudo_random(5000 + n as u64, hd);
+                    let mut sa = vec![0.0; held];
+                    a.scores(0, 1, &q, 0.5, &mut sa, Kernel::Scalar);
+                    let mut sb = vec![0.0; n];
+                    b.scores(0, 1, &q, 0.5, &mut sb, Kernel::Scalar);
+                    let mut got = sa[masked..].to_vec();
+                    let mut want = sb[n - n.min(window)..].to_vec();
+                    got.sort_by(f32::total_cmp);
+                    want.sort_by(f32::total_cmp);
+                    assert_eq!(got, want, "{format} w {window} at {n}: scores");
+                    // The same weight for each token (its score), zero outside the window.
+                    let mut pa = sa.clone();
+                    pa[..masked].fill(0.0);
+                    let mut pb = sb.clone();
+                    pb[..n - n.min(window)].fill(0.0);
+                    let (mut oa, mut ob) = (vec![0.0; hd], vec![0.0; hd]);
+                    a.add_weighted_values(0, 1, &pa, &mut oa, Kernel::Scalar);
+                    b.add_weighted_values(0, 1, &pb, &mut ob, Kernel::Scalar);
+                    for (x, y) in oa.iter().zip(&ob) {
+                        assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{format} {x} {y}");
+                    }
+                }
+                // Bounded: the ring never grows past the window (kivi4: window + a block).
+                let cap = match format {
+                    KvFormat::Kivi4 => window + BLOCK,
+                    _ => window,
+                };
+                assert!(a.window_view(0).0 <= cap);
+                // Truncating after the window slid starts over (the dropped tokens are gone).
+                assert_eq!(a.truncate(50), 0, "{format}");
+                assert_eq!(a.bytes(), 0);
             }
         }
     }

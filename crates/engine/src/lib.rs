@@ -51,4 +51,4 @@ pub use prune::{
 };
 pub use sampler::{Sampler, SamplerConfig};
 pub use tokenizer::TextTokenizer;
-pub use weights::{LoadOptions, WeightsFormat, WeightsSummary};
+pub use weights::{Conversion, LoadOptions, WeightsFormat, WeightsSummary};

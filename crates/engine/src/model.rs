@@ -17,7 +17,7 @@ use std::sync::{Mutex, TryLockError};
 
 use edgefit_kernels::{Kernel, Matrix, Pool, Prepared};
 
-use crate::config::{LayerShape, LlamaConfig};
+use crate::config::{Activation, LayerShape, LlamaConfig};
 use crate::error::Result;
 use crate::kv_cache::KvCache;
 pub use crate::weights::{LayerPart, LayerWeights, TensorRole, Weights};
@@ -59,6 +59,8 @@ pub struct Model {
     /// The format of the KV caches [`Model::new_cache`] makes (f32 unless set).
     pub kv_format: KvFormat,
     inv_freq: Vec<f32>,
+    /// The sliding layers' own frequencies ([`LlamaConfig::rope_local_inv_freq`]).
+    local_inv_freq: Option<Vec<f32>>,
     /// Every block's shape (from the config, cached).
     shapes: Vec<LayerShape>,
     /// The threads the matrix products and attention heads are split across (one unless
@@ -84,6 +86,8 @@ struct Workspace {
     up: Vec<f32>,
     lcos: Vec<f32>,
     lsin: Vec<f32>,
+    local_cos: Vec<f32>,
+    local_sin: Vec<f32>,
     proj: Vec<f32>,
     final_x: Vec<f32>,
     scores: Vec<f32>,
@@ -110,7 +114,8 @@ impl Model {
         // (visibly broken) rather than plausibly wrong.
         let inv_freq = config
             .rope_inv_freq()
-            .unwrap_or_else(|_| vec![f32::NAN; config.head_dim / 2]);
+            .unwrap_or_else(|_| vec![f32::NAN; config.rotary_dim() / 2]);
+        let local_inv_freq = config.rope_local_inv_freq();
         let shapes = config.layer_shapes();
         Model {
             config,
@@ -118,6 +123,7 @@ impl Model {
             kernel: Kernel::best(),
             kv_format: KvFormat::F32,
             inv_freq,
+            local_inv_freq,
             shapes,
             pool: Pool::serial(),
             workspace: WorkspaceCell::default(),
@@ -198,6 +204,8 @@ impl Model {
             up,
             lcos,
             lsin,
+            local_cos,
+            local_sin,
             proj,
             final_x,
             scores,
@@ -209,23 +217,40 @@ impl Model {
         for (row, &t) in x.chunks_exact_mut(h).zip(tokens) {
             self.weights.embed.row(t as usize, row);
         }
-
-        // cos/sin for every (position, pair), shared by all layers.
-        let half = hd / 2;
-        cos.resize(t_len * half, 0.0);
-        sin.resize(t_len * half, 0.0);
-        for t in 0..t_len {
-            let pos = (start + t) as f32;
-            for (i, f) in self.inv_freq.iter().enumerate() {
-                let (s, co) = (pos * f).sin_cos();
-                cos[t * half + i] = co;
-                sin[t * half + i] = s;
-            }
+        if c.embed_scale {
+            // Gemma: embeddings × √hidden (the f32 value, as transformers casts it).
+            let s = (h as f32).sqrt();
+            x.iter_mut().for_each(|v| *v *= s);
         }
 
+        // cos/sin for every (position, rotated pair), shared by all layers; the sliding
+        // layers' own set when they have their own base.
+        let half = self.inv_freq.len();
+        let rope_table = |inv_freq: &[f32], cos: &mut Vec<f32>, sin: &mut Vec<f32>| {
+            cos.resize(t_len * half, 0.0);
+            sin.resize(t_len * half, 0.0);
+            for t in 0..t_len {
+                let pos = (start + t) as f32;
+                for (i, f) in inv_freq.iter().enumerate() {
+                    let (s, co) = (pos * f).sin_cos();
+                    cos[t * half + i] = co;
+                    sin[t * half + i] = s;
+                }
+            }
+        };
+        rope_table(&self.inv_freq, cos, sin);
+        let has_local = match self.local_inv_freq.as_deref() {
+            Some(f) => {
+                rope_table(f, local_cos, local_sin);
+                true
+            }
+            None => false,
+        };
+
         normed.resize(t_len * h, 0.0);
-        // The unpruned head dim sets the scale, so pruned dims drop out of the sum only.
-        let scale = 1.0 / (hd as f32).sqrt();
+        // The unpruned head dim (or Gemma's query_pre_attn_scalar) sets the scale, so pruned
+        // dims drop out of the sum only.
+        let scale = c.attn_scale();
         // `y = x · Wᵀ` for every matrix `w` reading the same input `x` (prepared once), row
         // ranges split across the pool.
         let mut linear = |x: &[f32], outs: &mut [(&Matrix, &mut Vec<f32>)]| {
@@ -260,6 +285,12 @@ impl Model {
                     rms_norm_in_place(x, w, c.rms_eps);
                 }
             }
+            let window = c.layer_window(li);
+            let (cos, sin): (&[f32], &[f32]) = if has_local && window.is_some() {
+                (local_cos, local_sin)
+            } else {
+                (cos, sin)
+            };
             let (cs, sn) = if shape.qk_dim == hd {
                 (&cos[..], &sin[..])
             } else {
@@ -275,35 +306,75 @@ impl Model {
             };
             rope(q, qd, dk, cs, sn);
             rope(kk, kd, dk, cs, sn);
-            cache.append(li, kk, vv);
-
-            // One item per (token, head), `att[t·od + head·dv..]` (od = heads · dv), split
-            // across the pool; each run of items has its own scores buffer.
             let group = shape.n_heads / shape.n_kv_heads;
-            let (heads, cache, q) = (shape.n_heads, &*cache, &*q);
-            pool.for_each_item(att, dv, scores, start + t_len, &|i, out, sc| {
-                let (t, head) = (i / heads, i % heads);
-                let visible = start + t + 1; // causal: positions 0..=start+t
-                let kvh = head / group;
-                let qh = &q[t * qd + head * dk..t * qd + (head + 1) * dk];
-                let sc = &mut sc[..visible];
+            // Attention of a query over what the cache holds for this layer: `held` tokens, of
+            // which the first `masked` are older than a sliding layer's window (weight 0).
+            let attend = |cache: &KvCache,
+                          qh: &[f32],
+                          kvh: usize,
+                          held,
+                          masked,
+                          sc: &mut [f32],
+                          out: &mut [f32]| {
+                let sc = &mut sc[..held];
                 cache.scores(li, kvh, qh, scale, sc, k);
-                softmax(sc);
+                sc[..masked].fill(0.0);
+                softmax(&mut sc[masked..]);
                 out.fill(0.0);
                 cache.add_weighted_values(li, kvh, sc, out, k);
-            });
+            };
+            if window.is_some() {
+                // A sliding layer's ring holds only its window ([`KvCache::window_view`]), so
+                // its tokens go in one at a time, each attending right after; the heads of a
+                // token are split across the pool.
+                let (kw, vw) = (kd, shape.v_width());
+                for t in 0..t_len {
+                    cache.append(li, &kk[t * kw..(t + 1) * kw], &vv[t * vw..(t + 1) * vw]);
+                    let (held, masked) = cache.window_view(li);
+                    let (cache, q) = (&*cache, &*q);
+                    let out = &mut att[t * od..(t + 1) * od];
+                    pool.for_each_item(out, dv, scores, held, &|head, out, sc| {
+                        let qh = &q[t * qd + head * dk..t * qd + (head + 1) * dk];
+                        attend(cache, qh, head / group, held, masked, sc, out);
+                    });
+                }
+            } else {
+                cache.append(li, kk, vv);
+                // One item per (token, head), `att[t·od + head·dv..]` (od = heads · dv), split
+                // across the pool; each run of items has its own scores buffer.
+                let (heads, cache, q) = (shape.n_heads, &*cache, &*q);
+                pool.for_each_item(att, dv, scores, start + t_len, &|i, out, sc| {
+                    let (t, head) = (i / heads, i % heads);
+                    let qh = &q[t * qd + head * dk..t * qd + (head + 1) * dk];
+                    // causal: positions 0..=start+t
+                    attend(cache, qh, head / group, start + t + 1, 0, sc, out);
+                });
+            }
             probe(li, ProbePoint::AttnOut, att);
             linear(att, &mut [(&lw.wo, proj)]);
+            if let Some(w) = &lw.post_attn_norm {
+                rms_norm_in_place(proj, w, c.rms_eps);
+            }
             add_in_place(x, proj);
 
             rms_norm(x, &lw.ffn_norm, c.rms_eps, normed);
             probe(li, ProbePoint::MlpIn, normed);
             linear(normed, &mut [(&lw.w_gate, gate), (&lw.w_up, up)]);
-            for (g, u) in gate.iter_mut().zip(up.iter()) {
-                *g = silu(*g) * u;
+            match c.activation {
+                Activation::Silu => gate
+                    .iter_mut()
+                    .zip(up.iter())
+                    .for_each(|(g, u)| *g = silu(*g) * u),
+                Activation::GeluTanh => gate
+                    .iter_mut()
+                    .zip(up.iter())
+                    .for_each(|(g, u)| *g = gelu_tanh(*g) * u),
             }
             probe(li, ProbePoint::MlpMid, gate);
             linear(gate, &mut [(&lw.w_down, proj)]);
+            if let Some(w) = &lw.post_ffn_norm {
+                rms_norm_in_place(proj, w, c.rms_eps);
+            }
             add_in_place(x, proj);
             probe(li, ProbePoint::BlockOut, x);
         }
@@ -355,9 +426,12 @@ fn add_bias(x: &mut [f32], b: &[f32]) {
     }
 }
 
-/// Rotates adjacent pairs `(2i, 2i+1)` of every head of every row (GGUF llama layout).
+/// Rotates adjacent pairs `(2i, 2i+1)` of every head of every row (GGUF llama layout); with
+/// `cos`/`sin` holding `r < head_dim/2` pairs per row (partial RoPE), only the first `r`
+/// pairs of each head rotate and the rest pass through.
 fn rope(x: &mut [f32], width: usize, head_dim: usize, cos: &[f32], sin: &[f32]) {
-    let half = head_dim / 2;
+    let rows = x.len() / width.max(1);
+    let half = cos.len() / rows.max(1);
     for (t, row) in x.chunks_exact_mut(width).enumerate() {
         let (c, s) = (
             &cos[t * half..(t + 1) * half],
@@ -389,6 +463,15 @@ pub(crate) fn softmax(x: &mut [f32]) {
 
 fn silu(x: f32) -> f32 {
     x / (1.0 + exp_f32(-x))
+}
+
+/// `gelu(x) = x/2 · (1 + tanh(u))`, `u = √(2/π) · (x + 0.044715 x³)`, with
+/// `1 + tanh(u) = 2 − 2/(e^{2u} + 1)` (exact at both ends: e^{2u} overflows to ∞ → 2, underflows
+/// to 0 → 0).
+fn gelu_tanh(x: f32) -> f32 {
+    const C: f32 = 0.797_884_6; // √(2/π)
+    let u = C * (x + 0.044_715 * x * x * x);
+    x * (1.0 - 1.0 / (exp_f32(2.0 * u) + 1.0))
 }
 
 /// `e^x` in f32 within a few ulp, branch-free so the SiLU and softmax loops vectorise (wasm has

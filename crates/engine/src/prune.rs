@@ -528,6 +528,15 @@ pub fn prune_into(
     let uniform = config.uniform_layer();
     let new_config = LlamaConfig {
         n_layers: new_shapes.len(),
+        // Kept layers keep their attention kind (sliding or full).
+        sliding_layers: if config.sliding_layers.is_empty() {
+            Vec::new()
+        } else {
+            (0..n)
+                .filter(|&l| !dropped[l])
+                .map(|l| config.sliding_layers[l])
+                .collect()
+        },
         layers: if new_shapes.iter().all(|s| *s == uniform) {
             None
         } else {
@@ -545,6 +554,7 @@ pub fn prune_into(
             embedding: Some(model.weights.options.embedding_format()),
             ..options
         },
+        conversions: model.weights.conversions.clone(),
     };
     let kv = |c: &LlamaConfig| edgefit_estimate::kv_bytes_per_token(&c.to_spec(), KvFormat::F32);
     let report = PruneReport {
@@ -587,6 +597,12 @@ fn ratio_values(r: &LayerRatios) -> [f64; 5] {
 /// averages over the head's dims, so removing some rescales every kept one and the pruned head
 /// no longer scores the sum of its kept pairs).
 fn check_arch(plan: &PrunePlan, config: &LlamaConfig) -> Result<()> {
+    if let Some(r) = config.rope_dim.filter(|&r| r < config.head_dim) {
+        return Err(EngineError::Unsupported(format!(
+            "pruning `{}`: its partial RoPE ({r} of {} dims per head rotated) has no pruned form (the per-layer RoPE pairs assume every dim rotates)",
+            config.arch, config.head_dim
+        )));
+    }
     if !config.qk_norm {
         return Ok(());
     }
@@ -1046,6 +1062,9 @@ impl<'a> Work<'a> {
             bv: pick(&lw.bv, &v_idx(&self.kv)),
             q_norm: pick(&lw.q_norm, &qk_rows(&[0])),
             k_norm: pick(&lw.k_norm, &qk_rows(&[0])),
+            // Hidden-wide: pruning never changes the hidden size.
+            post_attn_norm: lw.post_attn_norm.clone(),
+            post_ffn_norm: lw.post_ffn_norm.clone(),
         };
         let shape = LayerShape {
             n_heads: self.heads.len(),

@@ -96,6 +96,7 @@ fn tokenizer_fields() -> GgufTokenizerFields {
         eos: Some(2),
         add_bos: false,
         chat_template: Some(CHAT_TEMPLATE.to_string()),
+        ..GgufTokenizerFields::default()
     }
 }
 
@@ -161,6 +162,14 @@ pub fn model_of(arch: &str, seed: u64, head_dim: usize) -> Result<(Model, TextTo
         tied_embeddings: true,
         qkv_bias: desc.qkv_bias,
         qk_norm: desc.qk_norm,
+        embed_scale: desc.embed_scale,
+        post_norms: desc.post_norms,
+        activation: desc.activation,
+        query_pre_attn_scalar: None,
+        sliding_window: None,
+        sliding_layers: Vec::new(),
+        rope_local_base: None,
+        rope_dim: None,
         layers: None,
     };
     config.validate()?;
@@ -176,9 +185,7 @@ pub fn model_of(arch: &str, seed: u64, head_dim: usize) -> Result<(Model, TextTo
             TensorRole::Embed => (1.0, 0.0),
             TensorRole::FinalNorm => (0.1, 1.0),
             TensorRole::Layer(_, p) => match p {
-                LayerPart::AttnNorm | LayerPart::FfnNorm | LayerPart::QNorm | LayerPart::KNorm => {
-                    (0.1, 1.0)
-                }
+                p if p.is_norm() => (0.1, 1.0),
                 LayerPart::O | LayerPart::Down => (0.2, 0.0),
                 _ => (0.3, 0.0),
             },

@@ -1,31 +1,55 @@
 //! Text ↔ token ids, built with the `tokenizers` crate from a GGUF's own tokenizer fields or an
 //! HF `tokenizer.json`, plus the chat template (rendered with minijinja, as HF renders Jinja
 //! templates: `trim_blocks` and `lstrip_blocks` on, Python string methods available).
+//!
+//! Two GGUF vocabulary kinds (`tokenizer.ggml.model`):
+//! - `gpt2`: byte-level BPE from `tokens` and `merges`, with the pre-tokenizer
+//!   `tokenizer.ggml.pre` names (`default`/`gpt2`, `smollm`, `llama3`/`llama-bpe`, `qwen2`).
+//! - `llama`: a SentencePiece vocabulary (Gemma, Llama 2, TinyLlama) from `tokens`, `scores` and
+//!   `token_type`, built as HF's `convert_slow_tokenizer` builds it: a BPE model with byte
+//!   fallback (`<0x00>`..`<0xFF>`) and `unk` whose merges come from the scores — every split
+//!   `(a, b)` of a token `t` with `a` and `b` in the vocabulary is a merge, ranked by `t`'s score
+//!   (highest first; ties in vocabulary order), which merges the pair whose concatenation scores
+//!   highest, as SentencePiece does. The normalizer replaces `' '` with `▁` (and prepends `▁`
+//!   when `tokenizer.ggml.add_space_prefix`, llama.cpp's default for this kind, is on); no
+//!   pre-tokenizer splits the text; the decoder maps `▁` back to `' '`, byte tokens back to
+//!   bytes (fused, invalid UTF-8 as U+FFFD), and strips the prepended space. Control tokens
+//!   (type 3) are special, user-defined ones (type 4) matched literally in the raw text;
+//!   `tokenizer.ggml.pre` may be absent, `default` or `gemma`.
 
 use serde::Serialize;
+use tokenizers::decoders::byte_fallback::ByteFallback;
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
+use tokenizers::decoders::fuse::Fuse;
+use tokenizers::decoders::sequence::Sequence as DecoderSequence;
+use tokenizers::decoders::strip::Strip;
+use tokenizers::decoders::DecoderWrapper;
 use tokenizers::models::bpe::BPE;
+use tokenizers::normalizers::{Prepend, Replace};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::pre_tokenizers::digits::Digits;
 use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use tokenizers::pre_tokenizers::PreTokenizerWrapper;
+use tokenizers::NormalizerWrapper;
 use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer};
 
 use crate::error::{EngineError, Result};
 
 /// GGUF `tokenizer.ggml.token_type` values.
+const TOKEN_TYPE_UNKNOWN: i32 = 2;
 const TOKEN_TYPE_CONTROL: i32 = 3;
 const TOKEN_TYPE_USER_DEFINED: i32 = 4;
 
 /// End-of-turn markers of common chat formats: generation stops on any of them that the
 /// vocabulary has, besides the declared end-of-sequence token.
-const STOP_TEXTS: [&str; 5] = [
+const STOP_TEXTS: [&str; 6] = [
     "<|im_end|>",
     "<|endoftext|>",
     "<|eot_id|>",
     "<|end|>",
     "</s>",
+    "<end_of_turn>",
 ];
 
 /// The GPT-2 regex, used by `gpt2`/`default` and (after splitting digits) `smollm`.
@@ -42,9 +66,17 @@ pub struct GgufTokenizerFields {
     pub tokens: Vec<String>,
     pub token_types: Vec<i32>,
     pub merges: Vec<String>,
+    /// `tokenizer.ggml.scores` (SentencePiece vocabularies); empty when absent.
+    pub scores: Vec<f32>,
     pub bos: Option<u32>,
     pub eos: Option<u32>,
+    /// `tokenizer.ggml.eot_token_id` (end of turn), a stop token when present.
+    pub eot: Option<u32>,
+    /// `tokenizer.ggml.unknown_token_id`.
+    pub unk: Option<u32>,
     pub add_bos: bool,
+    /// `tokenizer.ggml.add_space_prefix`; `None` when absent.
+    pub add_space_prefix: Option<bool>,
     pub chat_template: Option<String>,
 }
 
@@ -52,6 +84,7 @@ pub struct GgufTokenizerFields {
 #[derive(Debug, Clone)]
 pub struct TextTokenizer {
     inner: Tokenizer,
+    kind: String,
     bos: Option<u32>,
     add_bos: bool,
     stop_ids: Vec<u32>,
@@ -63,6 +96,9 @@ pub struct TextTokenizer {
 /// Summary for the page and the CLI.
 #[derive(Debug, Clone, Serialize)]
 pub struct TokenizerInfo {
+    /// What the vocabulary is: `byte-level BPE (smollm)`, `SentencePiece BPE with byte
+    /// fallback`, or `tokenizer.json (BPE)` for an HF file.
+    pub kind: String,
     pub vocab: usize,
     pub add_bos: bool,
     pub stop_ids: Vec<u32>,
@@ -78,9 +114,9 @@ impl TextTokenizer {
     /// `gpt2`; supported `tokenizer.ggml.pre`: `default`, `gpt2`, `smollm`, `llama3`,
     /// `llama-bpe`, `qwen2`.
     pub fn from_gguf(f: GgufTokenizerFields) -> Result<Self> {
-        if f.model != "gpt2" {
+        if f.model != "gpt2" && f.model != "llama" {
             return Err(EngineError::Unsupported(format!(
-                "tokenizer model `{}` (only byte-level BPE, `gpt2`, is supported so far)",
+                "tokenizer model `{}` (supported: `gpt2`, byte-level BPE; `llama`, SentencePiece)",
                 f.model
             )));
         }
@@ -101,6 +137,8 @@ impl TextTokenizer {
         for (key, id) in [
             ("tokenizer.ggml.bos_token_id", f.bos),
             ("tokenizer.ggml.eos_token_id", f.eos),
+            ("tokenizer.ggml.eot_token_id", f.eot),
+            ("tokenizer.ggml.unknown_token_id", f.unk),
         ] {
             if let Some(id) = id {
                 if id as usize >= n {
@@ -110,6 +148,9 @@ impl TextTokenizer {
                     ));
                 }
             }
+        }
+        if f.model == "llama" {
+            return Self::from_gguf_spm(f);
         }
         let mut vocab = tokenizers::models::bpe::Vocab::default();
         for (i, t) in f.tokens.iter().enumerate() {
@@ -164,10 +205,128 @@ impl TextTokenizer {
         let mut inner = Tokenizer::new(bpe);
         inner.with_pre_tokenizer(Some(pre));
         inner.with_decoder(Some(ByteLevelDecoder::default()));
+        let kind = format!(
+            "byte-level BPE ({})",
+            if f.pre.is_empty() { "default" } else { &f.pre }
+        );
+        Self::finish(inner, kind, f, false)
+    }
+
+    /// The `llama` (SentencePiece) kind: see the module docs.
+    fn from_gguf_spm(f: GgufTokenizerFields) -> Result<Self> {
+        if !matches!(f.pre.as_str(), "" | "default" | "gemma") {
+            return Err(EngineError::Unsupported(format!(
+                "pre-tokenizer `{}` with a SentencePiece (`llama`) vocabulary (supported: default, gemma)",
+                f.pre
+            )));
+        }
+        if f.scores.len() != f.tokens.len() {
+            return Err(EngineError::metadata(
+                "tokenizer.ggml.scores",
+                format!(
+                    "has {} entries for {} tokens",
+                    f.scores.len(),
+                    f.tokens.len()
+                ),
+            ));
+        }
+        if let Some(bad) = f.scores.iter().position(|s| !s.is_finite()) {
+            return Err(EngineError::metadata(
+                "tokenizer.ggml.scores",
+                format!("score {} of token {bad} is not finite", f.scores[bad]),
+            ));
+        }
+        let mut vocab = tokenizers::models::bpe::Vocab::default();
+        for (i, t) in f.tokens.iter().enumerate() {
+            vocab.entry(t.clone()).or_insert(i as u32);
+        }
+        // Merges from the scores (HF's `SentencePieceExtractor`): every split of every token
+        // into two tokens, in vocabulary order, then by the left and right ids; ranked by the
+        // merged token's score, highest first (a stable sort keeps ties in that order).
+        let mut merges: Vec<(f32, &str, &str)> = Vec::new();
+        for (t, &score) in f.tokens.iter().zip(&f.scores) {
+            let mut local: Vec<(u32, u32, &str, &str)> = Vec::new();
+            for (k, _) in t.char_indices().skip(1) {
+                let (a, b) = t.split_at(k);
+                if let (Some(&ia), Some(&ib)) = (vocab.get(a), vocab.get(b)) {
+                    local.push((ia, ib, a, b));
+                }
+            }
+            local.sort_by_key(|&(ia, ib, _, _)| (ia, ib));
+            merges.extend(local.into_iter().map(|(_, _, a, b)| (score, a, b)));
+        }
+        merges.sort_by(|x, y| y.0.total_cmp(&x.0));
+        let merges: Vec<(String, String)> = merges
+            .into_iter()
+            .map(|(_, a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        let unk = f
+            .unk
+            .or_else(|| {
+                f.token_types
+                    .iter()
+                    .position(|&t| t == TOKEN_TYPE_UNKNOWN)
+                    .map(|i| i as u32)
+            })
+            .and_then(|i| f.tokens.get(i as usize).cloned());
+        let mut builder = BPE::builder()
+            .vocab_and_merges(vocab, merges)
+            .byte_fallback(true)
+            .fuse_unk(true);
+        if let Some(unk) = unk {
+            builder = builder.unk_token(unk);
+        }
+        let bpe = builder.build().map_err(|e| {
+            EngineError::Tokenizer(format!(
+                "`tokenizer.ggml.tokens` and `tokenizer.ggml.scores` do not make a BPE vocabulary: {e}"
+            ))
+        })?;
+        // llama.cpp adds the space prefix unless the file says not to.
+        let space_prefix = f.add_space_prefix.unwrap_or(true);
+        let replace = Replace::new(" ", "\u{2581}").map_err(tok_err)?;
+        let normalizer = if space_prefix {
+            NormalizerWrapper::Sequence(tokenizers::normalizers::Sequence::new(vec![
+                NormalizerWrapper::Prepend(Prepend::new("\u{2581}".to_string())),
+                NormalizerWrapper::Replace(replace),
+            ]))
+        } else {
+            NormalizerWrapper::Replace(replace)
+        };
+        let mut decoders = vec![
+            DecoderWrapper::Replace(Replace::new("\u{2581}", " ").map_err(tok_err)?),
+            DecoderWrapper::ByteFallback(ByteFallback::default()),
+            DecoderWrapper::Fuse(Fuse::default()),
+        ];
+        if space_prefix {
+            decoders.push(DecoderWrapper::Strip(Strip::new(' ', 1, 0)));
+        }
+        let mut inner = Tokenizer::new(bpe);
+        inner.with_normalizer(Some(normalizer));
+        inner.with_decoder(Some(DecoderSequence::new(decoders)));
+        Self::finish(
+            inner,
+            "SentencePiece BPE with byte fallback".to_string(),
+            f,
+            true,
+        )
+    }
+
+    /// Adds the special and user-defined tokens, BOS/EOS, stop tokens and the chat template.
+    /// `literal`: user-defined tokens match the raw text (not normalized), as llama.cpp cuts
+    /// them out before tokenizing.
+    fn finish(
+        mut inner: Tokenizer,
+        kind: String,
+        f: GgufTokenizerFields,
+        literal: bool,
+    ) -> Result<Self> {
         let mut added = Vec::new();
         for (i, t) in f.tokens.iter().enumerate() {
             match f.token_types.get(i).copied() {
                 Some(TOKEN_TYPE_CONTROL) => added.push(AddedToken::from(t.clone(), true)),
+                Some(TOKEN_TYPE_USER_DEFINED) if literal => {
+                    added.push(AddedToken::from(t.clone(), false).normalized(false))
+                }
                 Some(TOKEN_TYPE_USER_DEFINED) => added.push(AddedToken::from(t.clone(), false)),
                 _ => {}
             }
@@ -180,8 +339,12 @@ impl TextTokenizer {
         let bos_text = text_of(f.bos);
         let eos_text = text_of(f.eos);
         let mut stop_ids: Vec<u32> = f.eos.into_iter().collect();
+        if let Some(eot) = f.eot.filter(|e| !stop_ids.contains(e)) {
+            stop_ids.push(eot);
+        }
+        let vocab = inner.get_vocab(true);
         for s in STOP_TEXTS {
-            if let Some(&id) = inner.get_vocab(true).get(s) {
+            if let Some(&id) = vocab.get(s) {
                 if !stop_ids.contains(&id) {
                     stop_ids.push(id);
                 }
@@ -189,6 +352,7 @@ impl TextTokenizer {
         }
         Ok(TextTokenizer {
             inner,
+            kind,
             bos: f.bos,
             add_bos: f.add_bos,
             stop_ids,
@@ -247,8 +411,18 @@ impl TextTokenizer {
             .get("chat_template")
             .and_then(|v| v.as_str())
             .map(str::to_string);
+        let kind = format!(
+            "tokenizer.json ({})",
+            match inner.get_model() {
+                tokenizers::ModelWrapper::BPE(_) => "BPE",
+                tokenizers::ModelWrapper::WordPiece(_) => "WordPiece",
+                tokenizers::ModelWrapper::WordLevel(_) => "WordLevel",
+                tokenizers::ModelWrapper::Unigram(_) => "Unigram",
+            }
+        );
         Ok(TextTokenizer {
             inner,
+            kind,
             bos,
             add_bos,
             stop_ids,
@@ -279,6 +453,7 @@ impl TextTokenizer {
     /// Summary for display.
     pub fn info(&self) -> TokenizerInfo {
         TokenizerInfo {
+            kind: self.kind.clone(),
             vocab: self.vocab_size(),
             add_bos: self.add_bos,
             stop_ids: self.stop_ids.clone(),
@@ -291,12 +466,13 @@ impl TextTokenizer {
         self.chat_template.is_some()
     }
 
-    /// Token ids of `text`, with BOS first when the model asks for it. Special-token text
+    /// Token ids of `text`, with BOS first when the model asks for it (and the text does not
+    /// already start with it, as a rendered chat template may). Special-token text
     /// (`<|im_start|>`) maps to the special token.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
         let enc = self.inner.encode(text, false).map_err(tok_err)?;
         let mut ids = Vec::with_capacity(enc.len() + 1);
-        if self.add_bos {
+        if self.add_bos && enc.get_ids().first() != self.bos.as_ref() {
             ids.extend(self.bos);
         }
         ids.extend_from_slice(enc.get_ids());
@@ -459,5 +635,110 @@ impl TextTokenizer {
     /// The id of the token whose text is `text` (special tokens included).
     pub fn token_id(&self, text: &str) -> Option<u32> {
         self.inner.token_to_id(text)
+    }
+
+    /// The vocabulary text of token `id` (`▁capital`, `<0x0A>`, `<bos>`).
+    pub fn token_text(&self, id: u32) -> Option<String> {
+        self.inner.id_to_token(id)
+    }
+
+    /// What the vocabulary is (see [`TokenizerInfo::kind`]).
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokenizers::{OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer};
+
+    fn fields(model: &str, pre: &str) -> GgufTokenizerFields {
+        GgufTokenizerFields {
+            model: model.to_string(),
+            pre: pre.to_string(),
+            tokens: vec!["a".to_string(), "b".to_string()],
+            scores: vec![0.0, -1.0],
+            ..GgufTokenizerFields::default()
+        }
+    }
+
+    /// The pieces the pre-tokenizer of `pre` cuts `text` into.
+    fn pieces(pre: &str, text: &str) -> Vec<String> {
+        let tok = TextTokenizer::from_gguf(fields("gpt2", pre)).unwrap();
+        let mut s = PreTokenizedString::from(text);
+        tok.inner
+            .get_pre_tokenizer()
+            .unwrap()
+            .pre_tokenize(&mut s)
+            .unwrap();
+        s.get_splits(OffsetReferential::Original, OffsetType::Byte)
+            .into_iter()
+            .map(|(p, _, _)| p.to_string())
+            .collect()
+    }
+
+    /// `llama-bpe` (Llama 3) groups digits by up to three, `qwen2` keeps each digit alone;
+    /// both split words with their leading space (byte-level `Ġ`).
+    #[test]
+    fn llama_bpe_and_qwen2_pre_tokenizers_split_as_their_regexes() {
+        assert_eq!(pieces("llama-bpe", "ab 12345"), ["ab", "Ġ", "123", "45"]);
+        assert_eq!(
+            pieces("llama3", "ab 12345"),
+            pieces("llama-bpe", "ab 12345")
+        );
+        assert_eq!(
+            pieces("qwen2", "ab 12345"),
+            ["ab", "Ġ", "1", "2", "3", "4", "5"]
+        );
+        assert_eq!(pieces("llama-bpe", "I'm here"), ["I", "'m", "Ġhere"]);
+    }
+
+    /// A SentencePiece vocabulary takes `default`, `gemma` or no pre-tokenizer name, and refuses
+    /// others (and a BPE pre name it does not know) by name.
+    #[test]
+    fn sentencepiece_pre_names_are_checked() {
+        for pre in ["", "default", "gemma"] {
+            let tok = TextTokenizer::from_gguf(fields("llama", pre)).unwrap();
+            assert_eq!(tok.kind(), "SentencePiece BPE with byte fallback");
+        }
+        let err = TextTokenizer::from_gguf(fields("llama", "qwen2")).unwrap_err();
+        assert!(err.to_string().contains("`qwen2`"), "{err}");
+        let err = TextTokenizer::from_gguf(fields("gpt2", "gemma-bpe")).unwrap_err();
+        assert!(err.to_string().contains("gemma-bpe"), "{err}");
+        let err = TextTokenizer::from_gguf(fields("t5", "")).unwrap_err();
+        assert!(err.to_string().contains("`t5`"), "{err}");
+        let mut short = fields("llama", "");
+        short.scores.pop();
+        let err = TextTokenizer::from_gguf(short).unwrap_err();
+        assert!(err.to_string().contains("tokenizer.ggml.scores"), "{err}");
+    }
+
+    /// With `add_space_prefix` (Llama 2 / TinyLlama style) the text gets a leading `▁`, which
+    /// decoding strips again.
+    #[test]
+    fn space_prefix_is_added_and_stripped() {
+        let mut f = fields("llama", "");
+        f.tokens = [
+            "<unk>",
+            "\u{2581}a",
+            "\u{2581}",
+            "a",
+            "b",
+            "\u{2581}ab",
+            "ab",
+        ]
+        .map(String::from)
+        .to_vec();
+        f.scores = vec![0.0, -1.0, -2.0, -3.0, -4.0, -0.5, -0.7];
+        f.token_types = vec![2, 1, 1, 1, 1, 1, 1];
+        f.add_space_prefix = Some(true);
+        let tok = TextTokenizer::from_gguf(f.clone()).unwrap();
+        let ids = tok.encode("ab a").unwrap();
+        assert_eq!(ids, [5, 1]);
+        assert_eq!(tok.decode(&ids).unwrap(), "ab a");
+        f.add_space_prefix = Some(false);
+        let tok = TextTokenizer::from_gguf(f).unwrap();
+        assert_eq!(tok.encode("ab a").unwrap(), [6, 1]);
     }
 }

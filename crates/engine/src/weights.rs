@@ -6,6 +6,9 @@
 //!
 //! | requested | source tensor | result |
 //! |---|---|---|
+//! | `auto` (default) | GGUF Q4_0, Q4_1, Q8_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K | kept as the file's blocks (no re-rounding; Q5/K-quants as [`edgefit_kernels::GgmlMatrix`]) |
+//! | `auto` | f32, f16, bf16 (HF safetensors, float GGUF) | as `w4g32` (embedding and output head: `q8_0`) |
+//! | `auto` | other GGUF types (Q2_K, Q3_K, Q8_1, Q8_K) | dequantized, then as `w4g32` (embedding: `q8_0`); named in [`WeightsSummary::converted`] |
 //! | `w4g32` | GGUF Q4_0 | symmetric w4, nibbles and scales copied (no re-rounding) |
 //! | `w4g32` | GGUF Q4_1 | asymmetric w4 (scale + min), copied (no re-rounding) |
 //! | `w4gG` | anything else | dequantized to f32 (that tensor only), then symmetric round-to-nearest |
@@ -13,18 +16,23 @@
 //! | `q8_0`, `f16`, `f32` | anything else | dequantized to f32 (that tensor only), then converted |
 //!
 //! The embedding (and untied output head) has its own format. By default it follows the
-//! linear layers for `f32`/`f16`/`q8_0`, and is `q8_0` when the linear layers are 4-bit: the
+//! linear layers for `auto`/`f32`/`f16`/`q8_0`, and is `q8_0` when the linear layers are 4-bit: the
 //! tied embedding is also the output head, the one matrix whose error lands directly on the
 //! logits; `cargo xtask bench e2e` and the perplexity test measure the choice.
 //!
 //! [`Weights::converted`] applies the same conversion to weights already loaded (a pruned f32
 //! model quantized to w4g32, say): each matrix goes through f32 into the requested format,
 //! unless it already is that format.
+//!
+//! Every matrix converted from a quantized source to another format (a requested re-rounding,
+//! or a GGUF type the kernels do not run) is recorded by tensor name in
+//! [`Weights::conversions`], and the model info lists them ([`WeightsSummary::converted`]).
 
 use std::fmt;
 use std::str::FromStr;
 
-use edgefit_kernels::{F16Matrix, Matrix, Q8Matrix, W4Kind, W4Matrix};
+use edgefit_estimate::WeightFormat as HeldFormat;
+use edgefit_kernels::{F16Matrix, GgmlFormat, GgmlMatrix, Matrix, Q8Matrix, W4Kind, W4Matrix};
 use serde::Serialize;
 
 use crate::config::{LayerShape, LlamaConfig};
@@ -33,6 +41,11 @@ use crate::error::{EngineError, Result};
 /// How the engine stores a weight matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub enum WeightsFormat {
+    /// Each tensor as the file holds it when the kernels run that format (GGUF Q4_0, Q4_1,
+    /// Q8_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K); float tensors as `w4g32` (embedding `q8_0`), any
+    /// other type converted the same way and named in the model info.
+    #[serde(rename = "auto")]
+    Auto,
     #[serde(rename = "f32")]
     F32,
     #[serde(rename = "f16")]
@@ -50,7 +63,8 @@ pub enum WeightsFormat {
 
 impl WeightsFormat {
     /// Every format, in the order the page lists them.
-    pub const ALL: [WeightsFormat; 6] = [
+    pub const ALL: [WeightsFormat; 7] = [
+        WeightsFormat::Auto,
         WeightsFormat::W4g32,
         WeightsFormat::W4g64,
         WeightsFormat::W4g128,
@@ -59,11 +73,13 @@ impl WeightsFormat {
         WeightsFormat::F32,
     ];
 
-    /// The format the engine loads models into unless told otherwise.
-    pub const DEFAULT: WeightsFormat = WeightsFormat::W4g32;
+    /// The format the engine loads models into unless told otherwise: [`WeightsFormat::Auto`]
+    /// (a GGUF file's quantized tensors as they are; float weights as `w4g32`).
+    pub const DEFAULT: WeightsFormat = WeightsFormat::Auto;
 
     pub fn as_str(self) -> &'static str {
         match self {
+            WeightsFormat::Auto => "auto",
             WeightsFormat::F32 => "f32",
             WeightsFormat::F16 => "f16",
             WeightsFormat::Q8_0 => "q8_0",
@@ -83,7 +99,8 @@ impl WeightsFormat {
         }
     }
 
-    /// The embedding format used with these linear-layer weights unless one is given.
+    /// The embedding format used with these linear-layer weights unless one is given
+    /// (`auto` keeps a quantized GGUF embedding as it is, and makes a float one `q8_0`).
     pub fn default_embedding(self) -> WeightsFormat {
         match self {
             WeightsFormat::W4g32 | WeightsFormat::W4g64 | WeightsFormat::W4g128 => {
@@ -125,8 +142,9 @@ pub struct LoadOptions {
     /// Format of the embedding and untied output head; `None` = [`WeightsFormat::default_embedding`].
     pub embedding: Option<WeightsFormat>,
     /// Re-round tensors the file already holds in the requested format (GGUF Q4_0/Q4_1 for
-    /// `w4g32`, Q8_0 for `q8_0`) instead of keeping them: dequantize, then symmetric
-    /// round-to-nearest like any other source. Off by default; it exists to measure what the
+    /// `w4g32`, Q8_0 for `q8_0`, every quantized type for `auto`, which then means `w4g32` with a
+    /// `q8_0` embedding) instead of keeping them: dequantize, then symmetric round-to-nearest
+    /// like any other source. Off by default; it exists to measure what the
     /// engine's own quantizer costs on a model that ships already quantized.
     pub requantize: bool,
 }
@@ -145,6 +163,116 @@ impl LoadOptions {
     }
 }
 
+/// What a matrix is used as: the embedding and output head have their own format
+/// ([`LoadOptions::embedding`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatrixUse {
+    Linear,
+    Embedding,
+}
+
+impl WeightsFormat {
+    /// The format a matrix converted under this request is made in: `auto` quantizes as
+    /// `w4g32`, or `q8_0` for the embedding / output head.
+    fn concrete(self, use_: MatrixUse) -> WeightsFormat {
+        match (self, use_) {
+            (WeightsFormat::Auto, MatrixUse::Linear) => WeightsFormat::W4g32,
+            (WeightsFormat::Auto, MatrixUse::Embedding) => WeightsFormat::Q8_0,
+            (f, _) => f,
+        }
+    }
+
+    /// The estimator's name of the format a matrix converted to `self` is held in.
+    fn held(self) -> HeldFormat {
+        match self {
+            WeightsFormat::F32 => HeldFormat::F32,
+            WeightsFormat::F16 => HeldFormat::F16,
+            WeightsFormat::Q8_0 | WeightsFormat::Auto => HeldFormat::Q8_0,
+            WeightsFormat::W4g32 => HeldFormat::W4g32,
+            WeightsFormat::W4g64 => HeldFormat::W4g64,
+            WeightsFormat::W4g128 => HeldFormat::W4g128,
+        }
+    }
+}
+
+/// The format of a tensor in its file, as far as loading cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// f32, f16 or bf16 (the name).
+    Float(&'static str),
+    Q4_0,
+    Q4_1,
+    Q8_0,
+    /// Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: blocks the kernels run as they are.
+    Ggml(GgmlFormat),
+    /// A ggml type the kernels do not run (`q2_k`, `q3_k`, `q8_1`, `q8_k`): always converted.
+    Other(&'static str),
+}
+
+impl Source {
+    /// The lower-case ggml type name (`q4_k`, `f16`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Float(n) | Source::Other(n) => n,
+            Source::Q4_0 => "q4_0",
+            Source::Q4_1 => "q4_1",
+            Source::Q8_0 => "q8_0",
+            Source::Ggml(f) => f.name(),
+        }
+    }
+}
+
+/// How one matrix is loaded: kept as its source's blocks, or converted (through f32) to a
+/// concrete format. The one rule [`RawTensor::into_matrix`], [`held_format`] and the memory
+/// preflight share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    Keep,
+    Convert(WeightsFormat),
+}
+
+fn plan(source: Source, format: WeightsFormat, use_: MatrixUse, requantize: bool) -> Plan {
+    let keep = !requantize
+        && matches!(
+            (format, source),
+            (
+                WeightsFormat::Auto,
+                Source::Q4_0 | Source::Q4_1 | Source::Q8_0 | Source::Ggml(_)
+            ) | (WeightsFormat::W4g32, Source::Q4_0 | Source::Q4_1)
+                | (WeightsFormat::Q8_0, Source::Q8_0)
+        );
+    if keep {
+        Plan::Keep
+    } else {
+        Plan::Convert(format.concrete(use_))
+    }
+}
+
+/// The format (the estimator's name, whose byte arithmetic is the engine's) a matrix read
+/// from `source` is held in when loaded as `format` for `use_`: a kept GGUF Q4_0 tensor is
+/// `w4g32` (the same 18-byte blocks), Q4_1 `q4_1`, Q8_0 `q8_0`, a ggml block format itself;
+/// a converted one its target.
+pub fn held_format(
+    source: Source,
+    format: WeightsFormat,
+    use_: MatrixUse,
+    requantize: bool,
+) -> HeldFormat {
+    match plan(source, format, use_, requantize) {
+        Plan::Keep => match source {
+            Source::Q4_0 => HeldFormat::W4g32,
+            Source::Q4_1 => HeldFormat::Q4_1,
+            Source::Ggml(GgmlFormat::Q5_0) => HeldFormat::Q5_0,
+            Source::Ggml(GgmlFormat::Q5_1) => HeldFormat::Q5_1,
+            Source::Ggml(GgmlFormat::Q4K) => HeldFormat::Q4K,
+            Source::Ggml(GgmlFormat::Q5K) => HeldFormat::Q5K,
+            Source::Ggml(GgmlFormat::Q6K) => HeldFormat::Q6K,
+            _ => HeldFormat::Q8_0,
+        },
+        Plan::Convert(f) => f.held(),
+    }
+}
+
 /// One tensor as a loader read it.
 #[derive(Debug)]
 pub enum RawTensor {
@@ -155,6 +283,11 @@ pub enum RawTensor {
     Q4_1(Vec<u8>),
     /// ggml `block_q8_0` bytes.
     Q8_0(Vec<u8>),
+    /// ggml `block_q5_0`, `block_q5_1`, `block_q4_K`, `block_q5_K` or `block_q6_K` bytes.
+    Ggml(GgmlFormat, Vec<u8>),
+    /// Values dequantized (or widened) by the reader from a type held otherwise in the file
+    /// (f16, bf16, or a [`Source::Other`] type).
+    Dequantized(Source, Vec<f32>),
 }
 
 fn kernel_err(name: &str, e: edgefit_kernels::KernelError) -> EngineError {
@@ -162,7 +295,18 @@ fn kernel_err(name: &str, e: edgefit_kernels::KernelError) -> EngineError {
 }
 
 impl RawTensor {
-    /// The values as f32 (`rows × cols`).
+    /// The format the tensor had in its file.
+    pub fn source(&self) -> Source {
+        match self {
+            RawTensor::F32(_) => Source::Float("f32"),
+            RawTensor::Q4_0(_) => Source::Q4_0,
+            RawTensor::Q4_1(_) => Source::Q4_1,
+            RawTensor::Q8_0(_) => Source::Q8_0,
+            RawTensor::Ggml(f, _) => Source::Ggml(*f),
+            RawTensor::Dequantized(s, _) => *s,
+        }
+    }
+
     /// The same tensor with its rows reordered: new row `r` is old row `src[r]` (block formats
     /// hold whole rows of blocks, so this moves bytes and never re-rounds). `src` must be a
     /// permutation of the rows, each row `len / src.len()` elements.
@@ -178,13 +322,16 @@ impl RawTensor {
             RawTensor::Q4_0(b) => RawTensor::Q4_0(permute(&b, src)),
             RawTensor::Q4_1(b) => RawTensor::Q4_1(permute(&b, src)),
             RawTensor::Q8_0(b) => RawTensor::Q8_0(permute(&b, src)),
+            RawTensor::Ggml(f, b) => RawTensor::Ggml(f, permute(&b, src)),
+            RawTensor::Dequantized(s, v) => RawTensor::Dequantized(s, permute(&v, src)),
         }
     }
 
+    /// The values as f32 (`rows × cols`).
     pub fn into_f32(self, name: &str, rows: usize, cols: usize) -> Result<Vec<f32>> {
         let err = |e| kernel_err(name, e);
         Ok(match self {
-            RawTensor::F32(v) => v,
+            RawTensor::F32(v) | RawTensor::Dequantized(_, v) => v,
             RawTensor::Q4_0(b) => W4Matrix::from_q4_0(&b, rows, cols)
                 .map_err(err)?
                 .dequantize(),
@@ -194,59 +341,93 @@ impl RawTensor {
             RawTensor::Q8_0(b) => Q8Matrix::from_q8_0(&b, rows, cols)
                 .map_err(err)?
                 .dequantize(),
+            RawTensor::Ggml(f, b) => GgmlMatrix::from_ggml_vec(f, b, rows, cols)
+                .map_err(err)?
+                .dequantize(),
         })
     }
 
-    /// Converts to `format`, without re-rounding where the source already is that format.
+    /// Converts to `format` (for `use_`), without re-rounding where [`held_format`] keeps the
+    /// source's blocks.
     pub fn into_matrix(
         self,
         name: &str,
         rows: usize,
         cols: usize,
         format: WeightsFormat,
+        use_: MatrixUse,
         requantize: bool,
     ) -> Result<Matrix> {
         let err = |e| kernel_err(name, e);
-        let raw = match (requantize, self) {
-            (true, raw @ (RawTensor::Q4_0(_) | RawTensor::Q4_1(_) | RawTensor::Q8_0(_))) => {
-                RawTensor::F32(raw.into_f32(name, rows, cols)?)
+        let target = match plan(self.source(), format, use_, requantize) {
+            Plan::Keep => {
+                return Ok(match self {
+                    RawTensor::Q4_0(b) => {
+                        Matrix::W4(W4Matrix::from_q4_0(&b, rows, cols).map_err(err)?)
+                    }
+                    RawTensor::Q4_1(b) => {
+                        Matrix::W4(W4Matrix::from_q4_1(&b, rows, cols).map_err(err)?)
+                    }
+                    RawTensor::Q8_0(b) => {
+                        Matrix::Q8(Q8Matrix::from_q8_0(&b, rows, cols).map_err(err)?)
+                    }
+                    RawTensor::Ggml(f, b) => {
+                        Matrix::Ggml(GgmlMatrix::from_ggml_vec(f, b, rows, cols).map_err(err)?)
+                    }
+                    // `plan` keeps only the block formats above.
+                    RawTensor::F32(_) | RawTensor::Dequantized(..) => {
+                        return Err(EngineError::tensor(name, "float tensor planned as kept"))
+                    }
+                });
             }
-            (_, raw) => raw,
+            Plan::Convert(f) => f,
         };
-        match (format, raw) {
-            (WeightsFormat::W4g32, RawTensor::Q4_0(b)) => Ok(Matrix::W4(
-                W4Matrix::from_q4_0(&b, rows, cols).map_err(err)?,
-            )),
-            (WeightsFormat::W4g32, RawTensor::Q4_1(b)) => Ok(Matrix::W4(
-                W4Matrix::from_q4_1(&b, rows, cols).map_err(err)?,
-            )),
-            (WeightsFormat::Q8_0, RawTensor::Q8_0(b)) => Ok(Matrix::Q8(
-                Q8Matrix::from_q8_0(&b, rows, cols).map_err(err)?,
-            )),
-            (format, raw) => {
-                let w = raw.into_f32(name, rows, cols)?;
-                Ok(match format {
-                    WeightsFormat::F32 => Matrix::F32 {
-                        data: w,
-                        rows,
-                        cols,
-                    },
-                    WeightsFormat::F16 => {
-                        Matrix::F16(F16Matrix::from_f32(&w, rows, cols).map_err(err)?)
-                    }
-                    WeightsFormat::Q8_0 => {
-                        Matrix::Q8(Q8Matrix::quantize(&w, rows, cols).map_err(err)?)
-                    }
-                    WeightsFormat::W4g32 | WeightsFormat::W4g64 | WeightsFormat::W4g128 => {
-                        let group = format.w4_group().unwrap_or(32);
-                        Matrix::W4(
-                            W4Matrix::quantize(&w, rows, cols, group, W4Kind::Symmetric)
-                                .map_err(err)?,
-                        )
-                    }
-                })
+        let w = self.into_f32(name, rows, cols)?;
+        Ok(match target {
+            WeightsFormat::F32 => Matrix::F32 {
+                data: w,
+                rows,
+                cols,
+            },
+            WeightsFormat::F16 => Matrix::F16(F16Matrix::from_f32(&w, rows, cols).map_err(err)?),
+            WeightsFormat::Q8_0 | WeightsFormat::Auto => {
+                Matrix::Q8(Q8Matrix::quantize(&w, rows, cols).map_err(err)?)
             }
-        }
+            WeightsFormat::W4g32 | WeightsFormat::W4g64 | WeightsFormat::W4g128 => {
+                let group = target.w4_group().unwrap_or(32);
+                Matrix::W4(
+                    W4Matrix::quantize(&w, rows, cols, group, W4Kind::Symmetric).map_err(err)?,
+                )
+            }
+        })
+    }
+}
+
+/// Matrices converted from a quantized source to another format, grouped by `(from, to)`:
+/// what the model info names ([`WeightsSummary::converted`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Conversion {
+    /// The source format (`q3_k`, `q4_k`, ...).
+    pub from: String,
+    /// The held format (`w4g32`, `q8_0`, ...).
+    pub to: String,
+    /// The tensors converted, by name.
+    pub tensors: Vec<String>,
+}
+
+/// Records `name` as converted from `from` to `to` when `from` is a quantized format other
+/// than `to` (float sources quantized on request are not conversions of a quantized file).
+fn record(list: &mut Vec<Conversion>, name: &str, from: &str, to: &str) {
+    if from == to || matches!(from, "f32" | "f16" | "bf16") {
+        return;
+    }
+    match list.iter_mut().find(|c| c.from == from && c.to == to) {
+        Some(c) => c.tensors.push(name.to_string()),
+        None => list.push(Conversion {
+            from: from.to_string(),
+            to: to.to_string(),
+            tensors: vec![name.to_string()],
+        }),
     }
 }
 
@@ -277,6 +458,10 @@ pub struct LayerWeights {
     /// all heads; Qwen3), in the pair layout.
     pub q_norm: Option<Vec<f32>>,
     pub k_norm: Option<Vec<f32>>,
+    /// RMSNorm weights of the attention output and of the MLP output (`hidden` each; Gemma's
+    /// sandwich norms, [`LlamaConfig::post_norms`]).
+    pub post_attn_norm: Option<Vec<f32>>,
+    pub post_ffn_norm: Option<Vec<f32>>,
 }
 
 impl LayerWeights {
@@ -304,6 +489,8 @@ impl LayerWeights {
             LayerPart::VBias => self.bv.as_ref(),
             LayerPart::QNorm => self.q_norm.as_ref(),
             LayerPart::KNorm => self.k_norm.as_ref(),
+            LayerPart::PostAttnNorm => self.post_attn_norm.as_ref(),
+            LayerPart::PostFfnNorm => self.post_ffn_norm.as_ref(),
             _ => None,
         }
     }
@@ -337,7 +524,17 @@ impl LayerWeights {
     pub fn into_converted(self, index: usize, options: LoadOptions) -> Result<LayerWeights> {
         let lin = options.weights;
         let name = |part: &str| format!("layer {index} {part}");
-        let conv = |part: &str, m: Matrix| convert_owned(&name(part), m, lin, options.requantize);
+        let mut log = Vec::new();
+        let mut conv = |part: &str, m: Matrix| {
+            convert_owned(
+                &name(part),
+                m,
+                lin,
+                MatrixUse::Linear,
+                options.requantize,
+                &mut log,
+            )
+        };
         Ok(LayerWeights {
             attn_norm: self.attn_norm,
             wq: conv("q", self.wq)?,
@@ -353,6 +550,8 @@ impl LayerWeights {
             bv: self.bv,
             q_norm: self.q_norm,
             k_norm: self.k_norm,
+            post_attn_norm: self.post_attn_norm,
+            post_ffn_norm: self.post_ffn_norm,
         })
     }
 }
@@ -368,6 +567,8 @@ pub struct Weights {
     pub output: Option<Matrix>,
     /// The options the weights were loaded with.
     pub options: LoadOptions,
+    /// Matrices converted from a quantized source format to another one (see the module docs).
+    pub conversions: Vec<Conversion>,
 }
 
 /// What the weights are stored as: per stored format, how many matrices and bytes.
@@ -380,8 +581,11 @@ pub struct WeightsSummary {
     /// Whether already-quantized tensors were re-rounded ([`LoadOptions::requantize`]).
     pub requantized: bool,
     /// `(stored format, matrices, bytes)` for every format held, e.g. GGUF Q4_1 tensors kept
-    /// exactly show as `q4_1` (asymmetric 4-bit with groups of 32).
+    /// exactly show as `q4_1` (asymmetric 4-bit with groups of 32), Q4_K ones as `q4_k`.
     pub stored: Vec<StoredFormat>,
+    /// Matrices converted from a quantized format of the file to another (re-rounded on
+    /// request, or a GGUF type the kernels do not run), by tensor name.
+    pub converted: Vec<Conversion>,
 }
 
 /// One row of [`WeightsSummary::stored`].
@@ -398,6 +602,34 @@ impl Weights {
         std::iter::once(&self.embed)
             .chain(self.layers.iter().flat_map(|l| l.matrices()))
             .chain(self.output.iter())
+    }
+
+    /// The linear layers' format for reports that need one estimator format name: the
+    /// requested one, except for `auto`, where it is the format most matrices are held in
+    /// (`q5_0` for a Q4_K_M file, whose Q4_K/Q6_K/Q8_0 rest [`Weights::summary`] lists).
+    pub fn linear_format_name(&self) -> String {
+        if self.options.weights != WeightsFormat::Auto {
+            return self.options.weights.to_string();
+        }
+        let mut counts: Vec<(&'static str, usize)> = Vec::new();
+        for m in self.layers.iter().flat_map(|l| l.matrices()) {
+            match counts.iter_mut().find(|c| c.0 == m.format_name()) {
+                Some(c) => c.1 += 1,
+                None => counts.push((m.format_name(), 1)),
+            }
+        }
+        // The first of the most numerous (max_by_key keeps the last of equals).
+        let most = counts.iter().rev().max_by_key(|c| c.1);
+        most.map_or_else(|| self.embed.format_name(), |c| c.0)
+            .to_string()
+    }
+
+    /// The embedding's format for reports: the requested one, or for `auto` the one held.
+    pub fn embedding_format_name(&self) -> String {
+        match self.options.embedding_format() {
+            WeightsFormat::Auto => self.embed.format_name().to_string(),
+            f => f.to_string(),
+        }
     }
 
     /// Bytes of weight storage held (matrices with their scales, and f32 norms).
@@ -433,6 +665,7 @@ impl Weights {
             embedding: self.options.embedding_format().to_string(),
             requantized: self.options.requantize,
             stored,
+            converted: self.conversions.clone(),
         }
     }
 
@@ -446,7 +679,14 @@ impl Weights {
     /// This is how a pruned f32 model is quantized.
     pub fn converted(&self, options: LoadOptions) -> Result<Weights> {
         let (lin, emb) = (options.weights, options.embedding_format());
-        let conv = |name: &str, m: &Matrix, f| convert_matrix(name, m, f, options.requantize);
+        let log = std::cell::RefCell::new(self.conversions.clone());
+        let conv = |name: &str, m: &Matrix, f| {
+            let use_ = match name {
+                "embedding" | "output head" => MatrixUse::Embedding,
+                _ => MatrixUse::Linear,
+            };
+            convert_matrix(name, m, f, use_, options.requantize, &mut log.borrow_mut())
+        };
         let layers = self
             .layers
             .iter()
@@ -468,18 +708,23 @@ impl Weights {
                     bv: l.bv.clone(),
                     q_norm: l.q_norm.clone(),
                     k_norm: l.k_norm.clone(),
+                    post_attn_norm: l.post_attn_norm.clone(),
+                    post_ffn_norm: l.post_ffn_norm.clone(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
+        let embed = conv("embedding", &self.embed, emb)?;
+        let output = match &self.output {
+            Some(m) => Some(conv("output head", m, emb)?),
+            None => None,
+        };
         Ok(Weights {
-            embed: conv("embedding", &self.embed, emb)?,
+            embed,
             layers,
             final_norm: self.final_norm.clone(),
-            output: match &self.output {
-                Some(m) => Some(conv("output head", m, emb)?),
-                None => None,
-            },
+            output,
             options,
+            conversions: log.into_inner(),
         })
     }
 
@@ -488,13 +733,22 @@ impl Weights {
     /// source (not two whole models).
     pub fn into_converted(self, options: LoadOptions) -> Result<Weights> {
         let emb = options.embedding_format();
-        let embed = convert_owned("embedding", self.embed, emb, options.requantize)?;
+        let mut log = self.conversions;
+        let (e, rq) = (MatrixUse::Embedding, options.requantize);
+        let embed = convert_owned("embedding", self.embed, emb, e, rq, &mut log)?;
         let mut layers = Vec::with_capacity(self.layers.len());
         for (i, l) in self.layers.into_iter().enumerate() {
+            for (part, m) in ["q", "k", "v", "o", "gate", "up", "down"]
+                .iter()
+                .zip(l.matrices())
+            {
+                let to = conversion_target(m, options.weights, MatrixUse::Linear, rq);
+                record(&mut log, &format!("layer {i} {part}"), m.format_name(), to);
+            }
             layers.push(l.into_converted(i, options)?);
         }
         let output = match self.output {
-            Some(m) => Some(convert_owned("output head", m, emb, options.requantize)?),
+            Some(m) => Some(convert_owned("output head", m, emb, e, rq, &mut log)?),
             None => None,
         };
         Ok(Weights {
@@ -503,6 +757,7 @@ impl Weights {
             final_norm: self.final_norm,
             output,
             options,
+            conversions: log,
         })
     }
 
@@ -518,9 +773,19 @@ impl Weights {
         let (h, vocab) = (config.hidden, config.vocab);
         let emb = options.embedding_format();
         let lin = options.weights;
+        let mut conversions = Vec::new();
         let mut matrix = |role, rows, cols, format| -> Result<Matrix> {
             let (name, raw) = read(role, rows, cols)?;
-            raw.into_matrix(&name, rows, cols, format, options.requantize)
+            let use_ = match role {
+                TensorRole::Embed | TensorRole::Output => MatrixUse::Embedding,
+                _ => MatrixUse::Linear,
+            };
+            let from = raw.source().name();
+            let m = raw.into_matrix(&name, rows, cols, format, use_, options.requantize)?;
+            if rows > 1 {
+                record(&mut conversions, &name, from, m.format_name());
+            }
+            Ok(m)
         };
         let embed = matrix(TensorRole::Embed, vocab, h, emb)?;
         let mut layers = Vec::with_capacity(config.n_layers);
@@ -539,7 +804,9 @@ impl Weights {
             let bv = vector(LayerPart::VBias)?;
             let q_norm = vector(LayerPart::QNorm)?;
             let k_norm = vector(LayerPart::KNorm)?;
+            let post_attn_norm = vector(LayerPart::PostAttnNorm)?;
             let ffn_norm = vector(LayerPart::FfnNorm)?.unwrap_or_default();
+            let post_ffn_norm = vector(LayerPart::PostFfnNorm)?;
             let mut mat = |p: LayerPart| {
                 let (rows, cols) = p.shape(shape, h);
                 matrix(l(p), rows, cols, lin)
@@ -559,6 +826,8 @@ impl Weights {
                 bv,
                 q_norm,
                 k_norm,
+                post_attn_norm,
+                post_ffn_norm,
             });
         }
         let final_norm = matrix(TensorRole::FinalNorm, 1, h, WeightsFormat::F32)?.to_f32();
@@ -573,41 +842,84 @@ impl Weights {
             final_norm,
             output,
             options,
+            conversions,
         })
     }
 }
 
+/// The source format of a held matrix, for [`plan`].
+fn matrix_source(m: &Matrix) -> Source {
+    match m {
+        Matrix::F32 { .. } => Source::Float("f32"),
+        Matrix::F16(_) => Source::Float("f16"),
+        Matrix::W4(w) if w.format_name() == "q4_1" => Source::Q4_1,
+        // Symmetric 4-bit in groups of 32 is Q4_0's layout.
+        Matrix::W4(w) if w.group() == 32 => Source::Q4_0,
+        Matrix::W4(_) => Source::Other("w4"),
+        Matrix::Q8(_) => Source::Q8_0,
+        Matrix::Ggml(g) => Source::Ggml(g.format()),
+    }
+}
+
 /// Whether `m` already is `format` (see [`Weights::converted`]).
-fn keeps(m: &Matrix, format: WeightsFormat, requantize: bool) -> bool {
+fn keeps(m: &Matrix, format: WeightsFormat, use_: MatrixUse, requantize: bool) -> bool {
     if requantize {
         return false;
     }
     match m {
-        Matrix::W4(w) => format.w4_group() == Some(w.group()),
-        other => other.format_name() == format.as_str(),
+        Matrix::W4(w) if format.w4_group() == Some(w.group()) => true,
+        other if other.format_name() == format.as_str() => true,
+        other => plan(matrix_source(other), format, use_, false) == Plan::Keep,
+    }
+}
+
+/// The format name `m` has after conversion to `format` (its own when kept).
+fn conversion_target(
+    m: &Matrix,
+    format: WeightsFormat,
+    use_: MatrixUse,
+    requantize: bool,
+) -> &'static str {
+    if keeps(m, format, use_, requantize) {
+        m.format_name()
+    } else {
+        format.concrete(use_).held().as_str()
     }
 }
 
 /// `m` in `format`, consuming it (returned as it is when it already is `format`).
-fn convert_owned(name: &str, m: Matrix, format: WeightsFormat, requantize: bool) -> Result<Matrix> {
-    if keeps(&m, format, requantize) {
+fn convert_owned(
+    name: &str,
+    m: Matrix,
+    format: WeightsFormat,
+    use_: MatrixUse,
+    requantize: bool,
+    log: &mut Vec<Conversion>,
+) -> Result<Matrix> {
+    if keeps(&m, format, use_, requantize) {
         Ok(m)
     } else {
-        convert_matrix(name, &m, format, requantize)
+        convert_matrix(name, &m, format, use_, requantize, log)
     }
 }
 
-/// `m` in `format`, through f32 unless it already is `format`.
+/// `m` in `format`, through f32 unless it already is `format`; a conversion of a quantized
+/// matrix is recorded in `log`.
 fn convert_matrix(
     name: &str,
     m: &Matrix,
     format: WeightsFormat,
+    use_: MatrixUse,
     requantize: bool,
+    log: &mut Vec<Conversion>,
 ) -> Result<Matrix> {
-    if keeps(m, format, requantize) {
+    if keeps(m, format, use_, requantize) {
         return Ok(m.clone());
     }
-    RawTensor::F32(m.to_f32()).into_matrix(name, m.rows(), m.cols(), format, false)
+    let out =
+        RawTensor::F32(m.to_f32()).into_matrix(name, m.rows(), m.cols(), format, use_, false)?;
+    record(log, name, m.format_name(), out.format_name());
+    Ok(out)
 }
 
 /// A weight tensor of the model, named independently of any file format.
@@ -618,6 +930,18 @@ pub enum TensorRole {
     Layer(usize, LayerPart),
     FinalNorm,
     Output,
+}
+
+impl TensorRole {
+    /// The GGUF tensor name (`token_embd.weight`, `blk.3.attn_q.weight`, ...).
+    pub fn gguf_name(self) -> String {
+        match self {
+            TensorRole::Embed => "token_embd.weight".to_string(),
+            TensorRole::FinalNorm => "output_norm.weight".to_string(),
+            TensorRole::Output => "output.weight".to_string(),
+            TensorRole::Layer(i, part) => part.gguf_name(i),
+        }
+    }
 }
 
 /// A weight inside one transformer block. With [`LayerPart::ALL`], [`LayerPart::gguf_name`],
@@ -638,15 +962,19 @@ pub enum LayerPart {
     QNorm,
     KNorm,
     O,
+    /// Optional: RMSNorm of the attention output ([`LlamaConfig::post_norms`]).
+    PostAttnNorm,
     FfnNorm,
     Gate,
     Up,
     Down,
+    /// Optional: RMSNorm of the MLP output ([`LlamaConfig::post_norms`]).
+    PostFfnNorm,
 }
 
 impl LayerPart {
     /// Every part, in the order the loaders read and the writers write them.
-    pub const ALL: [LayerPart; 14] = [
+    pub const ALL: [LayerPart; 16] = [
         LayerPart::AttnNorm,
         LayerPart::Q,
         LayerPart::K,
@@ -657,10 +985,12 @@ impl LayerPart {
         LayerPart::QNorm,
         LayerPart::KNorm,
         LayerPart::O,
+        LayerPart::PostAttnNorm,
         LayerPart::FfnNorm,
         LayerPart::Gate,
         LayerPart::Up,
         LayerPart::Down,
+        LayerPart::PostFfnNorm,
     ];
 
     /// `(GGUF name, HF name)` inside block `i`, without the `blk.{i}.` / `model.layers.{i}.`
@@ -681,6 +1011,9 @@ impl LayerPart {
             LayerPart::Gate => ("ffn_gate.weight", "mlp.gate_proj.weight"),
             LayerPart::Up => ("ffn_up.weight", "mlp.up_proj.weight"),
             LayerPart::Down => ("ffn_down.weight", "mlp.down_proj.weight"),
+            // HF names are the architecture's ([`crate::config::Arch::hf_names`]).
+            LayerPart::PostAttnNorm => ("post_attention_norm.weight", ""),
+            LayerPart::PostFfnNorm => ("post_ffw_norm.weight", ""),
         }
     }
 
@@ -689,9 +1022,17 @@ impl LayerPart {
         format!("blk.{layer}.{}", self.names().0)
     }
 
-    /// The HF safetensors name in block `layer` (`model.layers.3.self_attn.q_proj.bias`).
-    pub fn hf_name(self, layer: usize) -> String {
-        format!("model.layers.{layer}.{}", self.names().1)
+    /// The HF safetensors name in block `layer` of architecture `arch`
+    /// (`model.layers.3.self_attn.q_proj.bias`): the LLaMA name unless
+    /// [`Arch::hf_names`](crate::config::Arch::hf_names) renames it. Fused tensors (Phi-3's
+    /// `qkv_proj`) are named for each part they hold.
+    pub fn hf_name(self, arch: &crate::config::Arch, layer: usize) -> String {
+        let name = arch
+            .hf_names
+            .iter()
+            .find(|(p, _)| *p == self)
+            .map_or(self.names().1, |(_, n)| n);
+        format!("model.layers.{layer}.{name}")
     }
 
     /// A vector (norm weight or bias), held as f32.
@@ -700,6 +1041,8 @@ impl LayerPart {
             self,
             LayerPart::AttnNorm
                 | LayerPart::FfnNorm
+                | LayerPart::PostAttnNorm
+                | LayerPart::PostFfnNorm
                 | LayerPart::QBias
                 | LayerPart::KBias
                 | LayerPart::VBias
@@ -708,11 +1051,17 @@ impl LayerPart {
         )
     }
 
+    /// A norm weight (Gemma's HF files store these as `w` of `1 + w`).
+    pub fn is_norm(self) -> bool {
+        self.is_vector() && !matches!(self, LayerPart::QBias | LayerPart::KBias | LayerPart::VBias)
+    }
+
     /// Whether the model `config` describes has this tensor.
     pub fn present(self, config: &LlamaConfig) -> bool {
         match self {
             LayerPart::QBias | LayerPart::KBias | LayerPart::VBias => config.qkv_bias,
             LayerPart::QNorm | LayerPart::KNorm => config.qk_norm,
+            LayerPart::PostAttnNorm | LayerPart::PostFfnNorm => config.post_norms,
             _ => true,
         }
     }
@@ -734,7 +1083,10 @@ impl LayerPart {
     /// `(rows, cols)` in a block of shape `s` with hidden size `h`; vectors are `(1, len)`.
     pub fn shape(self, s: &LayerShape, h: usize) -> (usize, usize) {
         match self {
-            LayerPart::AttnNorm | LayerPart::FfnNorm => (1, h),
+            LayerPart::AttnNorm
+            | LayerPart::FfnNorm
+            | LayerPart::PostAttnNorm
+            | LayerPart::PostFfnNorm => (1, h),
             LayerPart::Q => (s.q_width(), h),
             LayerPart::K => (s.k_width(), h),
             LayerPart::V => (s.v_width(), h),
@@ -751,11 +1103,11 @@ impl LayerPart {
 
 /// What a model will need in memory once loaded, by part, computed from its shape alone (no
 /// tensor read), so a loader can refuse a model over a memory budget before allocating it.
-/// An upper bound, with the same formats the load produces:
+/// With the same formats the load produces ([`held_format`] of each tensor's type in the file):
 ///
-/// - `weights`: the linear layers in [`LoadOptions::weights`] (4-bit counted with a scale and a
-///   minimum per group, as GGUF Q4_1 kept exactly is; Q8_0 34 bytes per 32 values);
-/// - `embedding`: the embedding, and the output head when untied, in
+/// - `weights`: the linear layers as held: kept GGUF blocks at their own size (Q4_K 144 bytes
+///   per 256 values, ...), converted ones in [`LoadOptions::weights`];
+/// - `embedding`: the embedding, and the output head when untied, as held under
 ///   [`LoadOptions::embedding_format`];
 /// - `norms`: the f32 vectors (norm weights, and biases where the architecture has them);
 /// - `kv_cache`: the KV cache at the model's whole context in the engine's default KV format
@@ -779,44 +1131,57 @@ pub struct MemoryNeed {
     pub run_scratch: u64,
 }
 
-/// Bytes of a `rows × cols` matrix in `format` (an upper bound for 4-bit; see [`MemoryNeed`]).
-pub fn matrix_bytes(format: WeightsFormat, rows: usize, cols: usize) -> u64 {
-    let (rows, cols) = (rows as u64, cols as u64);
-    let per_row = match format {
-        WeightsFormat::F32 => cols.saturating_mul(4),
-        WeightsFormat::F16 => cols.saturating_mul(2),
-        WeightsFormat::Q8_0 => cols.div_ceil(32).saturating_mul(34),
-        WeightsFormat::W4g32 | WeightsFormat::W4g64 | WeightsFormat::W4g128 => {
-            let g = format.w4_group().unwrap_or(32) as u64;
-            cols.div_ceil(g).saturating_mul(g / 2 + 4)
-        }
-    };
-    rows.saturating_mul(per_row)
-}
-
 impl MemoryNeed {
-    /// The need of `config` loaded with `options`.
+    /// The need of `config` loaded with `options` from float tensors (HF safetensors, the
+    /// synthetic model); a GGUF loader that knows each tensor's type uses
+    /// [`MemoryNeed::of_sources`].
     pub fn of(config: &LlamaConfig, options: &LoadOptions) -> MemoryNeed {
+        Self::of_sources(config, options, |_| Source::Float("f32"))
+    }
+
+    /// The need of `config` loaded with `options` when tensor `role` is stored as
+    /// `source(role)`: each matrix counted in the format it will be held in ([`held_format`]),
+    /// with the estimator's byte arithmetic (`edgefit_estimate::WeightFormat::matrix_bytes`),
+    /// which is what the loaded matrices hold.
+    pub fn of_sources(
+        config: &LlamaConfig,
+        options: &LoadOptions,
+        source: impl Fn(TensorRole) -> Source,
+    ) -> MemoryNeed {
         let (h, vocab) = (config.hidden, config.vocab);
         let lin = options.weights;
+        let rq = options.requantize;
+        let bytes = |role: TensorRole, format, use_, rows: usize, cols: usize| {
+            held_format(source(role), format, use_, rq).matrix_bytes(rows as u64, cols as u64)
+        };
         let mut weights = 0u64;
         let mut largest = (vocab as u64).saturating_mul(h as u64);
         let mut widest = h.max(vocab);
         let mut vectors = h as u64; // the final norm
-        for l in config.layer_shapes() {
+        for (i, l) in config.layer_shapes().iter().enumerate() {
             for part in LayerPart::ALL.into_iter().filter(|p| p.present(config)) {
-                let (rows, cols) = part.shape(&l, h);
+                let (rows, cols) = part.shape(l, h);
                 if part.is_vector() {
                     vectors = vectors.saturating_add(cols as u64);
                     continue;
                 }
-                weights = weights.saturating_add(matrix_bytes(lin, rows, cols));
+                let role = TensorRole::Layer(i, part);
+                weights = weights.saturating_add(bytes(role, lin, MatrixUse::Linear, rows, cols));
                 largest = largest.max((rows as u64).saturating_mul(cols as u64));
             }
             widest = widest.max(l.ffn).max(l.q_width());
         }
-        let heads = if config.tied_embeddings { 1 } else { 2 };
-        let embedding = matrix_bytes(options.embedding_format(), vocab, h).saturating_mul(heads);
+        let emb = options.embedding_format();
+        let mut embedding = bytes(TensorRole::Embed, emb, MatrixUse::Embedding, vocab, h);
+        if !config.tied_embeddings {
+            embedding = embedding.saturating_add(bytes(
+                TensorRole::Output,
+                emb,
+                MatrixUse::Embedding,
+                vocab,
+                h,
+            ));
+        }
         let norms = vectors.saturating_mul(4);
         let kv_tokens = config.context_length as u64;
         let kv_cache = edgefit_estimate::kv_bytes(

@@ -167,7 +167,7 @@ fn logits_tokens_and_greedy_text_match_the_numpy_reference() {
 fn default_w4_weights_keep_the_files_values_and_match_the_reference() {
     let engine = load_with(LoadOptions::default());
     let summary = engine.info().weights;
-    assert_eq!(summary.weights, "w4g32");
+    assert_eq!(summary.weights, "auto");
     let formats: Vec<&str> = summary.stored.iter().map(|s| s.format.as_str()).collect();
     assert_eq!(
         formats,

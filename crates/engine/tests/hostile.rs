@@ -12,7 +12,7 @@ use std::io::{Cursor, Read, Seek, SeekFrom};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-use edgefit_engine::gguf::{load_gguf, load_gguf_within, read_estimate_metadata};
+use edgefit_engine::gguf::{gguf_memory_need, load_gguf, load_gguf_within, read_estimate_metadata};
 use edgefit_engine::hf::{load_hf, load_hf_within};
 use edgefit_engine::synthetic::{gguf_bytes_with, SyntheticDType, Value};
 use edgefit_engine::weights::MemoryNeed;
@@ -265,14 +265,18 @@ fn a_header_claiming_a_big_model_is_refused_before_reading_tensors() {
 }
 
 /// The preflight's figure is the bar: the synthetic model loads under a budget of exactly its
-/// need and is refused one byte below; the need is at least what the loaded weights hold.
+/// need and is refused one byte below; the need counts exactly what the loaded weights hold
+/// (the GGUF Q8_0 matrices kept as they are by the default `auto`; the HF f32 ones as w4g32
+/// with a q8_0 embedding).
 #[test]
 fn preflight_passes_at_the_need_and_refuses_one_byte_below() {
     let bytes = good(SyntheticDType::Q8_0);
     let (model, _) = load(&bytes).unwrap();
-    let need = MemoryNeed::of(&model.config, &LoadOptions::default());
-    assert!(
-        need.weights + need.embedding + need.norms >= model.weights.bytes(),
+    let options = LoadOptions::default();
+    let need = gguf_memory_need(&mut Cursor::new(&bytes), &model.config, &options).unwrap();
+    assert_eq!(
+        need.weights + need.embedding + need.norms,
+        model.weights.bytes(),
         "{need:?} vs {} bytes loaded",
         model.weights.bytes()
     );
@@ -290,8 +294,16 @@ fn preflight_passes_at_the_need_and_refuses_one_byte_below() {
         matches!(err, EngineError::OverBudget { needed, .. } if needed == need.total()),
         "{err}"
     );
-    // The same bar for the HF loader.
+    // The same bar for the HF loader, with its own (float-source) need.
     let (config, tok, tok_config, st) = good_hf();
+    let hf_model = load_hf(&config, tok.as_bytes(), Some(&tok_config), &[&st], options)
+        .unwrap()
+        .0;
+    let need = MemoryNeed::of(&hf_model.config, &options);
+    assert_eq!(
+        need.weights + need.embedding + need.norms,
+        hf_model.weights.bytes()
+    );
     let hf = |budget| {
         load_hf_within(
             &config,
@@ -333,13 +345,16 @@ fn the_real_model_passes_the_checks_and_its_need_fits_a_browser() {
     let wasm32_memory = 4u64 << 30;
     let (model, _) =
         load_gguf_within(&mut open(), options, Some(wasm32_memory), &mut |_, _| {}).unwrap();
-    let need = MemoryNeed::of(&model.config, &options);
+    let need = gguf_memory_need(&mut open(), &model.config, &options).unwrap();
     println!(
         "SmolLM2-135M, default options: need {} bytes = {need:?}; loaded weights {} bytes",
         need.total(),
         model.weights.bytes()
     );
-    assert!(need.weights + need.embedding + need.norms >= model.weights.bytes());
+    assert_eq!(
+        need.weights + need.embedding + need.norms,
+        model.weights.bytes()
+    );
     assert!(need.total() < wasm32_memory);
     let mut tensors_read = 0;
     let err = load_gguf_within(&mut open(), options, Some(64 << 20), &mut |done, _| {

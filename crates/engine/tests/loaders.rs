@@ -289,9 +289,18 @@ fn held_weight_bytes_equal_the_estimators_for_every_format() {
         let summary = model.weights.summary();
         assert_eq!(summary.weights, weights.as_str());
     }
-    // GGUF Q4_1 layers kept as they are hold exactly the estimator's `q4_1` bytes.
+    // GGUF Q4_1 layers kept as they are hold exactly the estimator's `q4_1` bytes: with the
+    // default `auto` the Q4_1 embedding too, with `w4g32` a q8_0 embedding.
     let (model, _) = from_gguf_as(SyntheticDType::Q4_1, LoadOptions::default());
     let spec = model.config.to_spec();
+    let want = edgefit_estimate::weight_bytes(&spec, E::Q4_1, E::Q4_1).total();
+    assert_eq!(model.weights.bytes(), want);
+    let w4g32 = LoadOptions {
+        weights: WeightsFormat::W4g32,
+        embedding: None,
+        requantize: false,
+    };
+    let (model, _) = from_gguf_as(SyntheticDType::Q4_1, w4g32);
     let want = edgefit_estimate::weight_bytes(&spec, E::Q4_1, E::Q8_0).total();
     assert_eq!(model.weights.bytes(), want);
 }

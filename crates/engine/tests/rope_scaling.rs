@@ -231,17 +231,29 @@ fn unimplemented_rope_kinds_are_refused_naming_the_kind() {
             assert!(msg.contains(kind) && msg.contains(key), "{msg}");
         }
     }
-    // Per-layer-type parameters (Gemma 3 in transformers 5) are not read yet.
-    let err = hf_model(|c| {
-        c.insert(
-            "rope_parameters".into(),
+    // Per-layer-type parameters (Gemma 3 in transformers 5): full and sliding are read (the
+    // gemma3 fixture, `arch_goldens.rs`); another layer type, or scaling on sliding layers, is
+    // refused naming it.
+    for (params, named) in [
+        (
             json!({"full_attention": {"rope_type": "default", "rope_theta": 1e6},
-                   "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}),
-        );
-    })
-    .map(|_| ())
-    .unwrap_err();
-    assert!(err.to_string().contains("per layer type"), "{err}");
+                   "chunked_attention": {"rope_type": "default", "rope_theta": 1e4}}),
+            "chunked_attention",
+        ),
+        (
+            json!({"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                   "sliding_attention": {"rope_type": "linear", "factor": 2.0}}),
+            "sliding_attention",
+        ),
+    ] {
+        let err = hf_model(|c| {
+            c.insert("rope_parameters".into(), params.clone());
+        })
+        .map(|_| ())
+        .unwrap_err();
+        assert!(matches!(err, EngineError::Unsupported(_)), "{err}");
+        assert!(err.to_string().contains(named), "{err}");
+    }
     // A llama3 entry missing a field names it.
     let err = hf_model(|c| {
         c.insert(

@@ -174,6 +174,10 @@ pub struct ThermalProfile {
     pub hysteresis_c: f64,
     /// Governor polling interval, s.
     pub poll_s: f64,
+    /// The governor's skin limit, static power share and memory scaling (absent: the defaults
+    /// of the device's kind, [`GovernorParams::for_kind`](crate::thermal::GovernorParams::for_kind)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub governor: Option<crate::thermal::GovernorParams>,
 }
 
 /// Everything the estimator knows about a device.
@@ -212,7 +216,7 @@ pub struct DeviceProfile {
 
 macro_rules! devices {
     ($($id:literal),+ $(,)?) => {
-        const DEVICE_FILES: &[(&str, &str)] = &[
+        pub(crate) const DEVICE_FILES: &[(&str, &str)] = &[
             $(($id, include_str!(concat!("../../../models/devices/", $id, ".json")))),+
         ];
     };
@@ -272,7 +276,9 @@ pub struct BrowserMeasurements {
     /// f32 GEMM throughput, GFLOP/s.
     pub f32_gflops: f64,
     /// Weights per second (10^9) of the engine's GEMV (one activation row, as in decode), by
-    /// weight format (at least `f32` and `w4g32`).
+    /// weight format (at least `f32` and `w4g32`), with the weights streamed from memory as a
+    /// decode step streams them (a working set larger than the caches; a cache-resident GEMV
+    /// runs ~2× faster and made the tab's decode estimate ~2× optimistic).
     pub weight_rate_gws: BTreeMap<WeightFormat, f64>,
     /// Weight·rows per second (10^9) of the engine's GEMM on a prompt-sized block of rows (64,
     /// the engine's prefill chunk), by weight format: `64 · N · K / time`.
@@ -642,6 +648,9 @@ impl DeviceProfile {
                 "thermal.trip_c",
                 format!("{} must be above ambient {}", t.trip_c, t.ambient_c),
             ));
+        }
+        if let Some(g) = &t.governor {
+            g.validate(&self.id)?;
         }
         Ok(())
     }

@@ -52,7 +52,7 @@ pub enum EstimateError {
         expected: &'static str,
     },
     /// A model family we do not account for.
-    #[error("unsupported architecture {value:?} in {source_kind}; supported: llama, mistral, qwen2, qwen3, gemma, gemma2, phi3")]
+    #[error("unsupported architecture {value:?} in {source_kind}; supported: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3, phi3")]
     UnsupportedArchitecture {
         /// "config.json" or "GGUF metadata".
         source_kind: &'static str,

@@ -318,13 +318,15 @@ pub fn kv_bytes_per_token(spec: &ModelSpec, format: KvFormat) -> u64 {
 }
 
 /// KV-cache bytes holding `tokens` tokens of one sequence, exactly: the sum over layers of
-/// [`KvFormat::layer_bytes`], which is `kv_bytes_per_token(spec, format) · tokens` for every
-/// format but `kivi4` (whole blocks plus an f16 tail; see the module docs). Saturates rather
-/// than overflowing. The engine's cache reports this for the tokens it holds.
+/// [`KvFormat::layer_bytes`] of the tokens each layer holds ([`LayerSpec::held_tokens`]: all,
+/// or a sliding layer's window), which is `kv_bytes_per_token(spec, format) · tokens` for every
+/// format but `kivi4` (whole blocks plus an f16 tail; see the module docs) when no layer
+/// slides. Saturates rather than overflowing. The engine's cache reports this for the tokens
+/// it holds.
 pub fn kv_bytes(spec: &ModelSpec, format: KvFormat, tokens: u64) -> u64 {
-    spec.layers
-        .iter()
-        .fold(0u64, |a, l| a.saturating_add(format.layer_bytes(l, tokens)))
+    spec.layers.iter().fold(0u64, |a, l| {
+        a.saturating_add(format.layer_bytes(l, l.held_tokens(format, tokens)))
+    })
 }
 
 named_enum! {

@@ -264,6 +264,10 @@ impl GgufMetadata {
             to_u32(String::new(), width / u64::from(dim))
         };
         let key_lens = self.per_layer("edgefit.layers.key_length", n_layers)?;
+        let swa = match family {
+            Family::Gemma3 => self.uint(&k("attention.sliding_window"))?,
+            _ => None,
+        };
         let mut layers = Vec::with_capacity(n_layers as usize);
         for i in 0..n_layers {
             let key_len = key_lens.as_ref().map_or(key_len, |v| v[i as usize]);
@@ -290,6 +294,8 @@ impl GgufMetadata {
                 qk_head_dim: key_len,
                 v_head_dim: dv,
                 intermediate_size: inter,
+                // Gemma 3: llama.cpp's fixed layout, every 6th layer full.
+                sliding_window: swa.filter(|_| i % 6 < 5),
             });
         }
         let display = match (name.is_empty(), self.kv.get("general.name")) {
@@ -305,7 +311,7 @@ impl GgufMetadata {
             qkv_bias,
             o_bias: self.tensor("blk.0.attn_output.bias").is_some(),
             mlp_bias: self.tensor("blk.0.ffn_down.bias").is_some(),
-            norms_per_layer: if family == Family::Gemma2 { 4 } else { 2 },
+            norms_per_layer: family.norms_per_layer(),
             qk_norm: self.tensor("blk.0.attn_q_norm.weight").is_some(),
             max_position_embeddings: self.uint(&k("context_length"))?,
             layers,

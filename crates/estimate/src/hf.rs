@@ -89,6 +89,9 @@ pub struct HfRope {
     pub theta: Option<f32>,
     /// The scaling, from `rope_scaling` / `rope_parameters`.
     pub scaling: RopeScaling,
+    /// The base of sliding-window layers when they have their own, unscaled (Gemma 3:
+    /// `rope_local_base_freq`, or `rope_parameters.sliding_attention.rope_theta`).
+    pub local_theta: Option<f32>,
 }
 
 /// Reads RoPE from a `config.json` object, in both layouts:
@@ -98,8 +101,10 @@ pub struct HfRope {
 ///
 /// Kinds: `default` (none), `linear` (`factor`), `llama3` (`factor`, `low_freq_factor`,
 /// `high_freq_factor`, `original_max_position_embeddings`). Any other kind (`dynamic`, `yarn`,
-/// `longrope`, ...) is refused naming it, as is a `rope_parameters` keyed by layer type and a
-/// file where `rope_scaling` and `rope_parameters` disagree.
+/// `longrope`, ...) is refused naming it, as is a file where `rope_scaling` and
+/// `rope_parameters` disagree. A `rope_parameters` keyed by layer type (transformers 5 Gemma 3)
+/// may have `full_attention` (the global base and scaling) and `sliding_attention` (the local
+/// base, which must be unscaled); other layer types are refused naming them.
 pub fn rope_from_hf_config(v: &Value) -> Result<HfRope> {
     let unsupported = |what: String| EstimateError::UnsupportedFeature {
         source_kind: SRC,
@@ -159,19 +164,53 @@ pub fn rope_from_hf_config(v: &Value) -> Result<HfRope> {
             })
         }
     };
+    let top_local = get_f32(v, "rope_local_base_freq")?;
     match v.get("rope_parameters") {
         None | Some(Value::Null) => Ok(HfRope {
             theta: top_theta,
             scaling: scaling.unwrap_or_default(),
+            local_theta: top_local,
         }),
-        Some(p @ Value::Object(o)) => {
-            if !o.is_empty() && o.values().all(Value::is_object) {
-                let keys: Vec<&str> = o.keys().map(String::as_str).collect();
+        Some(Value::Object(o)) if !o.is_empty() && o.values().all(Value::is_object) => {
+            if let Some(other) = o
+                .keys()
+                .find(|k| !["full_attention", "sliding_attention"].contains(&k.as_str()))
+            {
                 return Err(unsupported(format!(
-                    "`rope_parameters` per layer type ({})",
-                    keys.join(", ")
+                    "`rope_parameters` for layer type `{other}` (supported: full_attention, sliding_attention)"
                 )));
             }
+            let (theta, from_params) = match o.get("full_attention") {
+                Some(p) => (
+                    get_f32(p, "rope_theta")?.or(top_theta),
+                    scaling_of(p, "rope_parameters.full_attention")?,
+                ),
+                None => (top_theta, RopeScaling::None),
+            };
+            if let Some(s) = scaling.filter(|s| *s != from_params) {
+                return Err(unsupported(format!(
+                    "`rope_scaling` ({s:?}) disagreeing with `rope_parameters` ({from_params:?})"
+                )));
+            }
+            let local_theta = match o.get("sliding_attention") {
+                Some(p) => {
+                    let s = scaling_of(p, "rope_parameters.sliding_attention")?;
+                    if s != RopeScaling::None {
+                        return Err(unsupported(format!(
+                            "RoPE scaling {s:?} on sliding-window layers (`rope_parameters.sliding_attention`)"
+                        )));
+                    }
+                    get_f32(p, "rope_theta")?.or(top_local)
+                }
+                None => top_local,
+            };
+            Ok(HfRope {
+                theta,
+                scaling: from_params,
+                local_theta,
+            })
+        }
+        Some(p @ Value::Object(_)) => {
             let from_params = scaling_of(p, "rope_parameters")?;
             if let Some(s) = scaling.filter(|s| *s != from_params) {
                 return Err(unsupported(format!(
@@ -181,6 +220,7 @@ pub fn rope_from_hf_config(v: &Value) -> Result<HfRope> {
             Ok(HfRope {
                 theta: get_f32(p, "rope_theta")?.or(top_theta),
                 scaling: from_params,
+                local_theta: top_local,
             })
         }
         Some(_) => Err(EstimateError::MissingField {
@@ -214,8 +254,13 @@ impl ModelSpec {
                     field: "model_type".into(),
                     expected: "a string",
                 })?;
+        // transformers names Gemma 3's text decoder `gemma3_text`.
+        let family_name = match model_type {
+            "gemma3_text" => "gemma3",
+            other => other,
+        };
         let family: Family =
-            model_type
+            family_name
                 .parse()
                 .map_err(|_| EstimateError::UnsupportedArchitecture {
                     source_kind: SRC,
@@ -242,7 +287,7 @@ impl ModelSpec {
                 hidden / heads
             }
         };
-        let tied_default = matches!(family, Family::Gemma | Family::Gemma2);
+        let tied_default = matches!(family, Family::Gemma | Family::Gemma2 | Family::Gemma3);
         let tied = get_bool(v, "tie_word_embeddings")?
             .or(get_bool(&root, "tie_word_embeddings")?)
             .unwrap_or(tied_default);
@@ -272,8 +317,8 @@ impl ModelSpec {
             qkv_bias: family == Family::Qwen2 || attention_bias,
             o_bias: attention_bias,
             mlp_bias,
-            norms_per_layer: if family == Family::Gemma2 { 4 } else { 2 },
-            qk_norm: family == Family::Qwen3,
+            norms_per_layer: family.norms_per_layer(),
+            qk_norm: family.qk_norm(),
             max_position_embeddings: get_u32(v, "max_position_embeddings")?,
             layers: match v.get("edgefit_layers") {
                 None | Some(Value::Null) => vec![
@@ -283,15 +328,59 @@ impl ModelSpec {
                         qk_head_dim: head_dim,
                         v_head_dim: head_dim,
                         intermediate_size: intermediate,
+                        sliding_window: None,
                     };
                     layers as usize
                 ],
                 Some(list) => edgefit_layers(list, layers)?,
             },
         };
+        let mut spec = spec;
+        for (l, w) in spec
+            .layers
+            .iter_mut()
+            .zip(sliding_windows(v, family, layers)?)
+        {
+            l.sliding_window = w;
+        }
         spec.validate()?;
         Ok(spec)
     }
+}
+
+/// Each layer's sliding window (Gemma 3): `sliding_window` on the layers `layer_types` marks
+/// `sliding_attention` (transformers 5), or, without `layer_types`, on every layer but each
+/// `sliding_window_pattern`-th (transformers 4; default 6). Other families: none (Mistral's and
+/// Qwen2's windows are not modelled; the engine refuses them).
+fn sliding_windows(v: &Value, family: Family, n: u32) -> Result<Vec<Option<u32>>> {
+    let none = vec![None; n as usize];
+    let Some(w) = get_u32(v, "sliding_window")? else {
+        return Ok(none);
+    };
+    if family != Family::Gemma3 {
+        return Ok(none);
+    }
+    if let Some(types) = v.get("layer_types").and_then(Value::as_array) {
+        if types.len() != n as usize {
+            return Err(EstimateError::MissingField {
+                source_kind: SRC,
+                field: "layer_types".into(),
+                expected: "one entry per layer (num_hidden_layers entries)",
+            });
+        }
+        return Ok(types
+            .iter()
+            .map(|t| (t.as_str() == Some("sliding_attention")).then_some(w))
+            .collect());
+    }
+    let pattern = match get_u32(v, "sliding_window_pattern")? {
+        Some(p) => p,
+        None => get_u32(v, "_sliding_window_pattern")?.unwrap_or(6),
+    }
+    .max(1);
+    Ok((0..n)
+        .map(|i| ((i + 1) % pattern != 0).then_some(w))
+        .collect())
 }
 
 /// `edgefit_layers` of a pruned model's config: exactly `num_hidden_layers` objects.
@@ -325,6 +414,7 @@ fn edgefit_layers(list: &Value, n: u32) -> Result<Vec<LayerSpec>> {
                 qk_head_dim: field("qk_dim")?,
                 v_head_dim: field("v_dim")?,
                 intermediate_size: field("ffn")?,
+                sliding_window: None,
             })
         })
         .collect()
@@ -347,7 +437,7 @@ pub struct PresetInfo {
 
 macro_rules! presets {
     ($($id:literal),+ $(,)?) => {
-        const PRESET_FILES: &[(&str, &str)] = &[
+        pub(crate) const PRESET_FILES: &[(&str, &str)] = &[
             $(($id, include_str!(concat!("../../../models/presets/", $id, ".json")))),+
         ];
     };
@@ -368,6 +458,8 @@ presets!(
     "phi-3-mini",
     "gemma-2b",
     "gemma-2-2b",
+    "gemma-3-270m",
+    "gemma-3-1b",
     "llama-3.1-8b",
     "phi-3.5-mini",
     "qwen2.5-7b",

@@ -67,6 +67,9 @@ pub(crate) struct OpCost {
     /// Activation rows each weight multiplies (`b·n` for a matmul, 0 for other ops): picks the
     /// kernel roof (`rows > 1`: the prompt-sized GEMM's, when the unit has one).
     pub rows: f64,
+    /// The output head (`lm_head`): its weights are in the embedding's format, whose kernel
+    /// roofs (`Roof::head_*`) apply when the unit has them.
+    pub head: bool,
 }
 
 impl OpCost {
@@ -121,6 +124,10 @@ pub(crate) struct Roof {
     pub weight_rate: Option<f64>,
     /// weight·rows/s of a prompt-sized GEMM, if the format has one (`prefill_weight_rate_gws`).
     pub prefill_weight_rate: Option<f64>,
+    /// weights/s and weight·rows/s of the output head's format (the embedding's), if the unit
+    /// has kernel roofs for it; `None`: the main format's roofs apply to the head too.
+    pub head_weight_rate: Option<f64>,
+    pub head_prefill_weight_rate: Option<f64>,
     /// s per op.
     pub overhead: f64,
     /// s per forward pass (decode step or prefill chunk): graph scheduling, sampling.
@@ -143,6 +150,12 @@ pub struct PhaseRoof {
     /// if any (`UnitProfile::prefill_weight_rate_gws`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gemm_rate_gws: Option<f64>,
+    /// The two kernel roofs of the output head's format (the embedding's, e.g. q8_0 under
+    /// 4-bit layers), if the unit has them; absent, the main format's apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_weight_rate_gws: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_gemm_rate_gws: Option<f64>,
     /// Fixed cost per op, µs.
     pub op_overhead_us: f64,
     /// Fixed cost per forward pass, µs.
@@ -161,6 +174,8 @@ impl Roof {
                 * (1.0 - unit.bandwidth_freq_sensitivity + unit.bandwidth_freq_sensitivity * scale),
             weight_rate: phase.weight_rate_gws.map(|r| r * 1e9 * scale),
             prefill_weight_rate: phase.gemm_rate_gws.map(|r| r * 1e9 * scale),
+            head_weight_rate: phase.head_weight_rate_gws.map(|r| r * 1e9 * scale),
+            head_prefill_weight_rate: phase.head_gemm_rate_gws.map(|r| r * 1e9 * scale),
             overhead: phase.op_overhead_us * 1e-6,
             pass_overhead: phase.pass_overhead_us * 1e-6,
         }
@@ -173,7 +188,15 @@ impl Roof {
         // `rows > 1` rows on a unit with a GEMM roof measured at GEMM_ROWS rows interpolates
         // linearly between the two measured points, t(1) = weights / rate and
         // t(64) = 64 · weights / rate_gemm, and scales as `rows · weights / rate_gemm` beyond.
-        let tk = match (self.weight_rate, self.prefill_weight_rate) {
+        let rates = if c.head {
+            (
+                self.head_weight_rate.or(self.weight_rate),
+                self.head_prefill_weight_rate.or(self.prefill_weight_rate),
+            )
+        } else {
+            (self.weight_rate, self.prefill_weight_rate)
+        };
+        let tk = match rates {
             _ if c.weights <= 0.0 => 0.0,
             (r, Some(rg)) if c.rows > 1.0 => {
                 let t_gemm = GEMM_ROWS * c.weights / rg;
@@ -288,6 +311,7 @@ impl<'a> TimeModel<'a> {
             act_bytes: self.a() * bn * (r + c),
             weights: r * c,
             rows: bn,
+            head: false,
         }
     }
 
@@ -306,6 +330,7 @@ impl<'a> TimeModel<'a> {
             act_bytes: self.a() * b * nf * h * (dk + dv),
             weights: 0.0,
             rows: 0.0,
+            head: false,
         }
     }
 
@@ -326,6 +351,7 @@ impl<'a> TimeModel<'a> {
                 act_bytes: norms * 2.0 * self.a() * bn * df,
                 weights: 0.0,
                 rows: 0.0,
+                head: false,
             },
             self.matmul("q_proj", w, l.q_dim(), d, n),
             self.matmul("k_proj", w, l.k_dim(), d, n),
@@ -341,6 +367,7 @@ impl<'a> TimeModel<'a> {
                 act_bytes: 3.0 * self.a() * bn * i as f64,
                 weights: 0.0,
                 rows: 0.0,
+                head: false,
             },
             self.matmul("down_proj", w, d, i, n),
         ]
@@ -353,6 +380,7 @@ impl<'a> TimeModel<'a> {
         let b = self.plan.batch as f64;
         let df = d as f64;
         let mut lm = self.matmul("lm_head", self.plan.embedding, v, d, logits);
+        lm.head = true;
         lm.act_bytes +=
             4.0 * b * logits as f64 * v as f64 - self.a() * b * logits as f64 * v as f64;
         vec![
@@ -364,6 +392,7 @@ impl<'a> TimeModel<'a> {
                 act_bytes: self.a() * b * n as f64 * df,
                 weights: 0.0,
                 rows: 0.0,
+                head: false,
             },
             OpCost {
                 op: "final_norm",
@@ -373,6 +402,7 @@ impl<'a> TimeModel<'a> {
                 act_bytes: 2.0 * self.a() * b * logits as f64 * df,
                 weights: 0.0,
                 rows: 0.0,
+                head: false,
             },
             lm,
         ]

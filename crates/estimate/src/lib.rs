@@ -88,5 +88,8 @@ pub use runtime::{runtime_profile, runtime_profiles, Runtime, RuntimeProfile, Ru
 pub use spec::{
     Family, LayerPrune, LayerSpec, ModelSpec, ParamBreakdown, PruneRatios, Pruning, RopeScaling,
 };
-pub use thermal::{all_thermal_traces, thermal_traces, ThermalTrace, TraceSample};
+pub use thermal::{
+    all_thermal_traces, thermal_traces, trace_views, GovernorParams, ThermalTrace, TraceFraction,
+    TracePoint, TraceSample, TraceView,
+};
 pub use verdict::{Experience, Verdict, Verdicts};

@@ -13,7 +13,7 @@ use crate::latency::{CurvePoint, LatencyReport, LayerTable, Plan, Roof, TimeMode
 use crate::memory::{memory_report, MemoryInputs, MemoryReport};
 use crate::runtime::{default_runtime, resolve};
 use crate::spec::{Family, ModelSpec, ParamBreakdown};
-use crate::thermal::{simulate, LevelPerf, ThermalInputs, ThermalReport};
+use crate::thermal::{simulate, GovernorParams, LevelPerf, ThermalInputs, ThermalReport};
 use crate::uncertainty::Phase;
 use crate::verdict::{experience, Verdict, Verdicts};
 
@@ -331,12 +331,18 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
         ),
     };
 
-    // Heat.
+    // Heat. Under the governor the memory clock follows the unit's level by the class's
+    // `memory_follows` (the top level, and so the latency above, is the same either way).
+    let governor = GovernorParams::of(device);
+    let mut gov_unit = unit.clone();
+    if let Some(m) = governor.memory_follows {
+        gov_unit.bandwidth_freq_sensitivity = m;
+    }
     let levels: Vec<LevelPerf> = unit
         .freq_mhz
         .iter()
         .map(|&f| {
-            let roof = Roof::at(unit, &exec.decode, f);
+            let roof = Roof::at(&gov_unit, &exec.decode, f);
             let (t, b) = tm.decode_sum(&roof, start, steps);
             LevelPerf {
                 freq_mhz: f,
@@ -357,6 +363,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
             idle_ms: dep.pacing_idle_ms,
             duration_s: dep.minutes * 60.0,
             ambient_c: ambient,
+            governor,
         },
     );
 
@@ -618,28 +625,34 @@ fn explanations(
     e.insert(
         "thermal.time_to_throttle_s".into(),
         Explanation::new(
-            "first t where the step-wise governor finds T_die ≥ trip; C_d·dT_d/dt = P − (T_d−T_b)/R_db, C_b·dT_b/dt = (T_d−T_b)/R_db − (T_b−T_a)/R_ba",
+            "first poll where the governor's budget min((T_trip−T_b)/R_db + C_d·(T_trip−T_d)/poll, (T_skin−T_a)/R_ba + C_b·(T_skin−T_b)/(C_d·R_db+poll)) falls below the ceiling's power; C_d·dT_d/dt = P − (T_d−T_b)/R_db, C_b·dT_b/dt = (T_d−T_b)/R_db − (T_b−T_a)/R_ba",
             format!(
-                "C_d {} J/K, C_b {} J/K, R_db {} K/W, R_ba {} K/W, trip {} °C, hysteresis {} °C, T_a {} °C, policy {}, start {} MHz",
+                "C_d {} J/K, C_b {} J/K, R_db {} K/W, R_ba {} K/W, trip {} °C, skin limit {}, static share {}, memory follows the clock {}, T_a {} °C, policy {}, start {} MHz",
                 th.die_capacity_j_per_k, th.body_capacity_j_per_k, th.die_to_body_k_per_w,
-                th.body_to_ambient_k_per_w, th.trip_c, th.hysteresis_c, t.ambient_c, t.policy, f_top
+                th.body_to_ambient_k_per_w, th.trip_c,
+                t.governor.skin_limit_c.map_or("none".to_string(), |c| format!("{c} °C")),
+                t.governor.static_share,
+                t.governor.memory_follows.map_or("by the unit's sensitivity".to_string(), |m| m.to_string()),
+                t.ambient_c, t.policy, f_top
             ),
             match t.time_to_throttle_s {
                 Some(s) => format!("{} s", fmt_num(s)),
                 None => format!("never within {} s", fmt_num(t.duration_s)),
             },
         )
-        .note("a model: lumped RC, parameters are estimates (see the device profile's sources)"),
+        .note("a model: lumped RC and a power-capping governor; the phone class's skin limit and R_db are fitted to the published sustained-load traces (models/validation/thermal/, tests/thermal_traces.rs), the rest are estimates (see the device profile's sources and crates/estimate/src/thermal.rs)"),
     );
     e.insert(
         "thermal.sustained_tok_s".into(),
         Explanation::new(
-            "mean over the last 60 s of u · b / t_step(f(t))",
+            "mean over the last 60 s of the tokens/s the budget buys (time-shared DVFS levels and idle)",
             format!(
-                "start {} tok/s (utilisation {}), end of run at {} MHz",
+                "start {} tok/s (utilisation {}), end of run at {} MHz, duty {}; sustainable power {}",
                 fmt_num(t.initial_tok_s),
                 fmt_num(t.utilisation),
-                t.series.last().map(|s| s.freq_mhz).unwrap_or(f_top)
+                fmt_num(t.series.last().map(|s| s.freq_mhz).unwrap_or(f_top)),
+                fmt_num(t.series.last().map(|s| s.duty).unwrap_or(1.0)),
+                t.sustainable_power_w.map_or("none (no skin limit)".to_string(), |p| format!("{} W", fmt_num(p)))
             ),
             format!("{} tok/s", fmt_num(t.sustained_tok_s)),
         ),
@@ -659,7 +672,7 @@ fn explanations(
     e.insert(
         "thermal.energy_per_token_j".into(),
         Explanation::new(
-            "∫P dt / tokens, P = P_idle + u·(P_unit·(f/f_max)^k + E_dram·bytes/t_step)",
+            "∫P dt / tokens, P = P_idle + u·(P_unit·(σ + (1−σ)·(f/f_max)^k) + E_dram·bytes/t_step)",
             format!(
                 "mean {} W over {} s, {} tokens; P_idle {} W, E_dram {} pJ/B",
                 fmt_num(t.avg_power_w),

@@ -136,7 +136,7 @@ pub struct RuntimeProfile {
 
 macro_rules! runtimes {
     ($($id:literal),+ $(,)?) => {
-        const RUNTIME_FILES: &[(&str, &str)] = &[
+        pub(crate) const RUNTIME_FILES: &[(&str, &str)] = &[
             $(($id, include_str!(concat!("../../../models/runtimes/", $id, ".json")))),+
         ];
     };
@@ -364,12 +364,17 @@ pub(crate) fn resolve(
         // (weight·rows/s, measured at GEMM_ROWS rows) to prefill's many-row products.
         let decode_rate = unit.weight_rate_gws.get(&dep.weights).copied();
         let gemm_rate = unit.prefill_weight_rate_gws.get(&dep.weights).copied();
-        let phase = |gemm| PhaseRoof {
+        let head = dep.embedding_weights.unwrap_or(dep.weights);
+        let head_rate = unit.weight_rate_gws.get(&head).copied();
+        let head_gemm = unit.prefill_weight_rate_gws.get(&head).copied();
+        let phase = |gemm, head_gemm| PhaseRoof {
             peak_gflops: peak,
             compute_fraction: unit.compute_efficiency,
             bandwidth_gbs: unit.bandwidth_gbs,
             weight_rate_gws: decode_rate,
             gemm_rate_gws: gemm,
+            head_weight_rate_gws: head_rate,
+            head_gemm_rate_gws: head_gemm,
             op_overhead_us: unit.op_overhead_us,
             pass_overhead_us: 0.0,
         };
@@ -377,8 +382,8 @@ pub(crate) fn resolve(
             runtime: rt.id,
             threads,
             compute,
-            prefill: phase(gemm_rate),
-            decode: phase(None),
+            prefill: phase(gemm_rate, head_gemm),
+            decode: phase(None, None),
             warnings,
         });
     }
@@ -412,6 +417,8 @@ pub(crate) fn resolve(
         bandwidth_gbs: base_bw * bw_fraction * thread_bw,
         weight_rate_gws: None,
         gemm_rate_gws: None,
+        head_weight_rate_gws: None,
+        head_gemm_rate_gws: None,
         op_overhead_us: ru.op_overhead_us,
         pass_overhead_us: ru.token_overhead_us,
     };

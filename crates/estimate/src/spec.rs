@@ -38,8 +38,27 @@ named_enum! {
         Gemma = "gemma",
         /// Gemma 2 (four norms per layer).
         Gemma2 = "gemma2",
+        /// Gemma 3 text (four norms per layer, RMSNorm on each head's q and k, sliding-window
+        /// layers; HF `model_type` `gemma3_text`).
+        Gemma3 = "gemma3",
         /// Phi-3 (fused qkv and gate_up projections: same parameter count).
         Phi3 = "phi3",
+    }
+}
+
+impl Family {
+    /// RMSNorm weight vectors per layer: 4 for Gemma 2/3's sandwich norms, else 2.
+    pub fn norms_per_layer(self) -> u32 {
+        if matches!(self, Family::Gemma2 | Family::Gemma3) {
+            4
+        } else {
+            2
+        }
+    }
+
+    /// Per-head q/k RMSNorm (Qwen3, Gemma 3).
+    pub fn qk_norm(self) -> bool {
+        matches!(self, Family::Qwen3 | Family::Gemma3)
     }
 }
 
@@ -56,9 +75,29 @@ pub struct LayerSpec {
     pub v_head_dim: u32,
     /// MLP intermediate width.
     pub intermediate_size: u32,
+    /// Sliding-window attention: a query sees only the newest `w` tokens (itself included),
+    /// and the KV cache keeps only those ([`LayerSpec::held_tokens`]). `None`: full attention.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<u32>,
 }
 
 impl LayerSpec {
+    /// Tokens this layer's KV cache holds after `tokens` tokens, as the engine keeps them:
+    /// all of them without a window; with window `w`, `min(tokens, w)` (a ring of `w` slots),
+    /// except `kivi4`, whose keys are quantized in blocks of [`crate::KIVI_BLOCK`] = 32 tokens
+    /// and which drops a block (keys and values) once all of it has left the window:
+    /// `tokens − 32 · ⌊max(0, tokens − w) / 32⌋` (between `w` and `w + 31` once full).
+    pub fn held_tokens(&self, format: crate::KvFormat, tokens: u64) -> u64 {
+        match self.sliding_window.map(u64::from) {
+            None => tokens,
+            Some(w) if format == crate::KvFormat::Kivi4 => {
+                let b = crate::KIVI_BLOCK;
+                tokens - tokens.saturating_sub(w) / b * b
+            }
+            Some(w) => tokens.min(w),
+        }
+    }
+
     /// `H · dk`: width of the q projection's output.
     pub fn q_dim(&self) -> u64 {
         u64::from(self.num_heads) * u64::from(self.qk_head_dim)
@@ -276,6 +315,7 @@ impl ModelSpec {
             qk_head_dim: head_dim,
             v_head_dim: head_dim,
             intermediate_size,
+            sliding_window: None,
         };
         let spec = ModelSpec {
             name: name.into(),
@@ -286,8 +326,8 @@ impl ModelSpec {
             qkv_bias: family == Family::Qwen2,
             o_bias: false,
             mlp_bias: false,
-            norms_per_layer: if family == Family::Gemma2 { 4 } else { 2 },
-            qk_norm: family == Family::Qwen3,
+            norms_per_layer: family.norms_per_layer(),
+            qk_norm: family.qk_norm(),
             max_position_embeddings: None,
             layers: vec![layer; num_layers as usize],
         };
@@ -508,6 +548,7 @@ impl LayerPrune {
             }
         };
         Ok(LayerSpec {
+            sliding_window: l.sliding_window,
             num_heads: pick("num_heads", self.num_heads, l.num_heads)?,
             num_kv_heads: pick("num_kv_heads", self.num_kv_heads, l.num_kv_heads)?,
             qk_head_dim: pick("qk_head_dim", self.qk_head_dim, l.qk_head_dim)?,

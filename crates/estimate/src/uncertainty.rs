@@ -14,7 +14,11 @@
 //! residuals of all units in that phase.
 //!
 //! Computed once per process from the bundled validation set (deterministic: same files, same
-//! bands).
+//! bands). The leave-one-source-out refits behind them take a few hundred milliseconds, so a
+//! process that has them already (the web page's build writes [`tables`] to a JSON file) can
+//! hand them over with [`seed`] before the first estimate; [`Tables::key`] (a hash of every
+//! bundled profile, preset and validation file and of the crate version) refuses tables made
+//! from other data.
 
 use std::sync::OnceLock;
 
@@ -122,19 +126,118 @@ pub fn band_of(mut r: Vec<f64>, scope: String) -> Band {
     }
 }
 
+/// The bands (from the bundled validation set) and the runtime profiles refitted on it, once
+/// per process: computed on first use, or handed over by [`seed`].
+static BANDS: OnceLock<Result<Bands>> = OnceLock::new();
+static FITTED: OnceLock<Result<Vec<RuntimeProfile>>> = OnceLock::new();
+
 /// The bands, computed once from the bundled validation set.
 pub fn bands() -> Result<Bands> {
-    static BANDS: OnceLock<Result<Bands>> = OnceLock::new();
     BANDS.get_or_init(crate::validate::compute_bands).clone()
 }
 
 /// The runtime profile as the estimator uses it: the committed priors refitted on the whole
 /// validation set ([`crate::validate::fit_runtimes`]), computed once.
 pub fn fitted_profile(id: Runtime) -> Result<RuntimeProfile> {
-    static FITTED: OnceLock<Result<Vec<RuntimeProfile>>> = OnceLock::new();
     let all = FITTED.get_or_init(crate::validate::fit_all).clone()?;
     match all.into_iter().find(|p| p.id == id) {
         Some(p) => Ok(p),
         None => runtime_profile(id),
+    }
+}
+
+/// What [`bands`] and [`fitted_profile`] compute, as one serializable value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tables {
+    /// [`tables_key`] of the data they were computed from.
+    pub key: String,
+    /// [`bands`].
+    pub bands: Bands,
+    /// The refitted runtime profiles ([`fitted_profile`] of every runtime).
+    pub fitted: Vec<RuntimeProfile>,
+}
+
+/// FNV-1a (64 bit) over the crate version and every bundled JSON file (runtime and device
+/// profiles, presets, validation files and their map), each as `name NUL text NUL`: equal keys
+/// mean the tables were computed from the same inputs by the same release.
+pub fn tables_key() -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes.iter().chain(std::iter::once(&0u8)) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    eat(env!("CARGO_PKG_VERSION").as_bytes());
+    for files in [
+        crate::runtime::RUNTIME_FILES,
+        crate::device::DEVICE_FILES,
+        crate::hf::PRESET_FILES,
+        crate::validate::VALIDATION_FILES,
+    ] {
+        for (name, text) in files {
+            eat(name.as_bytes());
+            eat(text.as_bytes());
+        }
+    }
+    eat(crate::validate::MAP.as_bytes());
+    format!("{h:016x}")
+}
+
+/// The tables of this process (computing them if needed), for [`seed`] in another.
+pub fn tables() -> Result<Tables> {
+    Ok(Tables {
+        key: tables_key(),
+        bands: bands()?,
+        fitted: FITTED.get_or_init(crate::validate::fit_all).clone()?,
+    })
+}
+
+/// Hands over tables computed by [`tables`] (same data, same release: [`Tables::key`] must equal
+/// [`tables_key`], else [`EstimateError::Validation`](crate::EstimateError) naming both keys).
+/// Returns `false` when this process computed or received them already (they are kept).
+pub fn seed(t: Tables) -> Result<bool> {
+    let want = tables_key();
+    if t.key != want {
+        return Err(crate::EstimateError::Validation {
+            what: "estimator tables".into(),
+            reason: format!(
+                "made from other data (key {}, this build's is {want}): rebuild them with this build",
+                t.key
+            ),
+        });
+    }
+    let fresh_bands = BANDS.set(Ok(t.bands)).is_ok();
+    let fresh_fitted = FITTED.set(Ok(t.fitted)).is_ok();
+    Ok(fresh_bands && fresh_fitted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_round_trip_through_json_and_a_foreign_key_is_refused() {
+        let t = tables().unwrap();
+        assert_eq!(t.key, tables_key());
+        assert_eq!(t.key.len(), 16);
+        assert!(!t.bands.pooled.is_empty());
+        assert_eq!(t.fitted.len(), Runtime::ALL.len());
+        let back: Tables = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+        for ((u, p, a), (u2, p2, b)) in t.bands.by_unit.iter().zip(&back.bands.by_unit) {
+            assert_eq!((u, p, a.points), (u2, p2, b.points));
+            assert!(
+                (a.low - b.low).abs() <= 1e-12 * a.low && (a.high - b.high).abs() <= 1e-12 * a.high
+            );
+        }
+        // Already computed in this process: kept, and `false` says so.
+        assert!(!seed(back.clone()).unwrap());
+        let mut foreign = back;
+        foreign.key = "0000000000000000".into();
+        let e = seed(foreign).unwrap_err().to_string();
+        assert!(
+            e.contains("made from other data") && e.contains(&t.key),
+            "{e}"
+        );
     }
 }

@@ -64,7 +64,7 @@ pub const FIT_MIN: f64 = 0.002;
 
 macro_rules! validation_files {
     ($($id:literal),+ $(,)?) => {
-        const VALIDATION_FILES: &[(&str, &str)] = &[
+        pub(crate) const VALIDATION_FILES: &[(&str, &str)] = &[
             $(($id, include_str!(concat!("../../../models/validation/", $id, ".json")))),+
         ];
     };
@@ -94,7 +94,7 @@ validation_files!(
     "yardstick-results",
 );
 
-const MAP: &str = include_str!("../../../models/validation/map.json");
+pub(crate) const MAP: &str = include_str!("../../../models/validation/map.json");
 
 /// Where a file's measurements come from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -120,6 +120,7 @@ fn kivi4_bytes_by_hand() {
         qk_head_dim: 44,
         v_head_dim: 44,
         intermediate_size: 8,
+        sliding_window: None,
     };
     assert_eq!(
         KvFormat::Kivi4.layer_bytes(&l, 40),
@@ -135,6 +136,7 @@ fn kv_decoupled_dims_and_per_layer_shapes() {
         qk_head_dim: 44,
         v_head_dim: 45,
         intermediate_size: 100,
+        sliding_window: None,
     };
     assert_eq!(KvFormat::F16.layer_bytes_per_token(&l), 2 * (44 + 45) * 2);
     assert_eq!(KvFormat::K8v16.layer_k_bytes_per_token(&l), 2 * 46);

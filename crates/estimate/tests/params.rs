@@ -33,6 +33,9 @@ const PUBLISHED: &[(&str, u64)] = &[
     ("llama-3.1-8b", 8_030_261_248),
     ("phi-3.5-mini", 3_821_079_552),
     ("qwen2.5-7b", 7_615_616_512),
+    // Gemma 3: the 270M total is the published GGUF's tensor sum, the 1B one its config's shape.
+    ("gemma-3-270m", 268_098_176),
+    ("gemma-3-1b", 999_885_952),
 ];
 
 #[test]

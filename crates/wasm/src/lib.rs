@@ -96,8 +96,70 @@ impl std::io::Seek for JsBytes<'_> {
     }
 }
 
+/// The first bytes of a file of `len` bytes: reads inside the prefix succeed, a read past it
+/// fails and sets `past` (the header is longer than the prefix), so [`check_gguf_header`] can
+/// tell "refused" from "read more".
+struct Prefix<'a> {
+    bytes: JsBytes<'a>,
+    prefix_len: u64,
+    past: bool,
+}
+
+impl std::io::Read for Prefix<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.bytes.pos >= self.prefix_len && self.bytes.pos < self.bytes.len && !buf.is_empty() {
+            self.past = true;
+            return Err(std::io::Error::other("past the bytes read so far"));
+        }
+        let room = self.prefix_len.saturating_sub(self.bytes.pos) as usize;
+        let n = buf.len().min(room);
+        self.bytes.read(&mut buf[..n])
+    }
+}
+
+impl std::io::Seek for Prefix<'_> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.bytes.seek(to)
+    }
+}
+
 fn js_err(e: impl std::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
+}
+
+/// Checks a GGUF file from its first bytes before the whole file is read
+/// (`edgefit_engine::gguf::check_header`: magic, version, tensor layout against the file's
+/// `fileLen` bytes, an architecture this engine builds). `prefix` is the start of the file (all
+/// of it for a small file). Returns JSON: `{"status":"ok","arch","name","tensors"}`,
+/// `{"status":"refused","message"}` (the load would fail: the message says why), or
+/// `{"status":"need_more"}` (the header runs past `prefix`: check again with more bytes).
+#[wasm_bindgen(js_name = checkGgufHeader)]
+pub fn check_gguf_header(prefix: &js_sys::Uint8Array, file_len: f64) -> Result<String, JsError> {
+    if !(file_len.is_finite()
+        && file_len >= 0.0
+        && file_len.fract() == 0.0
+        && file_len <= 2f64.powi(53))
+    {
+        return Err(JsError::new(&format!(
+            "fileLen {file_len}: expected a whole number of bytes"
+        )));
+    }
+    let mut bytes = JsBytes::new(prefix);
+    let prefix_len = bytes.len;
+    bytes.len = (file_len as u64).max(prefix_len);
+    let mut r = Prefix {
+        bytes,
+        prefix_len,
+        past: false,
+    };
+    let out = match edgefit_engine::gguf::check_header(&mut r) {
+        Ok(h) => serde_json::json!({
+            "status": "ok", "arch": h.arch, "name": h.name, "tensors": h.tensors,
+        }),
+        Err(_) if r.past => serde_json::json!({ "status": "need_more" }),
+        Err(e) => serde_json::json!({ "status": "refused", "message": e.to_string() }),
+    };
+    serde_json::to_string(&out).map_err(js_err)
 }
 
 /// The weight formats `loadGguf` takes, JSON array of names (default first).
@@ -476,6 +538,40 @@ pub fn device_ids() -> Result<String, JsError> {
     })
 }
 
+/// The bundled runtimes: JSON array of `{id, name, units}` (`units`: the compute units its
+/// profile runs on, e.g. `["cpu","gpu"]`; a deployment naming another unit is refused by the
+/// estimator), in the estimator's order.
+#[wasm_bindgen(js_name = runtimeIds)]
+pub fn runtime_ids() -> Result<String, JsError> {
+    let list: Vec<serde_json::Value> = edgefit_estimate::runtime_profiles()
+        .map_err(js_err)?
+        .into_iter()
+        .map(|p| {
+            let units: Vec<&str> = p.units.keys().map(|u| u.as_str()).collect();
+            serde_json::json!({ "id": p.id.as_str(), "name": p.name, "units": units })
+        })
+        .collect();
+    serde_json::to_string(&list).map_err(js_err)
+}
+
+/// The estimator's tables (`edgefit_estimate::uncertainty::Tables` JSON: the ranges' bands and
+/// the runtime profiles refitted on the validation set), computing them if this instance has
+/// not yet (a few hundred milliseconds: the leave-one-source-out refits).
+#[wasm_bindgen(js_name = estimatorTables)]
+pub fn estimator_tables() -> Result<String, JsError> {
+    serde_json::to_string(&edgefit_estimate::uncertainty::tables().map_err(js_err)?).map_err(js_err)
+}
+
+/// Hands this instance precomputed tables (the site build's `estimator-tables.json`, the JSON
+/// of [`estimator_tables`]) so the first estimate does not compute them. Throws on bad JSON or
+/// tables of other data (their key names the data); `false` when the instance had them already.
+#[wasm_bindgen(js_name = seedEstimatorTables)]
+pub fn seed_estimator_tables(tables_json: &str) -> Result<bool, JsError> {
+    let t: edgefit_estimate::uncertainty::Tables = serde_json::from_str(tables_json)
+        .map_err(|e| JsError::new(&format!("estimator tables: {e}")))?;
+    edgefit_estimate::uncertainty::seed(t).map_err(js_err)
+}
+
 /// A preset's `ModelSpec` as JSON.
 #[wasm_bindgen(js_name = presetSpec)]
 pub fn preset_spec(id: &str) -> Result<String, JsError> {
@@ -493,6 +589,17 @@ pub fn spec_from_config(name: &str, config_json: &str) -> Result<String, JsError
 #[wasm_bindgen(js_name = deviceProfile)]
 pub fn device_profile(id: &str) -> Result<String, JsError> {
     serde_json::to_string(&edgefit_estimate::device(id).map_err(js_err)?).map_err(js_err)
+}
+
+/// The published sustained-load traces measured on the bundled device `id`, for the thermal
+/// chart: a JSON array (empty when the device has none) of the committed trace objects
+/// (`source`, `device`, `soc`, `model`, `runtime`, `unit`, `ambient_c`, `samples`, ...) each
+/// with `reference_tok_s` (its peak, or null) and `points`: `[{t_s, span_s: [from, to],
+/// fraction, tok_s}]` (seconds since the start of the load; the fraction of the peak; tok/s or
+/// null). Throws naming an unknown id.
+#[wasm_bindgen(js_name = thermalTraces)]
+pub fn thermal_traces(id: &str) -> Result<String, JsError> {
+    serde_json::to_string(&edgefit_estimate::trace_views(id).map_err(js_err)?).map_err(js_err)
 }
 
 /// The `this-browser` profile filled with figures measured in this tab (`BrowserMeasurements`

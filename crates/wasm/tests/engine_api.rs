@@ -152,7 +152,7 @@ fn weight_formats_and_kernels_are_selectable() {
     let formats: Vec<String> =
         serde_json::from_str(&edgefit_wasm::weight_formats().unwrap_or_else(|_| panic!("formats")))
             .unwrap();
-    assert_eq!(formats[0], "w4g32", "the default comes first");
+    assert_eq!(formats[0], "auto", "the default comes first");
     for w in ["w4g32", "f32"] {
         let mut texts = Vec::new();
         let mut e = Engine::load_gguf(&js(&bytes), Some(w.into()), None)
