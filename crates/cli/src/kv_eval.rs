@@ -25,8 +25,8 @@ pub struct KvEvalArgs {
     #[arg(long)]
     kernel: Option<String>,
     /// Threads for the matrix products and attention heads (default: as for `generate`).
-    #[arg(long, value_parser = crate::parse_threads)]
-    threads: Option<usize>,
+    #[arg(long)]
+    threads: Option<String>,
     /// KV formats to compare with f32, comma-separated [default: all of them].
     #[arg(long, value_delimiter = ',')]
     formats: Vec<String>,
@@ -80,7 +80,7 @@ pub fn run(args: KvEvalArgs) -> Result<()> {
         requantize: false,
         kv: "f32".into(),
         kernel: args.kernel.clone(),
-        threads: args.threads,
+        threads: args.threads.clone(),
     };
     let mut engine = crate::load(&args.model, args.json, format.load_options()?)?;
     format.apply(&mut engine)?;

@@ -105,8 +105,8 @@ pub struct PruneArgs {
     #[arg(long, default_value_t = 1)]
     speed_runs: usize,
     /// Threads for calibration, scoring and the speed runs (default: as for `generate`).
-    #[arg(long, value_parser = crate::parse_threads)]
-    threads: Option<usize>,
+    #[arg(long)]
+    threads: Option<String>,
     /// Print one JSON object per plan (the pruning report and the measurements) instead of a
     /// summary.
     #[arg(long)]
@@ -303,6 +303,7 @@ pub fn run(args: PruneArgs) -> Result<()> {
     if args.speed_runs == 0 {
         bail!("--speed-runs 0: must be at least 1");
     }
+    let threads = crate::threads(args.threads.as_deref())?;
     let eval = Eval {
         text: if args.perplexity {
             Some(crate::perplexity::read_text(args.text.as_deref())?)
@@ -354,10 +355,7 @@ pub fn run(args: PruneArgs) -> Result<()> {
         requantize: false,
     };
     let mut engine = crate::load(&args.model, args.json, f32_options)?;
-    engine.set_threads(
-        args.threads
-            .unwrap_or_else(edgefit_kernels::pool::default_threads),
-    )?;
+    engine.set_threads(threads)?;
     let model: &Model = engine.model();
     let t0 = std::time::Instant::now();
     let stats = match &calibration {
@@ -492,6 +490,7 @@ fn run_job(
                         .collect::<Vec<_>>()),
                 ),
                 ("dtype", json!(args.dtype)),
+                ("threads", json!(engine.model().pool.threads())),
                 ("prune_ms", json!(prune_ms)),
                 ("calibration_ms", json!(stats.map(|_| calibration_ms))),
                 (

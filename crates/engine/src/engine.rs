@@ -295,7 +295,11 @@ impl Engine {
             let pool = edgefit_kernels::Pool::new(threads).map_err(|e| EngineError::Setting {
                 name: "threads",
                 value: threads.to_string(),
-                expected: e.to_string(),
+                expected: match e {
+                    // "a thread count from 1 to 256" (or wasm's "1: ..."): the range alone.
+                    edgefit_kernels::KernelError::Threads { expected, .. } => expected,
+                    other => other.to_string(),
+                },
             })?;
             self.model.pool = pool.clone();
             if let Some(m) = &mut self.unpruned {

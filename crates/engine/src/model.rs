@@ -292,7 +292,7 @@ impl Model {
                 (cos, sin)
             };
             let (cs, sn) = if shape.qk_dim == hd {
-                (&cos[..], &sin[..])
+                (cos, sin)
             } else {
                 // A pruned head keeps some of the pairs, each with its own frequency.
                 let pairs = &shape.rope_pairs;
