@@ -31,9 +31,16 @@ use crate::Kernel;
 pub const MAX_THREADS: usize = 256;
 
 /// The default thread count: the CPUs this process may use
-/// (`std::thread::available_parallelism`, which counts SMT siblings as CPUs), capped at 8,
-/// beyond which decode is bound by memory bandwidth on every device edgefit sizes. 1 where it
-/// cannot be told, and always 1 on wasm32.
+/// (`std::thread::available_parallelism`: affinity and cgroup quotas included, SMT siblings
+/// counted as CPUs), capped at 8. 1 where it cannot be told, and always 1 on wasm32.
+///
+/// Why a cap: every matrix product is one region that each worker must acknowledge, ~150 per
+/// decoded token for the default model, and a region's smallest products are small (its k/v
+/// projections, 192 rows: 24 [`ROW_SPLIT`] units, 3 per thread at 8 threads, about 14k
+/// multiply-adds each). Past a handful of threads a decode step waits on the slowest worker of
+/// each region more than it gains in compute, and decode streams the weights once per token,
+/// so it is bound by memory bandwidth long before the core count of a phone or laptop runs
+/// out. `--threads N` (up to [`MAX_THREADS`]) overrides it.
 pub fn default_threads() -> usize {
     if cfg!(target_arch = "wasm32") {
         return 1;
