@@ -5,8 +5,11 @@
 // decode_tok_s} or {engine, runtime, weights, error}.
 //
 // Environment: CHROMIUM, EDGEFIT_URL (build/site served), PEERS_URL (target/bench/site served;
-// empty: skip wllama), MODEL_PATH (relative URL of the GGUF on both servers), PROMPT_FILE,
-// TOKENS, RUNS, WEIGHTS (comma-separated formats to ask the page for, when it offers a choice).
+// empty: skip wllama), MODEL_PATH (relative URL of the GGUF on the peers' server), MODEL_FILE
+// (the GGUF on disk, given to the page's file input; unset: the page's default-model button),
+// PEER_WEIGHTS (how wllama's row names the file's weights), PROMPT_FILE, TOKENS, RUNS, WEIGHTS
+// (comma-separated formats to ask the page for, when it offers a choice). Every row runs one
+// thread (`threads: 1` in its JSON).
 
 import { readFile } from 'node:fs/promises';
 import { launch, forwardConsole } from './chromium.mjs';
@@ -18,6 +21,8 @@ const MODEL = env('MODEL_PATH', 'models/smollm2-135m-instruct-q4_1.gguf');
 const TOKENS = Number(env('TOKENS', '128'));
 const RUNS = Number(env('RUNS', '3'));
 const WEIGHTS = env('WEIGHTS', 'f32,w4g32').split(',').filter(Boolean);
+const MODEL_FILE = env('MODEL_FILE', '');
+const PEER_WEIGHTS = env('PEER_WEIGHTS', 'q4_1 (GGUF as is)');
 const prompt = (await readFile(env('PROMPT_FILE'), 'utf8')).trimEnd();
 
 const emit = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
@@ -76,7 +81,8 @@ async function edgefitRun(weights) {
       await select.selectOption(weights);
       label = weights;
     }
-    await page.getByTestId('load-default').click();
+    if (MODEL_FILE) await page.getByTestId('model-file').setInputFiles(MODEL_FILE);
+    else await page.getByTestId('load-default').click();
     await waitStatus(page, 'ready', 300_000);
     await page.getByTestId('prompt').fill(prompt);
     await page.getByTestId('max-tokens').fill(String(TOKENS));
@@ -92,6 +98,7 @@ async function edgefitRun(weights) {
     if (kernel) label += `, ${kernel}`;
     return {
       weights: label,
+      threads: 1,
       load_ms: await num(page, 'metric-load-ms'),
       prompt_tokens: await num(page, 'metric-prompt-tokens'),
       generated_tokens: await num(page, 'metric-generated-tokens'),
@@ -118,7 +125,7 @@ try {
         log(`edgefit page ${r.weights} run ${i + 1}/${RUNS}: ${JSON.stringify(r)}`);
         emit({ engine: 'edgefit page', runtime, ...r });
       } catch (e) {
-        emit({ engine: 'edgefit page', runtime, weights: w ?? 'page default', error: String(e.message ?? e) });
+        emit({ engine: 'edgefit page', runtime, weights: w ?? 'page default', threads: 1, error: String(e.message ?? e) });
         break;
       }
     }
@@ -136,9 +143,9 @@ try {
         const { text, ...rest } = r;
         log(`wllama run ${i + 1}/${RUNS}: ${JSON.stringify(rest)}`);
         if (i === 0) log(`wllama text: ${JSON.stringify(text.slice(0, 160))}`);
-        emit({ engine, runtime: `Chromium ${version.split('.')[0]} (wasm, ${r.threads} thread)`, weights: 'q4_1 (GGUF as is)', ...rest });
+        emit({ engine, runtime: `Chromium ${version.split('.')[0]} (wasm, ${r.threads} thread)`, weights: PEER_WEIGHTS, ...rest });
       } catch (e) {
-        emit({ engine, runtime, weights: 'q4_1 (GGUF as is)', error: String(e.message ?? e) });
+        emit({ engine, runtime, weights: PEER_WEIGHTS, threads: 1, error: String(e.message ?? e) });
         break;
       }
     }

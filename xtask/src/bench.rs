@@ -1,17 +1,22 @@
-//! `cargo xtask bench [kernels|e2e|kv|all]`: benchmarks, release builds only, one thread. Not part
-//! of `cargo xtask test`.
+//! `cargo xtask bench [kernels|e2e|kv|all]`: benchmarks, release builds only. Not part of
+//! `cargo xtask test`.
 //!
 //! - **kernels**: `edgefit-bench` (crates/bench) natively, then the same code built for wasm32
 //!   (simd128) in headless Chromium through `tests/bench/kernels.html`, served from
 //!   `target/bench/site` and driven by `tests/bench/run-kernels.mjs`. Each prints one table:
 //!   every edgefit kernel × weight format against candle-core f32, candle-core Q4_0 (`QMatMul`),
-//!   edgefit's scalar kernel and a streaming-read probe, all from the same run.
-//! - **e2e**: the default model end to end, a fixed prompt (`tests/bench/prompt.txt`, ~65
-//!   tokens) and 128 greedy tokens, medians of a few runs: the `edgefit` CLI, the edgefit page
-//!   (`build/site`) in headless Chromium, llama.cpp compiled to wasm (npm `@wllama/wllama`,
-//!   one thread) in the same Chromium, and native llama.cpp (npm `node-llama-cpp`, prebuilt,
-//!   one thread, CPU). The llama.cpp peers are installed into `tests/bench/node_modules` on first
-//!   use (they are benchmark-only and large, so `cargo xtask setup` does not install them).
+//!   edgefit's scalar kernel and a streaming-read probe, all from the same run (one thread).
+//! - **e2e** `[--model PATH] [--threads 1,2]`: one GGUF end to end (default: the default
+//!   model; the Gemma 3 270M file works too), a fixed prompt (`tests/bench/prompt.txt`, ~65
+//!   tokens) and 128 greedy tokens, medians of a few runs: the `edgefit` CLI and native
+//!   llama.cpp (npm `node-llama-cpp`, prebuilt, CPU) at each thread count, the edgefit page
+//!   (`build/site`) and llama.cpp compiled to wasm (npm `@wllama/wllama`) in headless Chromium
+//!   at one thread (the page's build is single-threaded). Ratios compare with llama.cpp at the
+//!   same thread count. The llama.cpp peers are installed into `tests/bench/node_modules` on
+//!   first use (they are benchmark-only and large, so `cargo xtask setup` does not install
+//!   them). Beside the text table, `build/bench/e2e.json` holds one row per engine × runtime ×
+//!   weights × threads: `{engine, runtime, model, weights, threads, prefill_tok_s,
+//!   decode_tok_s, load_ms}` (medians; `error` instead for a row that could not run).
 //!
 //! - **kv**: every KV-cache format of the default model, accuracy and speed: see [`crate::bench_kv`].
 //!
@@ -36,6 +41,10 @@ pub(crate) struct Options {
     pub(crate) quick: bool,
     /// E2e, kv: runs per row (the table shows medians).
     pub(crate) runs: usize,
+    /// E2e: the thread counts the CLI and native llama.cpp run at (`--threads 1,2`).
+    pub(crate) threads: Vec<usize>,
+    /// E2e: the GGUF file (`--model PATH`; default [`setup::MODEL_PATH`]).
+    pub(crate) model: Option<PathBuf>,
 }
 
 pub fn bench(args: &[String]) -> Result<()> {
@@ -44,6 +53,9 @@ pub fn bench(args: &[String]) -> Result<()> {
         _ => ("all", args),
     };
     let opts = parse_options(rest)?;
+    if which != "e2e" && (opts.model.is_some() || opts.threads != [1]) {
+        bail!("--model and --threads are options of `bench e2e` only");
+    }
     match which {
         "kernels" => {
             setup::setup()?;
@@ -91,6 +103,8 @@ fn parse_options(rest: &[String]) -> Result<Options> {
     let mut opts = Options {
         quick: false,
         runs: 3,
+        threads: vec![1],
+        model: None,
     };
     let mut it = rest.iter();
     while let Some(arg) = it.next() {
@@ -104,10 +118,41 @@ fn parse_options(rest: &[String]) -> Result<Options> {
                     .filter(|&n| n >= 1)
                     .with_context(|| format!("`--runs {v}`: expected a number, 1 or more"))?;
             }
-            other => bail!("unknown option `{other}` for bench: expected --quick or --runs N"),
+            "--threads" => {
+                let v = it.next().context("`--threads` needs a list such as 1,2")?;
+                opts.threads = parse_thread_list(v)?;
+            }
+            "--model" => {
+                let v = it.next().context("`--model` needs a GGUF file")?;
+                opts.model = Some(PathBuf::from(v));
+            }
+            other => bail!(
+                "unknown option `{other}` for bench: expected --quick, --runs N, --threads LIST \
+                 or --model PATH"
+            ),
         }
     }
     Ok(opts)
+}
+
+/// `1,2`: distinct thread counts from 1 to 256, in the order given.
+fn parse_thread_list(v: &str) -> Result<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in v.split(',') {
+        let n = part
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=256).contains(n))
+            .with_context(|| {
+                format!("`--threads {v}`: `{part}` is not a thread count from 1 to 256")
+            })?;
+        if out.contains(&n) {
+            bail!("`--threads {v}`: {n} is listed twice");
+        }
+        out.push(n);
+    }
+    Ok(out)
 }
 
 fn cargo_in_root() -> Command {
@@ -254,22 +299,25 @@ fn percent_encode(s: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // e2e
 
-/// One engine × runtime × weights row: the runs' measurements, or why it could not run.
+/// One engine × runtime × weights × threads row: the runs' measurements, or why it could not
+/// run.
 #[derive(Debug, Clone, Default)]
 struct E2eRow {
     engine: String,
     runtime: String,
     weights: String,
+    threads: usize,
     runs: Vec<Value>,
     error: Option<String>,
 }
 
 impl E2eRow {
-    fn new(engine: &str, runtime: &str, weights: &str) -> E2eRow {
+    fn new(engine: &str, runtime: &str, weights: &str, threads: usize) -> E2eRow {
         E2eRow {
             engine: engine.into(),
             runtime: runtime.into(),
             weights: weights.into(),
+            threads,
             ..E2eRow::default()
         }
     }
@@ -277,6 +325,25 @@ impl E2eRow {
     /// Median of a numeric field over the runs.
     fn median(&self, key: &str) -> Option<f64> {
         median_of(&self.runs, key)
+    }
+
+    /// The row of `build/bench/e2e.json` (medians; `error` only on a row that could not run).
+    fn json(&self, model: &str) -> Value {
+        let mut v = serde_json::json!({
+            "engine": self.engine,
+            "runtime": self.runtime,
+            "model": model,
+            "weights": self.weights,
+            "threads": self.threads,
+            "prefill_tok_s": self.median("prefill_tok_s"),
+            "decode_tok_s": self.median("decode_tok_s"),
+            "load_ms": self.median("load_ms"),
+            "runs": self.runs.len(),
+        });
+        if let (Some(err), Some(map)) = (&self.error, v.as_object_mut()) {
+            map.insert("error".into(), err.clone().into());
+        }
+        v
     }
 }
 
@@ -331,129 +398,282 @@ pub(crate) fn native_runtime() -> String {
     format!("native {}", std::env::consts::ARCH)
 }
 
+/// The model an e2e run measures.
+struct E2eModel {
+    path: PathBuf,
+    /// How the tables name it (repository-relative when it is inside the repository).
+    label: String,
+    /// Whether it is the default model (the page loads it with its own button, the CLI compares
+    /// f32 and w4g32 on it).
+    default: bool,
+    /// What the peers run: the file's own blocks (`q4_1 (GGUF as is)`).
+    as_is: String,
+}
+
+impl E2eModel {
+    fn resolve(arg: Option<&Path>) -> Result<E2eModel> {
+        let root = util::root();
+        let default_path = root.join(setup::MODEL_PATH);
+        let path = match arg {
+            None => default_path.clone(),
+            Some(p) => p.to_path_buf(),
+        };
+        let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => a == b,
+        };
+        if !path.is_file() && same(&path, &root.join(setup::GEMMA_MODEL_PATH)) {
+            setup::gemma_model()?;
+        }
+        if !path.is_file() {
+            bail!(
+                "--model {}: no such file (the default model and `{}` come from `cargo xtask \
+                 setup` and `cargo xtask setup --gemma`)",
+                path.display(),
+                setup::GEMMA_MODEL_PATH
+            );
+        }
+        if path
+            .extension()
+            .is_none_or(|e| !e.eq_ignore_ascii_case("gguf"))
+        {
+            bail!(
+                "--model {}: the e2e bench runs GGUF files (the llama.cpp peers read only GGUF)",
+                path.display()
+            );
+        }
+        let label = match path.canonicalize().ok().zip(root.canonicalize().ok()) {
+            Some((p, r)) => p.strip_prefix(&r).map(Path::to_path_buf).unwrap_or(p),
+            None => path.clone(),
+        };
+        // Symlinked models (a worktree's models/) resolve outside the repository: name them by
+        // the path given when it is relative.
+        let label = if label.is_absolute() && path.is_relative() {
+            path.display().to_string()
+        } else if label.is_absolute() && same(&path, &default_path) {
+            setup::MODEL_PATH.to_string()
+        } else if label.is_absolute() && same(&path, &root.join(setup::GEMMA_MODEL_PATH)) {
+            setup::GEMMA_MODEL_PATH.to_string()
+        } else {
+            label.display().to_string()
+        };
+        Ok(E2eModel {
+            default: same(&path, &default_path),
+            as_is: format!("{} (GGUF as is)", gguf_kind(&path)),
+            label,
+            path,
+        })
+    }
+
+    /// Where the bench's peer site serves the file (relative URL).
+    fn served_as(&self) -> String {
+        format!(
+            "models/{}",
+            self.path.file_name().unwrap_or_default().to_string_lossy()
+        )
+    }
+}
+
+/// The quantization a GGUF file name ends with (`…-q4_k_m.gguf` → `q4_k_m`), else `GGUF`.
+fn gguf_kind(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .to_lowercase();
+    let known = [
+        "q4_k_m", "q4_k_s", "q5_k_m", "q5_k_s", "q6_k", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1",
+        "f16", "bf16", "f32",
+    ];
+    known
+        .iter()
+        .find(|k| stem.ends_with(*k))
+        .map(|k| k.to_string())
+        .unwrap_or_else(|| "GGUF".into())
+}
+
 fn e2e(opts: &Options) -> Result<()> {
     let root = util::root();
-    let model = root.join(setup::MODEL_PATH);
+    let model = E2eModel::resolve(opts.model.as_deref())?;
     let prompt_file = root.join("tests/bench/prompt.txt");
     let prompt = fs::read_to_string(&prompt_file)
         .with_context(|| format!("reading {}", prompt_file.display()))?
         .trim_end()
         .to_string();
 
-    println!("\n== bench e2e: release site and CLI");
+    println!(
+        "\n== bench e2e: {} at {} thread(s); release site and CLI",
+        model.label,
+        opts.threads
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     build::build_site()?;
 
     let mut rows = Vec::new();
-    rows.extend(e2e_cli(&model, &prompt, opts.runs)?);
+    rows.extend(e2e_cli(&model, &prompt, opts)?);
 
     let peers = peer_packages();
     if let Err(e) = &peers {
         println!("  ! the llama.cpp peers are not installed: {e:#}");
     }
     rows.extend(e2e_browser(&model, &prompt_file, opts.runs, peers.is_ok()));
-    rows.push(e2e_llamacpp(&model, &prompt_file, opts.runs, &peers));
+    for &threads in &opts.threads {
+        rows.push(e2e_llamacpp(
+            &model,
+            &prompt_file,
+            opts.runs,
+            threads,
+            &peers,
+        ));
+    }
+    // One thread count after the other (stable: engines keep their order within one).
+    rows.sort_by_key(|r| r.threads);
 
-    let table = render_e2e(&rows, opts.runs, &wasm_sizes(&root.join("build/site/pkg"))?);
+    let table = render_e2e(
+        &rows,
+        &model.label,
+        opts.runs,
+        &wasm_sizes(&root.join("build/site/pkg"))?,
+    );
     println!("\n{table}");
+    let json = serde_json::to_string_pretty(
+        &rows
+            .iter()
+            .map(|r| r.json(&model.label))
+            .collect::<Vec<_>>(),
+    )?;
     save("e2e.txt", &table)?;
+    save("e2e.json", &format!("{json}\n"))?;
+    if !model.default {
+        // A second model's run also keeps its own copy (the default model's stays in e2e.*
+        // only until the next run).
+        let stem = model.path.file_stem().unwrap_or_default().to_string_lossy();
+        save(&format!("e2e-{stem}.txt"), &table)?;
+        save(&format!("e2e-{stem}.json"), &format!("{json}\n"))?;
+    }
     Ok(())
 }
 
-/// The edgefit CLI, once per weight format it offers (`--weights`).
-fn e2e_cli(model: &Path, prompt: &str, runs: usize) -> Result<Vec<E2eRow>> {
+/// The edgefit CLI at each thread count, once per weight format: f32 and w4g32 for the
+/// default model, `auto` (the file's blocks as they are) for any other.
+fn e2e_cli(model: &E2eModel, prompt: &str, opts: &Options) -> Result<Vec<E2eRow>> {
     println!("\n== bench e2e: edgefit CLI (native, release)");
     let exe = util::target_dir().join("release/edgefit");
-    let help = util::capture(Command::new(&exe).args(["generate", "--help"])).unwrap_or_default();
-    let formats: Vec<(Option<&str>, &str)> = if help.contains("--weights") {
-        vec![
-            (Some("f32"), "f32"),
-            (Some("w4g32"), "w4g32 (GGUF q4_1 kept, head q8_0)"),
+    let formats: &[(&str, &str)] = if model.default {
+        &[
+            ("f32", "f32"),
+            ("w4g32", "w4g32 (GGUF q4_1 kept, head q8_0)"),
         ]
     } else {
-        vec![(None, "f32 (the CLI has no --weights yet)")]
+        &[("auto", "auto (the file's blocks as they are)")]
     };
     let mut rows = Vec::new();
-    for (flag, label) in formats {
-        let mut row = E2eRow::new("edgefit CLI", &native_runtime(), label);
-        for i in 0..runs {
-            let mut cmd = Command::new(&exe);
-            cmd.arg("generate")
-                .arg("--model")
-                .arg(model)
-                .args(["--prompt", prompt])
-                .args(["--max-tokens", &E2E_TOKENS.to_string()])
-                .args(["--temperature", "0", "--json"]);
-            if let Some(w) = flag {
-                cmd.args(["--weights", w]);
-            }
-            let shown = format!(
-                "edgefit generate --model {} --prompt <tests/bench/prompt.txt> --max-tokens {E2E_TOKENS} --temperature 0 --json{}",
-                model.display(),
-                flag.map(|w| format!(" --weights {w}")).unwrap_or_default()
-            );
-            println!("  $ {shown}   (run {}/{runs})", i + 1);
-            let out = cmd.stdin(Stdio::null()).stderr(Stdio::inherit()).output();
-            match out {
-                Ok(out) if out.status.success() => {
-                    let text = String::from_utf8_lossy(&out.stdout);
-                    match text
-                        .lines()
-                        .rev()
-                        .find_map(|l| serde_json::from_str::<Value>(l).ok())
-                    {
-                        Some(v) => {
-                            println!("    {}", summary(&v));
-                            row.runs.push(v);
-                        }
-                        None => {
-                            row.error = Some("the CLI printed no JSON".into());
-                            break;
-                        }
-                    }
-                }
-                Ok(out) => {
-                    row.error = Some(format!("`{shown}` failed ({})", out.status));
-                    break;
-                }
-                Err(e) => {
-                    row.error = Some(format!("could not start {}: {e}", exe.display()));
-                    break;
-                }
-            }
+    for &threads in &opts.threads {
+        for &(flag, label) in formats {
+            rows.push(e2e_cli_row(
+                &exe, model, prompt, flag, label, threads, opts.runs,
+            ));
         }
-        // Say what the CLI ran, when its JSON tells (weights, embedding and kernel used).
-        if let Some(first) = row.runs.first() {
-            let get = |k: &str| {
-                first
-                    .get(k)
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string()
-            };
-            let (w, e, k) = (get("weights"), get("embedding"), get("kernel"));
-            if !w.is_empty() {
-                row.weights = match (e.is_empty(), k.is_empty()) {
-                    (false, false) => format!("{w} · embedding {e}, {k}"),
-                    (false, true) => format!("{w} · embedding {e}"),
-                    (true, false) => format!("{w}, {k}"),
-                    (true, true) => w,
-                };
-            }
-        }
-        rows.push(row);
     }
     Ok(rows)
+}
+
+fn e2e_cli_row(
+    exe: &Path,
+    model: &E2eModel,
+    prompt: &str,
+    weights: &str,
+    label: &str,
+    threads: usize,
+    runs: usize,
+) -> E2eRow {
+    let mut row = E2eRow::new("edgefit CLI", &native_runtime(), label, threads);
+    let shown = format!(
+        "edgefit generate --model {} --prompt <tests/bench/prompt.txt> --max-tokens {E2E_TOKENS} \
+         --temperature 0 --json --weights {weights} --threads {threads}",
+        model.label
+    );
+    for i in 0..runs {
+        let mut cmd = Command::new(exe);
+        cmd.arg("generate")
+            .arg("--model")
+            .arg(&model.path)
+            .args(["--prompt", prompt])
+            .args(["--max-tokens", &E2E_TOKENS.to_string()])
+            .args(["--temperature", "0", "--json"])
+            .args(["--weights", weights])
+            .args(["--threads", &threads.to_string()]);
+        println!("  $ {shown}   (run {}/{runs})", i + 1);
+        let out = cmd.stdin(Stdio::null()).stderr(Stdio::inherit()).output();
+        let v = match out {
+            Ok(out) if out.status.success() => {
+                let text = String::from_utf8_lossy(&out.stdout);
+                match text
+                    .lines()
+                    .rev()
+                    .find_map(|l| serde_json::from_str::<Value>(l).ok())
+                {
+                    Some(v) => v,
+                    None => {
+                        row.error = Some("the CLI printed no JSON".into());
+                        break;
+                    }
+                }
+            }
+            Ok(out) => {
+                row.error = Some(format!("`{shown}` failed ({})", out.status));
+                break;
+            }
+            Err(e) => {
+                row.error = Some(format!("could not start {}: {e}", exe.display()));
+                break;
+            }
+        };
+        let ran = v.get("threads").and_then(Value::as_u64);
+        if ran != Some(threads as u64) {
+            row.error = Some(format!(
+                "asked for {threads} thread(s), the CLI reports {ran:?}"
+            ));
+            break;
+        }
+        println!("    {}", summary(&v));
+        row.runs.push(v);
+    }
+    // Say what the CLI ran, from its JSON (weights, embedding and kernel used).
+    if let Some(first) = row.runs.first() {
+        let get = |k: &str| {
+            first
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let (w, e, k) = (get("weights"), get("embedding"), get("kernel"));
+        if !w.is_empty() {
+            row.weights = match (e.is_empty(), k.is_empty()) {
+                (false, false) => format!("{w} · embedding {e}, {k}"),
+                (false, true) => format!("{w} · embedding {e}"),
+                (true, false) => format!("{w}, {k}"),
+                (true, true) => w,
+            };
+        }
+    }
+    row
 }
 
 fn summary(v: &Value) -> String {
     let f = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
     format!(
-        "load {:.0} ms, {} prompt tokens at {:.1} tok/s, {} generated at {:.1} tok/s",
+        "load {:.0} ms, {} prompt tokens at {:.1} tok/s, {} generated at {:.1} tok/s, {} thread(s)",
         f("load_ms"),
         f("prompt_tokens"),
         f("prefill_tok_s"),
         f("generated_tokens"),
-        f("decode_tok_s")
+        f("decode_tok_s"),
+        f("threads")
     )
 }
 
@@ -491,18 +711,19 @@ fn package_version(rel: &str) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
-/// The edgefit page and wllama in one headless Chromium.
-fn e2e_browser(model: &Path, prompt_file: &Path, runs: usize, peers: bool) -> Vec<E2eRow> {
-    println!("\n== bench e2e: headless Chromium (edgefit page, wllama)");
+/// The edgefit page and wllama in one headless Chromium, one thread each (the page's build is
+/// single-threaded; wllama is asked for one thread to match).
+fn e2e_browser(model: &E2eModel, prompt_file: &Path, runs: usize, peers: bool) -> Vec<E2eRow> {
+    println!("\n== bench e2e: headless Chromium (edgefit page, wllama), 1 thread");
     let fail = |why: String| {
         vec![
             E2eRow {
                 error: Some(why.clone()),
-                ..E2eRow::new("edgefit page", "Chromium", "-")
+                ..E2eRow::new("edgefit page", "Chromium", "-", 1)
             },
             E2eRow {
                 error: Some(why),
-                ..E2eRow::new("wllama", "Chromium", "-")
+                ..E2eRow::new("wllama", "Chromium", "-", 1)
             },
         ]
     };
@@ -512,7 +733,8 @@ fn e2e_browser(model: &Path, prompt_file: &Path, runs: usize, peers: bool) -> Ve
             let esm = util::root().join("tests/bench/node_modules/@wllama/wllama/esm");
             util::copy_tree(&esm, &site.join("wllama"))?;
         }
-        util::link_or_copy(model, &site.join(setup::MODEL_PATH))?;
+        let served = model.served_as();
+        util::link_or_copy(&model.path, &site.join(&served))?;
         let edgefit = serve::start(&util::root().join("build/site"), "127.0.0.1", 0)?;
         let peers_srv = serve::start(&site, "127.0.0.1", 0)?;
         let mut cmd = node("tests/bench/run-browser.mjs")?;
@@ -525,11 +747,17 @@ fn e2e_browser(model: &Path, prompt_file: &Path, runs: usize, peers: bool) -> Ve
                     String::new()
                 },
             )
-            .env("MODEL_PATH", setup::MODEL_PATH)
+            .env("MODEL_PATH", &served)
+            .env("PEER_WEIGHTS", &model.as_is)
             .env("PROMPT_FILE", prompt_file)
             .env("TOKENS", E2E_TOKENS.to_string())
-            .env("RUNS", runs.to_string())
-            .env("WEIGHTS", "f32,w4g32");
+            .env("RUNS", runs.to_string());
+        if model.default {
+            cmd.env("WEIGHTS", "f32,w4g32");
+        } else {
+            // Any other model goes in through the page's file input, on its own blocks.
+            cmd.env("WEIGHTS", "auto").env("MODEL_FILE", &model.path);
+        }
         let out = stdout_of(&mut cmd);
         drop(edgefit);
         drop(peers_srv);
@@ -547,13 +775,14 @@ fn e2e_browser(model: &Path, prompt_file: &Path, runs: usize, peers: bool) -> Ve
     for v in lines {
         let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
         let (engine, runtime, weights) = (s("engine"), s("runtime"), s("weights"));
+        let threads = v.get("threads").and_then(Value::as_u64).unwrap_or(1) as usize;
         let idx = match rows
             .iter()
-            .position(|r| r.engine == engine && r.weights == weights)
+            .position(|r| r.engine == engine && r.weights == weights && r.threads == threads)
         {
             Some(i) => i,
             None => {
-                rows.push(E2eRow::new(&engine, &runtime, &weights));
+                rows.push(E2eRow::new(&engine, &runtime, &weights, threads));
                 rows.len() - 1
             }
         };
@@ -568,22 +797,31 @@ fn e2e_browser(model: &Path, prompt_file: &Path, runs: usize, peers: bool) -> Ve
     if !peers {
         rows.push(E2eRow {
             error: Some("not installed (see above)".into()),
-            ..E2eRow::new("wllama", "Chromium", "q4_1 (GGUF as is)")
+            ..E2eRow::new("wllama", "Chromium", &model.as_is, 1)
         });
     }
     rows
 }
 
-/// Native llama.cpp through node-llama-cpp.
-fn e2e_llamacpp(model: &Path, prompt_file: &Path, runs: usize, peers: &Result<()>) -> E2eRow {
-    println!("\n== bench e2e: native llama.cpp (node-llama-cpp, prebuilt, 1 thread, CPU)");
+/// Native llama.cpp through node-llama-cpp at `threads` threads.
+fn e2e_llamacpp(
+    model: &E2eModel,
+    prompt_file: &Path,
+    runs: usize,
+    threads: usize,
+    peers: &Result<()>,
+) -> E2eRow {
+    println!(
+        "\n== bench e2e: native llama.cpp (node-llama-cpp, prebuilt, CPU), {threads} thread(s)"
+    );
     let mut row = E2eRow::new(
         &format!(
             "llama.cpp (node-llama-cpp {})",
             package_version("node-llama-cpp/package.json")
         ),
         &native_runtime(),
-        "q4_1 (GGUF as is)",
+        &model.as_is,
+        threads,
     );
     if let Err(e) = peers {
         row.error = Some(format!("not installed: {e}"));
@@ -591,10 +829,11 @@ fn e2e_llamacpp(model: &Path, prompt_file: &Path, runs: usize, peers: &Result<()
     }
     let result = node("tests/bench/llamacpp.mjs").and_then(|mut cmd| {
         stdout_of(
-            cmd.arg(model)
+            cmd.arg(&model.path)
                 .arg(prompt_file)
                 .arg(E2E_TOKENS.to_string())
-                .arg(runs.to_string()),
+                .arg(runs.to_string())
+                .arg(threads.to_string()),
         )
     });
     match result {
@@ -604,9 +843,16 @@ fn e2e_llamacpp(model: &Path, prompt_file: &Path, runs: usize, peers: &Result<()
                 .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             {
                 println!("    {}", summary(&v));
+                let ran = v.get("threads").and_then(Value::as_u64);
+                if ran != Some(threads as u64) {
+                    row.error = Some(format!(
+                        "asked for {threads} thread(s), node-llama-cpp reports {ran:?}"
+                    ));
+                    break;
+                }
                 row.runs.push(v);
             }
-            if row.runs.is_empty() {
+            if row.runs.is_empty() && row.error.is_none() {
                 row.error = Some("node-llama-cpp printed no measurement".into());
             }
         }
@@ -652,35 +898,41 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
-fn render_e2e(rows: &[E2eRow], runs: usize, sizes: &[(String, u64, Option<u64>)]) -> String {
+fn render_e2e(
+    rows: &[E2eRow],
+    model: &str,
+    runs: usize,
+    sizes: &[(String, u64, Option<u64>)],
+) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "end to end: {} (Q4_1 GGUF), prompt tests/bench/prompt.txt, {E2E_TOKENS} greedy tokens \
-         (fewer if the model ends), one thread, median of {runs} runs",
-        setup::MODEL_PATH
+        "end to end: {model}, prompt tests/bench/prompt.txt, {E2E_TOKENS} greedy tokens (fewer if \
+         the model ends), median of {runs} runs, at the thread counts of the `thr` column"
     );
     let _ = writeln!(
         s,
         "load = bytes in memory -> model ready (the page's metric; wllama: loadModel of a fetched \
          Blob; llama.cpp: loadModel + createContext from the file)\n\
-         ratios = this row's tok/s / the peer's tok/s (above 1: faster than the peer)"
+         ratios = this row's tok/s / the peer's tok/s at the same thread count (above 1: faster \
+         than the peer)"
     );
-    let find = |engine: &str| {
-        rows.iter()
-            .find(|r| r.engine.starts_with(engine) && r.error.is_none() && !r.runs.is_empty())
+    let find = |engine: &str, threads: usize| {
+        rows.iter().find(|r| {
+            r.engine.starts_with(engine)
+                && r.threads == threads
+                && r.error.is_none()
+                && !r.runs.is_empty()
+        })
     };
-    let wllama = find("wllama");
-    let native = find("llama.cpp");
-    let wl = |k: &str| wllama.and_then(|r| r.median(k));
-    let nl = |k: &str| native.and_then(|r| r.median(k));
     let _ = writeln!(
         s,
-        "\n{:<34} {:<40} {:<34} {:>8} {:>7} {:>7} {:>6} {:>4}  {:>9} {:>9} {:>9} {:>9}",
+        "\n{:<34} {:<40} {:<38} {:>3} {:>8} {:>7} {:>7} {:>6} {:>4}  {:>9} {:>9} {:>9} {:>9}",
         "engine",
         "runtime",
         "weights",
+        "thr",
         "load ms",
         "prefill",
         "decode",
@@ -693,29 +945,33 @@ fn render_e2e(rows: &[E2eRow], runs: usize, sizes: &[(String, u64, Option<u64>)]
     );
     let _ = writeln!(
         s,
-        "{:<34} {:<40} {:<34} {:>8} {:>7} {:>7} {:>6} {:>4}",
-        "", "", "", "", "tok/s", "tok/s", "tokens", ""
+        "{:<34} {:<40} {:<38} {:>3} {:>8} {:>7} {:>7} {:>6} {:>4}",
+        "", "", "", "", "", "tok/s", "tok/s", "tokens", ""
     );
     for r in rows {
         if let Some(err) = &r.error {
             let _ = writeln!(
                 s,
-                "{:<34} {:<40} {:<34} could not run: {}",
+                "{:<34} {:<40} {:<38} {:>3} could not run: {}",
                 r.engine,
                 r.runtime,
                 r.weights,
+                r.threads,
                 err.lines().next().unwrap_or("")
             );
             continue;
         }
+        let wl = |k: &str| find("wllama", r.threads).and_then(|p| p.median(k));
+        let nl = |k: &str| find("llama.cpp", r.threads).and_then(|p| p.median(k));
         let pre = r.median("prefill_tok_s");
         let dec = r.median("decode_tok_s");
         let _ = writeln!(
             s,
-            "{:<34} {:<40} {:<34} {:>8} {:>7} {:>7} {:>6} {:>4}  {:>9} {:>9} {:>9} {:>9}",
+            "{:<34} {:<40} {:<38} {:>3} {:>8} {:>7} {:>7} {:>6} {:>4}  {:>9} {:>9} {:>9} {:>9}",
             r.engine,
             r.runtime,
             r.weights,
+            r.threads,
             fmt_opt(r.median("load_ms"), 0),
             fmt_opt(pre, 1),
             fmt_opt(dec, 1),
@@ -752,7 +1008,9 @@ mod tests {
             parse_options(&[]).unwrap(),
             Options {
                 quick: false,
-                runs: 3
+                runs: 3,
+                threads: vec![1],
+                model: None,
             }
         );
         let o = parse_options(&s(&["--quick", "--runs", "5"])).unwrap();
@@ -763,24 +1021,71 @@ mod tests {
         assert_eq!(percent_encode(r#"{"a":1}"#), "%7B%22a%22%3A1%7D");
         assert_eq!(kv_options(&o, &s(&["--quick"])).runs, 1);
         assert_eq!(kv_options(&o, &s(&["--runs", "5"])).runs, 5);
+        let o = parse_options(&s(&["--threads", "1,2", "--model", "m.gguf"])).unwrap();
+        assert_eq!(o.threads, [1, 2]);
+        assert_eq!(o.model.as_deref(), Some(Path::new("m.gguf")));
+        for bad in ["0", "1,,2", "x", "257", "2,2", ""] {
+            let e = parse_options(&s(&["--threads", bad]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("--threads"), "{bad}: {e}");
+        }
+        assert!(parse_options(&s(&["--threads"])).is_err());
+        let e = bench(&s(&["kv", "--threads", "2"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`bench e2e` only"), "{e}");
     }
 
     #[test]
-    fn e2e_table_has_medians_and_ratios() {
+    fn gguf_kinds_come_from_the_file_name() {
+        assert_eq!(
+            gguf_kind(Path::new("models/smollm2-135m-instruct-q4_1.gguf")),
+            "q4_1"
+        );
+        assert_eq!(
+            gguf_kind(Path::new("models/gemma3-270m-it-q4_k_m.gguf")),
+            "q4_k_m"
+        );
+        assert_eq!(gguf_kind(Path::new("x/model.gguf")), "GGUF");
+    }
+
+    #[test]
+    fn e2e_table_has_medians_and_ratios_at_the_same_thread_count() {
         let run = |p: f64, d: f64| serde_json::json!({"load_ms": 10.0, "prefill_tok_s": p, "decode_tok_s": d, "prompt_tokens": 65, "generated_tokens": 128});
-        let mut a = E2eRow::new("edgefit CLI", "native", "f32");
+        let mut a = E2eRow::new("edgefit CLI", "native", "f32", 1);
         a.runs = vec![run(100.0, 20.0), run(300.0, 40.0), run(200.0, 30.0)];
-        let mut w = E2eRow::new("wllama 3.13.0", "Chromium", "q4_1");
+        let mut a2 = E2eRow::new("edgefit CLI", "native", "f32", 2);
+        a2.runs = vec![run(360.0, 45.0)];
+        let mut w = E2eRow::new("wllama 3.13.0", "Chromium", "q4_1", 1);
         w.runs = vec![run(10.0, 10.0)];
-        let mut bad = E2eRow::new("llama.cpp (node-llama-cpp 3)", "native", "q4_1");
+        let mut n1 = E2eRow::new("llama.cpp (node-llama-cpp 3)", "native", "q4_1", 1);
+        n1.runs = vec![run(400.0, 60.0)];
+        let mut n2 = E2eRow::new("llama.cpp (node-llama-cpp 3)", "native", "q4_1", 2);
+        n2.runs = vec![run(720.0, 90.0)];
+        let mut bad = E2eRow::new("llama.cpp (node-llama-cpp 3)", "native", "q4_1", 4);
         bad.error = Some("no binary\nmore".into());
+        let rows = [a, a2, w, n1, n2, bad];
         let t = render_e2e(
-            &[a, w, bad],
+            &rows,
+            "models/m.gguf",
             3,
             &[("x.wasm".into(), 2_000_000, Some(700_000))],
         );
-        assert!(t.contains("  20.00      3.00"), "{t}");
+        // 1 thread: 200/10, 30/10 against wllama; 200/400, 30/60 against llama.cpp.
+        assert!(t.contains("  20.00      3.00      0.50      0.50"), "{t}");
+        // 2 threads: no wllama row; 360/720, 45/90 against llama.cpp at 2.
+        assert!(t.contains("        -         -      0.50      0.50"), "{t}");
         assert!(t.contains("could not run: no binary"), "{t}");
         assert!(t.contains("x.wasm: 2.00 MB raw, 0.70 MB gzip -9"), "{t}");
+        let j = rows[1].json("models/m.gguf");
+        assert_eq!(
+            j,
+            serde_json::json!({"engine": "edgefit CLI", "runtime": "native", "model": "models/m.gguf",
+                "weights": "f32", "threads": 2, "prefill_tok_s": 360.0, "decode_tok_s": 45.0,
+                "load_ms": 10.0, "runs": 1})
+        );
+        assert_eq!(rows[5].json("m")["error"], "no binary\nmore");
+        assert!(rows[5].json("m")["decode_tok_s"].is_null());
     }
 }

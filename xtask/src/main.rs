@@ -38,11 +38,14 @@ commands:
                                  each target N seconds (default 60; T: one of gguf_load,
                                  gguf_estimate, hf_load, tokenizer, device_preset, wasm_json)
                                  and print executions, corpus and crashes; fails on a crash
-  bench [kernels|e2e|kv|prune|all]  release benchmarks, one thread (not part of test; default all):
+  bench [kernels|e2e|kv|prune|all]  release benchmarks (not part of test; default all):
         [--quick] [--runs N]     kernels: every edgefit kernel and weight format vs candle-core
-                                 and a streaming-read probe, natively and in headless Chromium
-                                 (--quick: decode only); e2e: the default model with the CLI, the
-                                 page, wllama and native llama.cpp (--runs N, default 3); kv:
+        [--model PATH]           and a streaming-read probe, natively and in headless Chromium
+        [--threads 1,2]          (--quick: decode only; one thread); e2e: one GGUF (--model,
+                                 default the default model) with the CLI and native llama.cpp at
+                                 each --threads count (default 1), the page and wllama at one
+                                 thread (--runs N, default 3), also saved as build/bench/e2e.json;
+                                 the other benches run one thread; kv:
                                  every KV-cache format's bytes, perplexity, KL vs f32 and decode
                                  speed natively and in the page (--quick: fewer tokens; --runs N,
                                  default 1); prune: pruning of every structure at 10-50% with

@@ -151,7 +151,11 @@ pub fn copy_tree(src: &Path, dst: &Path) -> Result<u64> {
 }
 
 /// Hard-links `src` to `dst` (replacing `dst`), falling back to a copy across filesystems.
+/// A symlinked `src` (a worktree's `models/`) is resolved first: a hard link to the symlink
+/// itself would be a symlink out of the served root, which the static server refuses.
 pub fn link_or_copy(src: &Path, dst: &Path) -> Result<&'static str> {
+    let resolved = fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf());
+    let src = resolved.as_path();
     if let Some(parent) = dst.parent() {
         fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }

@@ -24,6 +24,9 @@ pub struct KvEvalArgs {
     /// Kernel for the matrix products and attention (default: the fastest here).
     #[arg(long)]
     kernel: Option<String>,
+    /// Threads for the matrix products and attention heads (default: as for `generate`).
+    #[arg(long)]
+    threads: Option<String>,
     /// KV formats to compare with f32, comma-separated [default: all of them].
     #[arg(long, value_delimiter = ',')]
     formats: Vec<String>,
@@ -77,6 +80,7 @@ pub fn run(args: KvEvalArgs) -> Result<()> {
         requantize: false,
         kv: "f32".into(),
         kernel: args.kernel.clone(),
+        threads: args.threads.clone(),
     };
     let mut engine = crate::load(&args.model, args.json, format.load_options()?)?;
     format.apply(&mut engine)?;
@@ -107,6 +111,7 @@ pub fn run(args: KvEvalArgs) -> Result<()> {
             let m = engine.metrics();
             map.insert("weights".into(), m.weights.clone().into());
             map.insert("kernel".into(), m.kernel.clone().into());
+            map.insert("threads".into(), m.threads.into());
             map.insert("model".into(), args.model.display().to_string().into());
         }
         writeln!(out, "{}", serde_json::to_string(&obj)?)?;

@@ -121,11 +121,31 @@ pub(crate) struct FormatArgs {
     /// Default: the fastest this build runs here.
     #[arg(long)]
     pub kernel: Option<String>,
+    /// Threads for the matrix products and attention heads, 1 to 256 (the outputs are the same
+    /// bits for any count). Default: the CPUs this process may use, at most 8.
+    #[arg(long)]
+    pub threads: Option<String>,
+}
+
+/// `--threads`: a whole number from 1 to the pool's limit, or (absent) the default
+/// ([`edgefit_kernels::pool::default_threads`]); anything else is one line naming the range.
+/// Checked before a model loads.
+pub(crate) fn threads(arg: Option<&str>) -> Result<usize> {
+    let max = edgefit_kernels::pool::MAX_THREADS;
+    match arg {
+        None => Ok(edgefit_kernels::pool::default_threads()),
+        Some(s) => match s.trim().parse::<usize>() {
+            Ok(n) if (1..=max).contains(&n) => Ok(n),
+            _ => bail!("--threads {s}: expected a thread count from 1 to {max}"),
+        },
+    }
 }
 
 impl FormatArgs {
     /// The load options these flags ask for.
+    /// Also checks `--threads`, so a bad count is refused before the model loads.
     pub(crate) fn load_options(&self) -> Result<LoadOptions> {
+        threads(self.threads.as_deref())?;
         Ok(LoadOptions {
             weights: self.weights.parse()?,
             embedding: self.embedding.as_deref().map(str::parse).transpose()?,
@@ -151,6 +171,7 @@ impl FormatArgs {
             };
             engine.set_kernel(kernel)?;
         }
+        engine.set_threads(threads(self.threads.as_deref())?)?;
         Ok(())
     }
 }
@@ -369,7 +390,7 @@ fn report(
     } else {
         writeln!(stdout)?;
         eprintln!(
-            "{} prompt tokens ({} reused from earlier turns), {} generated ({}) | weights {} (embedding {}), kernel {}, KV {} | load {:.0} ms | TTFT {:.0} ms | prefill {:.1} tok/s | decode {:.1} tok/s | weights {:.1} MB | KV {} tokens, {:.2} MB | peak {:.1} MB",
+            "{} prompt tokens ({} reused from earlier turns), {} generated ({}) | weights {} (embedding {}), kernel {} × {} thread(s), KV {} | load {:.0} ms | TTFT {:.0} ms | prefill {:.1} tok/s | decode {:.1} tok/s | weights {:.1} MB | KV {} tokens, {:.2} MB | peak {:.1} MB",
             m.prompt_tokens,
             m.reused_tokens,
             m.generated_tokens,
@@ -381,6 +402,7 @@ fn report(
             m.weights,
             m.embedding,
             m.kernel,
+            m.threads,
             m.kv_format,
             m.load_ms,
             m.ttft_ms,

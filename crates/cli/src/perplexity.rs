@@ -124,6 +124,7 @@ pub fn run(args: PerplexityArgs) -> Result<()> {
                 ("weights", json!(m.weights)),
                 ("embedding", json!(m.embedding)),
                 ("kernel", json!(m.kernel)),
+                ("threads", json!(m.threads)),
                 ("kv", json!(kv.as_str())),
                 ("weights_bytes", json!(m.weights_bytes)),
                 ("load_ms", json!(m.load_ms)),

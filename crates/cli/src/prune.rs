@@ -104,6 +104,9 @@ pub struct PruneArgs {
     /// Generations for --speed-tokens (the report has each run and the median).
     #[arg(long, default_value_t = 1)]
     speed_runs: usize,
+    /// Threads for calibration, scoring and the speed runs (default: as for `generate`).
+    #[arg(long)]
+    threads: Option<String>,
     /// Print one JSON object per plan (the pruning report and the measurements) instead of a
     /// summary.
     #[arg(long)]
@@ -300,6 +303,7 @@ pub fn run(args: PruneArgs) -> Result<()> {
     if args.speed_runs == 0 {
         bail!("--speed-runs 0: must be at least 1");
     }
+    let threads = crate::threads(args.threads.as_deref())?;
     let eval = Eval {
         text: if args.perplexity {
             Some(crate::perplexity::read_text(args.text.as_deref())?)
@@ -350,7 +354,8 @@ pub fn run(args: PruneArgs) -> Result<()> {
         embedding: None,
         requantize: false,
     };
-    let engine = crate::load(&args.model, args.json, f32_options)?;
+    let mut engine = crate::load(&args.model, args.json, f32_options)?;
+    engine.set_threads(threads)?;
     let model: &Model = engine.model();
     let t0 = std::time::Instant::now();
     let stats = match &calibration {
@@ -410,7 +415,8 @@ fn run_job(
     calibration_ms: f64,
 ) -> Result<()> {
     let t0 = std::time::Instant::now();
-    let (pruned, report) = prune(engine.model(), &job.plan, stats)?;
+    let (mut pruned, report) = prune(engine.model(), &job.plan, stats)?;
+    pruned.pool = engine.model().pool.clone();
     let prune_ms = t0.elapsed().as_secs_f64() * 1e3;
 
     let perplexity = match &eval.text {
@@ -484,6 +490,7 @@ fn run_job(
                         .collect::<Vec<_>>()),
                 ),
                 ("dtype", json!(args.dtype)),
+                ("threads", json!(engine.model().pool.threads())),
                 ("prune_ms", json!(prune_ms)),
                 ("calibration_ms", json!(stats.map(|_| calibration_ms))),
                 (
@@ -607,6 +614,7 @@ fn speed(
         .context("quantizing the pruned model to w4g32")?;
     let mut model = Model::new(pruned.config, weights);
     model.kv_format = edgefit_estimate::KvFormat::F32;
+    model.pool = pruned.pool;
     let convert_ms = t0.elapsed().as_secs_f64() * 1e3;
     let ids = tokenizer.encode(prompt)?;
     if ids.is_empty() {
@@ -661,6 +669,7 @@ fn speed(
         "weights": o.weights.to_string(),
         "embedding": o.embedding_format().to_string(),
         "kernel": model.kernel.name(),
+        "threads": model.pool.threads(),
         "kv_format": model.kv_format.to_string(),
         "weights_bytes": model.weights.bytes(),
         "convert_ms": convert_ms,

@@ -90,6 +90,8 @@ pub struct Metrics {
     pub embedding: String,
     /// The kernel the matrix products ran on (`simd128`, `avx2`, `portable`, `scalar`).
     pub kernel: String,
+    /// Threads the matrix products and attention heads were split across.
+    pub threads: usize,
     /// The KV cache's format (`f32`, `f16`, `k8v16`, `int8`, `int4g32`).
     pub kv_format: String,
     /// Tokens the KV cache holds.
@@ -284,6 +286,29 @@ impl Engine {
         }
         self.model.kernel = kernel;
         self.metrics.kernel = kernel.name().to_string();
+        Ok(())
+    }
+
+    /// Splits the matrix products and attention heads across `threads` threads from now on
+    /// (the outputs are the same bits for any count). 0, more than the pool allows, or more
+    /// than 1 in a build without threads (wasm) is an error naming what is accepted.
+    pub fn set_threads(&mut self, threads: usize) -> Result<()> {
+        if threads != self.model.pool.threads() {
+            let pool = edgefit_kernels::Pool::new(threads).map_err(|e| EngineError::Setting {
+                name: "threads",
+                value: threads.to_string(),
+                expected: match e {
+                    // "a thread count from 1 to 256" (or wasm's "1: ..."): the range alone.
+                    edgefit_kernels::KernelError::Threads { expected, .. } => expected,
+                    other => other.to_string(),
+                },
+            })?;
+            self.model.pool = pool.clone();
+            if let Some(m) = &mut self.unpruned {
+                m.pool = pool;
+            }
+        }
+        self.metrics.threads = threads;
         Ok(())
     }
 
@@ -619,6 +644,7 @@ impl Engine {
         let (mut model, report) = crate::prune::prune_into(base, plan, stats, options)?;
         model.kernel = kernel;
         model.kv_format = kv_format;
+        model.pool = self.model.pool.clone();
         let old = std::mem::replace(&mut self.model, model);
         if self.unpruned.is_none() {
             self.unpruned = Some(old);
@@ -636,6 +662,7 @@ impl Engine {
             Some(mut model) => {
                 model.kernel = self.model.kernel;
                 model.kv_format = self.model.kv_format;
+                model.pool = self.model.pool.clone();
                 self.model = model;
                 self.model_changed(t0);
                 true
@@ -688,6 +715,7 @@ impl Metrics {
             weights: model.weights.linear_format_name(),
             embedding: model.weights.embedding_format_name(),
             kernel: model.kernel.name().to_string(),
+            threads: model.pool.threads(),
             kv_format: model.kv_format.to_string(),
             ..Metrics::default()
         }

@@ -13,7 +13,9 @@
 //! the safetensors loader applies the same permutation, so one rotation serves both sources.
 
 use edgefit_estimate::KvFormat;
-use edgefit_kernels::{ActQ16, Kernel, Matrix};
+use std::sync::{Mutex, TryLockError};
+
+use edgefit_kernels::{Kernel, Matrix, Pool, Prepared};
 
 use crate::config::{Activation, LayerShape, LlamaConfig};
 use crate::error::Result;
@@ -61,6 +63,47 @@ pub struct Model {
     local_inv_freq: Option<Vec<f32>>,
     /// Every block's shape (from the config, cached).
     shapes: Vec<LayerShape>,
+    /// The threads the matrix products and attention heads are split across (one unless
+    /// set; results are the same bits for any count, see [`edgefit_kernels::pool`]).
+    pub pool: Pool,
+    /// The forward pass's buffers, reused from call to call.
+    workspace: WorkspaceCell,
+}
+
+/// Every buffer of a forward pass, kept between calls so a decode step allocates nothing but
+/// its returned logits.
+#[derive(Debug, Default)]
+struct Workspace {
+    x: Vec<f32>,
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+    normed: Vec<f32>,
+    q: Vec<f32>,
+    kk: Vec<f32>,
+    vv: Vec<f32>,
+    att: Vec<f32>,
+    gate: Vec<f32>,
+    up: Vec<f32>,
+    lcos: Vec<f32>,
+    lsin: Vec<f32>,
+    local_cos: Vec<f32>,
+    local_sin: Vec<f32>,
+    proj: Vec<f32>,
+    final_x: Vec<f32>,
+    scores: Vec<f32>,
+    prep: Prepared,
+    split: Vec<f32>,
+}
+
+/// The workspace behind a lock (a model is shared by reference; two forward passes at once
+/// on one model each get buffers: the second a fresh set). A clone starts empty.
+#[derive(Debug, Default)]
+struct WorkspaceCell(Mutex<Workspace>);
+
+impl Clone for WorkspaceCell {
+    fn clone(&self) -> Self {
+        WorkspaceCell::default()
+    }
 }
 
 impl Model {
@@ -82,6 +125,8 @@ impl Model {
             inv_freq,
             local_inv_freq,
             shapes,
+            pool: Pool::serial(),
+            workspace: WorkspaceCell::default(),
         }
     }
 
@@ -137,8 +182,38 @@ impl Model {
         let (h, hd) = (c.hidden, c.head_dim);
         let start = cache.len();
         let k = self.kernel;
+        let pool = &self.pool;
 
-        let mut x = vec![0.0f32; t_len * h];
+        let mut fresh = Workspace::default();
+        let mut guard = match self.workspace.0.try_lock() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        };
+        let ws = guard.as_deref_mut().unwrap_or(&mut fresh);
+        let Workspace {
+            x,
+            cos,
+            sin,
+            normed,
+            q,
+            kk,
+            vv,
+            att,
+            gate,
+            up,
+            lcos,
+            lsin,
+            local_cos,
+            local_sin,
+            proj,
+            final_x,
+            scores,
+            prep,
+            split,
+        } = ws;
+
+        x.resize(t_len * h, 0.0);
         for (row, &t) in x.chunks_exact_mut(h).zip(tokens) {
             self.weights.embed.row(t as usize, row);
         }
@@ -151,9 +226,9 @@ impl Model {
         // cos/sin for every (position, rotated pair), shared by all layers; the sliding
         // layers' own set when they have their own base.
         let half = self.inv_freq.len();
-        let rope_table = |inv_freq: &[f32]| {
-            let mut cos = vec![0.0f32; t_len * half];
-            let mut sin = vec![0.0f32; t_len * half];
+        let rope_table = |inv_freq: &[f32], cos: &mut Vec<f32>, sin: &mut Vec<f32>| {
+            cos.resize(t_len * half, 0.0);
+            sin.resize(t_len * half, 0.0);
             for t in 0..t_len {
                 let pos = (start + t) as f32;
                 for (i, f) in inv_freq.iter().enumerate() {
@@ -162,30 +237,24 @@ impl Model {
                     sin[t * half + i] = s;
                 }
             }
-            (cos, sin)
         };
-        let (cos, sin) = rope_table(&self.inv_freq);
-        let local = self.local_inv_freq.as_deref().map(rope_table);
+        rope_table(&self.inv_freq, cos, sin);
+        let has_local = match self.local_inv_freq.as_deref() {
+            Some(f) => {
+                rope_table(f, local_cos, local_sin);
+                true
+            }
+            None => false,
+        };
 
-        let mut normed = vec![0.0f32; t_len * h];
-        let (mut q, mut kk, mut vv, mut att) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let (mut gate, mut up) = (Vec::new(), Vec::new());
-        let (mut lcos, mut lsin) = (Vec::new(), Vec::new());
-        let mut proj = vec![0.0f32; t_len * h];
-        let mut scores = vec![0.0f32; start + t_len];
+        normed.resize(t_len * h, 0.0);
         // The unpruned head dim (or Gemma's query_pre_attn_scalar) sets the scale, so pruned
         // dims drop out of the sum only.
         let scale = c.attn_scale();
-        let mut xq = ActQ16::default();
-        // `y = x · Wᵀ` for every matrix `w` reading the same input `x` (quantized once).
+        // `y = x · Wᵀ` for every matrix `w` reading the same input `x` (prepared once), row
+        // ranges split across the pool.
         let mut linear = |x: &[f32], outs: &mut [(&Matrix, &mut Vec<f32>)]| {
-            let cols = outs[0].0.cols();
-            if outs[0].0.wants_q16() {
-                xq.requantize(x, t_len, cols);
-            }
-            for (w, out) in outs.iter_mut() {
-                w.matmul_t_with(k, x, &xq, t_len, out);
-            }
+            pool.linear(k, prep, split, x, t_len, outs);
         };
 
         for (li, (lw, shape)) in self.weights.layers.iter().zip(&self.shapes).enumerate() {
@@ -202,30 +271,28 @@ impl Model {
             att.resize(t_len * od, 0.0);
             gate.resize(t_len * shape.ffn, 0.0);
             up.resize(t_len * shape.ffn, 0.0);
-            probe(li, ProbePoint::BlockIn, &x);
-            rms_norm(&x, &lw.attn_norm, c.rms_eps, &mut normed);
-            probe(li, ProbePoint::AttnIn, &normed);
-            linear(
-                &normed,
-                &mut [(&lw.wq, &mut q), (&lw.wk, &mut kk), (&lw.wv, &mut vv)],
-            );
-            for (x, b) in [(&mut q, &lw.bq), (&mut kk, &lw.bk), (&mut vv, &lw.bv)] {
+            probe(li, ProbePoint::BlockIn, x);
+            rms_norm(x, &lw.attn_norm, c.rms_eps, normed);
+            probe(li, ProbePoint::AttnIn, normed);
+            linear(normed, &mut [(&lw.wq, q), (&lw.wk, kk), (&lw.wv, vv)]);
+            for (x, b) in [(&mut *q, &lw.bq), (&mut *kk, &lw.bk), (&mut *vv, &lw.bv)] {
                 if let Some(b) = b {
                     add_bias(x, b);
                 }
             }
-            for (x, w) in [(&mut q, &lw.q_norm), (&mut kk, &lw.k_norm)] {
+            for (x, w) in [(&mut *q, &lw.q_norm), (&mut *kk, &lw.k_norm)] {
                 if let Some(w) = w {
                     rms_norm_in_place(x, w, c.rms_eps);
                 }
             }
             let window = c.layer_window(li);
-            let (cos, sin) = match (&local, window) {
-                (Some((lc, ls)), Some(_)) => (lc, ls),
-                _ => (&cos, &sin),
+            let (cos, sin): (&[f32], &[f32]) = if has_local && window.is_some() {
+                (local_cos, local_sin)
+            } else {
+                (cos, sin)
             };
             let (cs, sn) = if shape.qk_dim == hd {
-                (&cos[..], &sin[..])
+                (cos, sin)
             } else {
                 // A pruned head keeps some of the pairs, each with its own frequency.
                 let pairs = &shape.rope_pairs;
@@ -237,65 +304,79 @@ impl Model {
                 }
                 (&lcos[..], &lsin[..])
             };
-            rope(&mut q, qd, dk, cs, sn);
-            rope(&mut kk, kd, dk, cs, sn);
+            rope(q, qd, dk, cs, sn);
+            rope(kk, kd, dk, cs, sn);
             let group = shape.n_heads / shape.n_kv_heads;
-            // Attention of token `t` over what the cache holds for this layer: every earlier
-            // token, or a sliding layer's window ([`KvCache::window_view`]: its ring holds only
-            // the window, so its tokens go in one at a time, each attending right after).
-            let mut attend = |t: usize, cache: &KvCache, visible: usize, masked: usize| {
-                for head in 0..shape.n_heads {
-                    let kvh = head / group;
-                    let qh = &q[t * qd + head * dk..t * qd + (head + 1) * dk];
-                    let sc = &mut scores[..visible];
-                    cache.scores(li, kvh, qh, scale, sc, k);
-                    sc[..masked].fill(0.0);
-                    softmax(&mut sc[masked..]);
-                    let out = &mut att[t * od + head * dv..t * od + (head + 1) * dv];
-                    out.fill(0.0);
-                    cache.add_weighted_values(li, kvh, sc, out, k);
-                }
+            // Attention of a query over what the cache holds for this layer: `held` tokens, of
+            // which the first `masked` are older than a sliding layer's window (weight 0).
+            let attend = |cache: &KvCache,
+                          qh: &[f32],
+                          kvh: usize,
+                          held,
+                          masked,
+                          sc: &mut [f32],
+                          out: &mut [f32]| {
+                let sc = &mut sc[..held];
+                cache.scores(li, kvh, qh, scale, sc, k);
+                sc[..masked].fill(0.0);
+                softmax(&mut sc[masked..]);
+                out.fill(0.0);
+                cache.add_weighted_values(li, kvh, sc, out, k);
             };
             if window.is_some() {
+                // A sliding layer's ring holds only its window ([`KvCache::window_view`]), so
+                // its tokens go in one at a time, each attending right after; the heads of a
+                // token are split across the pool.
                 let (kw, vw) = (kd, shape.v_width());
                 for t in 0..t_len {
                     cache.append(li, &kk[t * kw..(t + 1) * kw], &vv[t * vw..(t + 1) * vw]);
                     let (held, masked) = cache.window_view(li);
-                    attend(t, cache, held, masked);
+                    let (cache, q) = (&*cache, &*q);
+                    let out = &mut att[t * od..(t + 1) * od];
+                    pool.for_each_item(out, dv, scores, held, &|head, out, sc| {
+                        let qh = &q[t * qd + head * dk..t * qd + (head + 1) * dk];
+                        attend(cache, qh, head / group, held, masked, sc, out);
+                    });
                 }
             } else {
-                cache.append(li, &kk, &vv);
-                for t in 0..t_len {
-                    attend(t, cache, start + t + 1, 0); // causal: positions 0..=start+t
-                }
+                cache.append(li, kk, vv);
+                // One item per (token, head), `att[t·od + head·dv..]` (od = heads · dv), split
+                // across the pool; each run of items has its own scores buffer.
+                let (heads, cache, q) = (shape.n_heads, &*cache, &*q);
+                pool.for_each_item(att, dv, scores, start + t_len, &|i, out, sc| {
+                    let (t, head) = (i / heads, i % heads);
+                    let qh = &q[t * qd + head * dk..t * qd + (head + 1) * dk];
+                    // causal: positions 0..=start+t
+                    attend(cache, qh, head / group, start + t + 1, 0, sc, out);
+                });
             }
-            probe(li, ProbePoint::AttnOut, &att);
-            linear(&att, &mut [(&lw.wo, &mut proj)]);
+            probe(li, ProbePoint::AttnOut, att);
+            linear(att, &mut [(&lw.wo, proj)]);
             if let Some(w) = &lw.post_attn_norm {
-                rms_norm_in_place(&mut proj, w, c.rms_eps);
+                rms_norm_in_place(proj, w, c.rms_eps);
             }
-            add_in_place(&mut x, &proj);
+            add_in_place(x, proj);
 
-            rms_norm(&x, &lw.ffn_norm, c.rms_eps, &mut normed);
-            probe(li, ProbePoint::MlpIn, &normed);
-            linear(&normed, &mut [(&lw.w_gate, &mut gate), (&lw.w_up, &mut up)]);
+            rms_norm(x, &lw.ffn_norm, c.rms_eps, normed);
+            probe(li, ProbePoint::MlpIn, normed);
+            linear(normed, &mut [(&lw.w_gate, gate), (&lw.w_up, up)]);
             match c.activation {
                 Activation::Silu => gate
                     .iter_mut()
-                    .zip(&up)
+                    .zip(up.iter())
                     .for_each(|(g, u)| *g = silu(*g) * u),
                 Activation::GeluTanh => gate
                     .iter_mut()
-                    .zip(&up)
+                    .zip(up.iter())
                     .for_each(|(g, u)| *g = gelu_tanh(*g) * u),
             }
-            probe(li, ProbePoint::MlpMid, &gate);
-            linear(&gate, &mut [(&lw.w_down, &mut proj)]);
+            probe(li, ProbePoint::MlpMid, gate);
+            linear(gate, &mut [(&lw.w_down, proj)]);
             if let Some(w) = &lw.post_ffn_norm {
-                rms_norm_in_place(&mut proj, w, c.rms_eps);
+                rms_norm_in_place(proj, w, c.rms_eps);
             }
-            add_in_place(&mut x, &proj);
-            probe(li, ProbePoint::BlockOut, &x);
+            add_in_place(x, proj);
+            probe(li, ProbePoint::BlockOut, x);
         }
         cache.commit(t_len);
 
@@ -304,11 +385,11 @@ impl Model {
             Logits::All => &x[..],
         };
         let n_rows = rows.len() / h;
-        let mut final_x = vec![0.0f32; rows.len()];
-        rms_norm(rows, &self.weights.final_norm, c.rms_eps, &mut final_x);
+        final_x.resize(rows.len(), 0.0);
+        rms_norm(rows, &self.weights.final_norm, c.rms_eps, final_x);
         let head = self.weights.output.as_ref().unwrap_or(&self.weights.embed);
-        let mut logits = vec![0.0f32; n_rows * c.vocab];
-        head.matmul_t(k, &final_x, n_rows, &mut logits);
+        let mut logits = Vec::with_capacity(n_rows * c.vocab);
+        pool.linear(k, prep, split, final_x, n_rows, &mut [(head, &mut logits)]);
         Ok(logits)
     }
 }

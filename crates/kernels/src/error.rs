@@ -17,6 +17,12 @@ pub enum KernelError {
         got: usize,
         expected: usize,
     },
+    /// A thread count this build cannot use.
+    #[error("threads: {value} is not usable: {expected}")]
+    Threads { value: usize, expected: String },
+    /// A thread could not be started.
+    #[error("could not start a pool thread: {0}")]
+    Spawn(String),
     /// A value that must be finite is not.
     #[error("{what}: value {value} at index {index} is not finite")]
     NotFinite {

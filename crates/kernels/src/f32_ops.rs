@@ -83,13 +83,27 @@ pub fn matmul_t(
         "matmul_t: out has {} values, expected {rows}×{n}",
         out.len()
     );
+    matmul_t_rows(kernel, x, k, w, 0..n, out);
+}
+
+/// Output rows `range` of [`matmul_t`]: `out` is `x.len() / k × range.len()`, token-major.
+pub(crate) fn matmul_t_rows(
+    kernel: Kernel,
+    x: &[f32],
+    k: usize,
+    w: &[f32],
+    range: std::ops::Range<usize>,
+    out: &mut [f32],
+) {
     if k == 0 {
         out.fill(0.0);
         return;
     }
-    for (j, w_row) in w.chunks_exact(k).enumerate() {
+    let (lo, len) = (range.start, range.len());
+    for j in range {
+        let w_row = &w[j * k..(j + 1) * k];
         for (r, x_row) in x.chunks_exact(k).enumerate() {
-            out[r * n + j] = dot(kernel, x_row, w_row);
+            out[r * len + j - lo] = dot(kernel, x_row, w_row);
         }
     }
 }

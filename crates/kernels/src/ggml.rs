@@ -538,10 +538,22 @@ impl GgmlMatrix {
     /// order. `out` has `x.rows() × rows` values.
     pub fn matmul_scalar(&self, x: &ActQ16, out: &mut [f32]) {
         check_product(self.format.name(), self.rows, self.cols, x, out);
+        self.matmul_scalar_rows(x, 0..self.rows, out);
+    }
+
+    /// [`GgmlMatrix::matmul_scalar`] for output rows `rows` only: `out` is `x.rows() ×
+    /// rows.len()`, token-major.
+    pub(crate) fn matmul_scalar_rows(
+        &self,
+        x: &ActQ16,
+        rows: std::ops::Range<usize>,
+        out: &mut [f32],
+    ) {
         let (mut q, mut a, mut c) = self.row_scratch();
         let u = self.format.unit();
         let xb = x.blocks();
-        for r in 0..self.rows {
+        let (lo, len) = (rows.start, rows.len());
+        for r in rows {
             self.decode_row(r, &mut q, &mut a, &mut c);
             for t in 0..x.rows() {
                 let mut acc = 0.0f32;
@@ -560,7 +572,7 @@ impl GgmlMatrix {
                     }
                     acc += x.scales[t * xb + b] * term;
                 }
-                out[t * self.rows + r] = acc;
+                out[t * len + r - lo] = acc;
             }
         }
     }

@@ -10,6 +10,11 @@
 //! int8, int4 in groups of 32): `q · k` and `out += p · v` for one stored head vector, read from
 //! the stored form.
 //!
+//! Matrix products run on an input prepared once ([`Prepared`]) over any range of output rows
+//! ([`Matrix::matmul_rows`]); [`pool`] splits them (and any per-item work, such as attention
+//! heads) across a persistent thread pool ([`Pool`]) so results are the same bits for any
+//! thread count.
+//!
 //! Every fast kernel has a scalar twin ([`Kernel::Scalar`]) and every kernel this build can run
 //! is listed at run time ([`Kernel::available`]) so tests and benchmarks can run each one in any
 //! build. The scalar kernel is the reference: plain loops in index order.
@@ -25,13 +30,15 @@ pub mod error;
 pub mod f32_ops;
 pub mod ggml;
 pub mod matrix;
+pub mod pool;
 pub mod quant;
 
 pub use act::ActQ16;
 pub use error::KernelError;
 pub use f32_ops::{dot, matmul_t};
 pub use ggml::{GgmlFormat, GgmlMatrix};
-pub use matrix::Matrix;
+pub use matrix::{Matrix, Prepared, ROW_SPLIT};
+pub use pool::Pool;
 pub use quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix};
 
 /// Deterministic pseudo-random values in [-1, 1) (splitmix64): the same numbers on every
@@ -148,12 +155,17 @@ impl Kernel {
     }
 }
 
+/// Detected once per process (memchr's `unsafe_ifunc!` idea: one atomic load per call after
+/// the first), since the attention kernels ask per head vector.
 #[cfg(target_arch = "x86_64")]
 fn avx2_detected() -> bool {
+    static DETECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     // F16C (fp16 scale conversion) ships on every AVX2 CPU but is a separate flag.
-    std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("fma")
-        && std::arch::is_x86_feature_detected!("f16c")
+    *DETECTED.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+            && std::arch::is_x86_feature_detected!("f16c")
+    })
 }
 
 #[cfg(not(target_arch = "x86_64"))]

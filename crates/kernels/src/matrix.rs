@@ -1,6 +1,12 @@
-//! [`Matrix`]: one weight matrix in any format, and the kernel dispatch for `y = x · Wᵀ`.
+//! [`Matrix`]: one weight matrix in any format, and the kernel dispatch for `y = x · Wᵀ`:
+//! an input is prepared once ([`Prepared`]), then any range of output rows of any matrix
+//! reading it is computed by [`Matrix::matmul_rows`] (what [`crate::pool`] splits across
+//! threads); the whole-matrix [`Matrix::matmul_t`] is a wrapper over the two.
+
+use std::ops::Range;
 
 use crate::act::ActQ16;
+use crate::arch::ArchPrep;
 use crate::ggml::GgmlMatrix;
 use crate::quant::{F16Matrix, Q8Matrix, W4Matrix};
 use crate::{arch, f32_ops, Kernel};
@@ -95,41 +101,186 @@ impl Matrix {
     }
 
     /// `out[t][n] = Σ_k x[t][k] · w[n][k]` for `m` activation rows. Integer formats quantize
-    /// `x` to [`ActQ16`] first; when several matrices read the same input, quantize once and
-    /// call [`Matrix::matmul_t_with`].
+    /// `x` to [`ActQ16`] first; when several matrices read the same input, prepare it once
+    /// ([`Prepared`]) and call [`Matrix::matmul_rows`]. A thin wrapper over those two.
     ///
     /// # Panics
     /// If the slice lengths do not match the shapes (a programming error).
     pub fn matmul_t(&self, kernel: Kernel, x: &[f32], m: usize, out: &mut [f32]) {
-        let xq = if self.wants_q16() {
-            ActQ16::quantize(x, m, self.cols())
-        } else {
-            ActQ16::default()
-        };
-        self.matmul_t_with(kernel, x, &xq, m, out);
+        let mut prep = Prepared::default();
+        prep.prepare(kernel, x, m, self.cols(), [self]);
+        self.matmul_rows(&prep, x, 0..self.rows(), out);
     }
 
     /// Like [`Matrix::matmul_t`] with the activations already quantized (`xq` is read only by
-    /// integer formats, `x` only by float formats).
+    /// integer formats, `x` only by float formats). A thin wrapper over [`Matrix::matmul_rows`].
     pub fn matmul_t_with(&self, kernel: Kernel, x: &[f32], xq: &ActQ16, m: usize, out: &mut [f32]) {
-        let kernel = kernel.resolve();
+        let mut prep = Prepared::default();
+        prep.prepare_q16(kernel, xq.clone(), m, self.cols(), [self]);
+        self.matmul_rows(&prep, x, 0..self.rows(), out);
+    }
+
+    /// Output rows `rows` of `x · Wᵀ` from an input prepared for this matrix: `out[t][r −
+    /// rows.start]` (`m × rows.len()`, token-major; for one token that is `out[r]` of the whole
+    /// product's row range). A range starting on a multiple of [`ROW_SPLIT`] (and ending on one
+    /// or at the last row) gives exactly the values the whole product has there, so a product
+    /// split into such ranges, on any number of threads, is the same bits as one call.
+    ///
+    /// # Panics
+    /// If the range is misaligned or out of bounds, the slice lengths do not match, or `prep`
+    /// was not prepared for this matrix (programming errors).
+    pub fn matmul_rows(&self, prep: &Prepared, x: &[f32], rows: Range<usize>, out: &mut [f32]) {
+        let (n, k, m) = (self.rows(), self.cols(), prep.m);
+        assert!(
+            rows.start <= rows.end
+                && rows.end <= n
+                && rows.start.is_multiple_of(ROW_SPLIT)
+                && (rows.end.is_multiple_of(ROW_SPLIT) || rows.end == n),
+            "matmul_rows: rows {rows:?} of {n} do not start (and end) on a multiple of {ROW_SPLIT}"
+        );
+        assert_eq!(
+            out.len(),
+            m * rows.len(),
+            "matmul_rows: out has the wrong length"
+        );
+        assert_eq!(
+            prep.cols, k,
+            "matmul_rows: prepared for {} columns, weights have {k}",
+            prep.cols
+        );
+        let kernel = prep.kernel;
+        if self.wants_q16() {
+            assert!(
+                prep.quantized && prep.arch.ready(kernel, self),
+                "matmul_rows: the input was not prepared for this {} matrix",
+                self.format_name()
+            );
+        } else {
+            assert_eq!(x.len(), m * k, "matmul_rows: x has the wrong length");
+        }
+        if rows.is_empty() {
+            return;
+        }
+        let xq = &prep.xq;
         match self {
-            Matrix::F32 { data, rows, cols } => {
-                f32_ops::matmul_t(kernel, x, m, *cols, data, *rows, out)
+            Matrix::F32 { data, cols, .. } => {
+                f32_ops::matmul_t_rows(kernel, x, *cols, data, rows, out)
             }
-            Matrix::F16(w) => arch::f16_matmul(kernel, w, x, m, out),
-            Matrix::W4(w) => {
-                debug_assert_eq!(xq.rows(), m);
-                arch::w4_matmul(kernel, w, xq, out)
-            }
-            Matrix::Q8(w) => {
-                debug_assert_eq!(xq.rows(), m);
-                arch::q8_matmul(kernel, w, xq, out)
-            }
-            Matrix::Ggml(w) => {
-                debug_assert_eq!(xq.rows(), m);
-                arch::ggml_matmul(kernel, w, xq, out)
+            Matrix::F16(w) => arch::f16_rows(kernel, w, x, m, rows, out),
+            Matrix::W4(w) => arch::w4_rows(kernel, w, xq, &prep.arch, rows, out),
+            Matrix::Q8(w) => arch::q8_rows(kernel, w, xq, &prep.arch, rows, out),
+            Matrix::Ggml(w) => arch::ggml_rows(kernel, w, xq, &prep.arch, rows, out),
+        }
+    }
+}
+
+/// The row granularity of [`Matrix::matmul_rows`]: 8, the widest pass any kernel makes over
+/// rows (int8 value tiles, simd128's pairs of 4-row w4 tiles and its 8-row GEMM tiles), so a
+/// range starting on a multiple of it runs the same passes as the whole matrix.
+pub const ROW_SPLIT: usize = 8;
+
+/// An input `x` (`m × cols`) prepared once for every matrix that reads it (q/k/v, gate/up) and
+/// every row range of those: its int16 quantization ([`ActQ16`]) when an integer format reads
+/// it, the reordered activations and factors the SIMD kernels of those formats read, and the
+/// kernel, resolved once here (an unavailable one runs [`Kernel::best`]). Reused from input to
+/// input, so its buffers are allocated once per model, not per call.
+#[derive(Debug)]
+pub struct Prepared {
+    kernel: Kernel,
+    m: usize,
+    cols: usize,
+    quantized: bool,
+    xq: ActQ16,
+    arch: ArchPrep,
+}
+
+impl Default for Prepared {
+    fn default() -> Prepared {
+        Prepared {
+            kernel: Kernel::Scalar,
+            m: 0,
+            cols: 0,
+            quantized: false,
+            xq: ActQ16::default(),
+            arch: ArchPrep::default(),
+        }
+    }
+}
+
+impl Prepared {
+    /// Prepares `x` (`m × cols`) for the matrices `mats` (all `cols` wide) on `kernel`.
+    ///
+    /// # Panics
+    /// If `x.len() != m · cols` or a matrix is not `cols` wide (programming errors).
+    pub fn prepare<'a>(
+        &mut self,
+        kernel: Kernel,
+        x: &[f32],
+        m: usize,
+        cols: usize,
+        mats: impl IntoIterator<Item = &'a Matrix>,
+    ) {
+        assert_eq!(x.len(), m * cols, "Prepared: x has the wrong length");
+        self.begin(kernel, m, cols);
+        for w in mats {
+            assert_eq!(
+                w.cols(),
+                cols,
+                "Prepared: a matrix is {} wide, x {cols}",
+                w.cols()
+            );
+            if w.wants_q16() {
+                if !self.quantized {
+                    self.xq.requantize(x, m, cols);
+                    self.quantized = true;
+                }
+                self.arch.fill(self.kernel, w, &self.xq);
             }
         }
+    }
+
+    /// [`Prepared::prepare`] from activations already quantized (`xq`: `m × cols`).
+    pub fn prepare_q16<'a>(
+        &mut self,
+        kernel: Kernel,
+        xq: ActQ16,
+        m: usize,
+        cols: usize,
+        mats: impl IntoIterator<Item = &'a Matrix>,
+    ) {
+        assert!(
+            xq.rows() == m && xq.cols() == cols,
+            "Prepared: xq is not {m}×{cols}"
+        );
+        self.begin(kernel, m, cols);
+        self.xq = xq;
+        self.quantized = true;
+        for w in mats {
+            assert_eq!(
+                w.cols(),
+                cols,
+                "Prepared: a matrix is {} wide, x {cols}",
+                w.cols()
+            );
+            self.arch.fill(self.kernel, w, &self.xq);
+        }
+    }
+
+    fn begin(&mut self, kernel: Kernel, m: usize, cols: usize) {
+        self.kernel = kernel.resolve();
+        self.m = m;
+        self.cols = cols;
+        self.quantized = false;
+        self.arch.reset();
+    }
+
+    /// The kernel the products run on (resolved).
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// Activation rows (tokens) of the prepared input.
+    pub fn rows(&self) -> usize {
+        self.m
     }
 }

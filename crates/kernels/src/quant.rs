@@ -79,6 +79,8 @@
 //! kernel computes the same integer sums, so it agrees with the reference to f32 rounding of the
 //! per-block terms.
 
+use std::ops::Range;
+
 use half::f16;
 
 use crate::act::{ActQ16, BLOCK};
@@ -426,12 +428,19 @@ impl W4Matrix {
     /// docs for the exact arithmetic). `out` has `x.rows() × rows` values.
     pub fn matmul_scalar(&self, x: &ActQ16, out: &mut [f32]) {
         check_product("w4", self.rows, self.cols, x, out);
+        self.matmul_scalar_rows(x, 0..self.rows, out);
+    }
+
+    /// [`W4Matrix::matmul_scalar`] for output rows `rows` only: `out` is `x.rows() ×
+    /// rows.len()`, token-major (`out[t][r − rows.start]`).
+    pub(crate) fn matmul_scalar_rows(&self, x: &ActQ16, rows: Range<usize>, out: &mut [f32]) {
         let bpr = self.blocks_per_row();
         let gpr = self.groups_per_row();
         let xb = x.blocks();
         let per_group = self.group / BLOCK;
+        let (lo, len) = (rows.start, rows.len());
         for t in 0..x.rows() {
-            for r in 0..self.rows {
+            for r in rows.clone() {
                 let mut acc = 0.0f32;
                 for b in 0..xb {
                     let bytes = &self.packed[(r * bpr + b) * 16..(r * bpr + b) * 16 + 16];
@@ -453,7 +462,7 @@ impl W4Matrix {
                     }
                     acc += sx * term;
                 }
-                out[t * self.rows + r] = acc;
+                out[t * len + r - lo] = acc;
             }
         }
     }
@@ -613,9 +622,15 @@ impl Q8Matrix {
     /// Reference kernel: `out[t][r] = Σ_b sx[t][b] · s[r][b] · Σ_j q[r][b][j] · xq[t][b][j]`.
     pub fn matmul_scalar(&self, x: &ActQ16, out: &mut [f32]) {
         check_product("int8", self.rows, self.cols, x, out);
+        self.matmul_scalar_rows(x, 0..self.rows, out);
+    }
+
+    /// [`Q8Matrix::matmul_scalar`] for output rows `rows` only (`out`: `x.rows() × rows.len()`).
+    pub(crate) fn matmul_scalar_rows(&self, x: &ActQ16, rows: Range<usize>, out: &mut [f32]) {
         let bpr = self.blocks_per_row();
+        let (lo, len) = (rows.start, rows.len());
         for t in 0..x.rows() {
-            for r in 0..self.rows {
+            for r in rows.clone() {
                 let mut acc = 0.0f32;
                 for b in 0..bpr {
                     let at = q8_block_index(self.rows, bpr, r, b);
@@ -629,7 +644,7 @@ impl Q8Matrix {
                     let s = self.scales[scale_index(self.rows, bpr, r, b)].to_f32();
                     acc += x.scales[t * bpr + b] * (s * isum as f32);
                 }
-                out[t * self.rows + r] = acc;
+                out[t * len + r - lo] = acc;
             }
         }
     }
@@ -680,15 +695,27 @@ impl F16Matrix {
     pub fn matmul_scalar(&self, x: &[f32], m: usize, out: &mut [f32]) {
         assert_eq!(x.len(), m * self.cols, "f16: x has the wrong length");
         assert_eq!(out.len(), m * self.rows, "f16: out has the wrong length");
+        self.matmul_scalar_rows(x, m, 0..self.rows, out);
+    }
+
+    /// [`F16Matrix::matmul_scalar`] for output rows `rows` only (`out`: `m × rows.len()`).
+    pub(crate) fn matmul_scalar_rows(
+        &self,
+        x: &[f32],
+        m: usize,
+        rows: Range<usize>,
+        out: &mut [f32],
+    ) {
+        let (lo, len) = (rows.start, rows.len());
         for t in 0..m {
             let xr = &x[t * self.cols..(t + 1) * self.cols];
-            for r in 0..self.rows {
+            for r in rows.clone() {
                 let w = &self.values[r * self.cols..(r + 1) * self.cols];
                 let mut acc = 0.0f32;
                 for (a, b) in xr.iter().zip(w) {
                     acc += a * b.to_f32();
                 }
-                out[t * self.rows + r] = acc;
+                out[t * len + r - lo] = acc;
             }
         }
     }

@@ -35,7 +35,7 @@ fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
 
 /// How the fp16 fields of generated blocks are chosen.
 #[derive(Clone, Copy, Debug)]
-enum Scales {
+pub(super) enum Scales {
     /// Small random values of either sign, like real files (|d| up to ~0.06).
     Random,
     /// ±65504, the largest finite halves.
@@ -47,7 +47,13 @@ enum Scales {
 }
 
 /// `rows × cols` of random `format` blocks whose fp16 fields follow `scales`.
-fn blocks(format: GgmlFormat, rows: usize, cols: usize, seed: u64, scales: Scales) -> Vec<u8> {
+pub(super) fn blocks(
+    format: GgmlFormat,
+    rows: usize,
+    cols: usize,
+    seed: u64,
+    scales: Scales,
+) -> Vec<u8> {
     let bb = format.block_bytes();
     let n = rows * cols / format.block_values();
     let mut data = random_bytes(seed, n * bb);

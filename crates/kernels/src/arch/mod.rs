@@ -7,8 +7,14 @@
 //!
 //! The integer kernels (w4, int8) all compute the same exact i32 sums per block of 32 as the
 //! scalar reference ([`crate::quant`]), so they differ from it only by f32 rounding of the
-//! per-block terms. All of them reorder the int16 activations once per call into the order the
-//! unpacked weights come out in (see each module), which costs O(m·k) against O(m·n·k) work.
+//! per-block terms. The SIMD ones read the int16 activations reordered into the order the
+//! unpacked weights come out in (see each module): [`ArchPrep`] builds that once per input
+//! (O(m·k) against O(m·n·k) work) for every matrix and row range that reads it.
+//!
+//! The matrix products compute a range of output rows (`*_rows`), written token-major into a
+//! `m × rows.len()` block: a range that starts on a multiple of [`crate::matrix::ROW_SPLIT`]
+//! runs exactly the tile passes the whole matrix would run over those rows, so splitting a
+//! product into such ranges (across threads) gives the same bits as one call.
 //!
 //! The attention kernels ([`crate::attn`], `attn_*` here) read one KV head vector per call;
 //! their dispatchers resolve the kernel again, so an unavailable one runs [`Kernel::best`].
@@ -22,27 +28,131 @@ pub(crate) mod x86;
 #[cfg(test)]
 mod ggml_tests;
 #[cfg(test)]
+mod split_tests;
+#[cfg(test)]
 mod tests;
+
+use std::ops::Range;
 
 use half::f16;
 
 use crate::act::ActQ16;
 use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
 use crate::ggml::GgmlMatrix;
-use crate::quant::{check_product, F16Matrix, Q8Matrix, W4Matrix, ROW_TILE};
-use crate::Kernel;
+use crate::quant::{F16Matrix, Q8Matrix, W4Matrix, ROW_TILE};
+use crate::{Kernel, Matrix};
 
-/// `out[t][r] = x[t] · w[r]` for a ggml block matrix (see [`GgmlMatrix::matmul_scalar`]).
-pub(crate) fn ggml_matmul(kernel: Kernel, w: &GgmlMatrix, x: &ActQ16, out: &mut [f32]) {
-    check_product(w.format_name(), w.rows(), w.cols(), x, out);
-    match kernel.resolve() {
-        Kernel::Scalar => w.matmul_scalar(x, out),
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        Kernel::Simd128 => simd128::ggml_matmul(w, x, out),
-        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+/// Activations prepared once per input for whichever kernels will read it: built by
+/// [`ArchPrep::fill`] for the matrices about to run (before any row range is computed, so every
+/// thread reads the same preparation), then read-only. Buffers are reused from input to input.
+#[derive(Debug, Default)]
+pub(crate) struct ArchPrep {
+    #[cfg(target_arch = "x86_64")]
+    x86: [x86::Prep; 2],
+    /// Whether `x86[0]` (w4 order) and `x86[1]` (int8 order) hold the current input.
+    #[cfg(target_arch = "x86_64")]
+    x86_ok: [bool; 2],
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    simd: simd128::Prep,
+    /// ggml factors for units of 16 (`[0]`) and 32 (`[1]`) values.
+    ggml: [GgmlPrep; 2],
+    ggml_ok: [bool; 2],
+}
+
+impl ArchPrep {
+    /// Forgets the previous input (its buffers stay allocated).
+    pub(crate) fn reset(&mut self) {
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => unsafe { x86::ggml_matmul(w, x, out) },
-        _ => portable::ggml_matmul(w, x, out),
+        {
+            self.x86_ok = [false; 2];
+        }
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        self.simd.reset();
+        self.ggml_ok = [false; 2];
+    }
+
+    /// Whether [`ArchPrep::fill`] ran for `w` on `kernel` since the last reset: the SIMD
+    /// kernels read these buffers through raw pointers, so a product must never run without it.
+    pub(crate) fn ready(&self, kernel: Kernel, w: &Matrix) -> bool {
+        match (kernel, w) {
+            (Kernel::Avx2 | Kernel::Simd128, Matrix::Ggml(g)) => {
+                self.ggml_ok[usize::from(g.format().unit() == 32)]
+            }
+            #[cfg(target_arch = "x86_64")]
+            (Kernel::Avx2, Matrix::W4(_)) => self.x86_ok[0],
+            #[cfg(target_arch = "x86_64")]
+            (Kernel::Avx2, Matrix::Q8(_)) => self.x86_ok[1],
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            (Kernel::Simd128, Matrix::W4(m)) => {
+                self.simd.ready(m.kind() == crate::W4Kind::Symmetric)
+            }
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            (Kernel::Simd128, Matrix::Q8(_)) => self.simd.ready(true),
+            _ => true,
+        }
+    }
+
+    /// Prepares `x` for `w` on `kernel` (already resolved), unless done for this input.
+    pub(crate) fn fill(&mut self, kernel: Kernel, w: &Matrix, x: &ActQ16) {
+        if let Matrix::Ggml(g) = w {
+            if matches!(kernel, Kernel::Avx2 | Kernel::Simd128) {
+                let i = usize::from(g.format().unit() == 32);
+                if !self.ggml_ok[i] {
+                    self.ggml[i].fill(g.format().unit(), x);
+                    self.ggml_ok[i] = true;
+                }
+            }
+            return;
+        }
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => {
+                let (i, order) = match w {
+                    Matrix::W4(_) => (0, x86::Order::W4),
+                    Matrix::Q8(_) => (1, x86::Order::Q8),
+                    _ => return,
+                };
+                if !self.x86_ok[i] {
+                    self.x86[i].fill(x, order);
+                    self.x86_ok[i] = true;
+                }
+            }
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Kernel::Simd128 => match w {
+                Matrix::W4(m) => self.simd.fill(x, m.kind() == crate::W4Kind::Symmetric),
+                Matrix::Q8(_) => self.simd.fill(x, true),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+}
+
+/// Rows `rows` of `out[t][r] = x[t] · w[r]` for a ggml block matrix (see
+/// [`GgmlMatrix::matmul_scalar`]); `out` is `m × rows.len()`. `kernel` is resolved and `p`
+/// filled for `w`.
+pub(crate) fn ggml_rows(
+    kernel: Kernel,
+    w: &GgmlMatrix,
+    x: &ActQ16,
+    p: &ArchPrep,
+    rows: Range<usize>,
+    out: &mut [f32],
+) {
+    #[cfg(any(
+        target_arch = "x86_64",
+        all(target_arch = "wasm32", target_feature = "simd128")
+    ))]
+    let xp = &p.ggml[usize::from(w.format().unit() == 32)];
+    let _ = p;
+    match kernel {
+        Kernel::Scalar => w.matmul_scalar_rows(x, rows, out),
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::ggml_matmul_rows(w, x, xp, rows, out),
+        // SAFETY: `kernel` was resolved: Avx2 only when AVX2, FMA and F16C were detected.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { x86::ggml_matmul_rows(w, x, xp, rows, out) },
+        _ => portable::ggml_matmul_rows(w, x, rows, out),
     }
 }
 
@@ -138,6 +248,7 @@ pub(crate) fn prefetch(p: *const u8) {
 /// Per-token activation factors for the ggml SIMD kernels, each splatted to 4 lanes so they
 /// line up with a tile's `[unit][4 rows]` factors: `sx[t][u]` the activation scale of unit
 /// `u`'s block, `xs[t][b] = sx · Σ xq` of block `b` (for the minimum term).
+#[derive(Debug, Default)]
 pub(crate) struct GgmlPrep {
     /// Units per row (`cols / unit`).
     pub(crate) units: usize,
@@ -146,63 +257,82 @@ pub(crate) struct GgmlPrep {
 }
 
 impl GgmlPrep {
-    pub(crate) fn new(w: &GgmlMatrix, x: &ActQ16) -> GgmlPrep {
-        let (m, xb) = (x.rows(), x.blocks());
-        let per = crate::act::BLOCK / w.format().unit();
-        let units = xb * per;
-        let mut p = GgmlPrep {
-            units,
-            sx: Vec::with_capacity(m * units * ROW_TILE),
-            xs: Vec::with_capacity(m * xb * ROW_TILE),
-        };
+    /// Fills the factors of `x` for formats with units of `unit` values (reusing the buffers).
+    pub(crate) fn fill(&mut self, unit: usize, x: &ActQ16) {
+        let per = crate::act::BLOCK / unit;
+        self.units = x.blocks() * per;
+        self.sx.clear();
+        self.xs.clear();
         for (&sx, &sum) in x.scales.iter().zip(&x.sums) {
-            p.sx.extend(std::iter::repeat_n(sx, per * ROW_TILE));
-            p.xs.extend(std::iter::repeat_n(sx * sum as f32, ROW_TILE));
+            self.sx.extend(std::iter::repeat_n(sx, per * ROW_TILE));
+            self.xs
+                .extend(std::iter::repeat_n(sx * sum as f32, ROW_TILE));
         }
-        p
     }
 }
 
-/// `out[t][r] = x[t] · w[r]` for a w4 matrix (see [`W4Matrix::matmul_scalar`]).
-pub(crate) fn w4_matmul(kernel: Kernel, w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
-    check_product("w4", w.rows(), w.cols(), x, out);
-    match kernel.resolve() {
-        Kernel::Scalar => w.matmul_scalar(x, out),
+/// Rows `rows` of `out[t][r] = x[t] · w[r]` for a w4 matrix (see [`W4Matrix::matmul_scalar`]);
+/// `out` is `m × rows.len()`, `kernel` resolved, `p` filled for `w`.
+pub(crate) fn w4_rows(
+    kernel: Kernel,
+    w: &W4Matrix,
+    x: &ActQ16,
+    p: &ArchPrep,
+    rows: Range<usize>,
+    out: &mut [f32],
+) {
+    let _ = p;
+    match kernel {
+        Kernel::Scalar => w.matmul_scalar_rows(x, rows, out),
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        Kernel::Simd128 => simd128::w4_matmul(w, x, out),
-        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        Kernel::Simd128 => simd128::w4_matmul_rows(w, x, &p.simd, rows, out),
+        // SAFETY: `kernel` was resolved: Avx2 only when AVX2, FMA and F16C were detected.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => unsafe { x86::w4_matmul(w, x, out) },
-        _ => portable::w4_matmul(w, x, out),
+        Kernel::Avx2 => unsafe { x86::w4_matmul_rows(w, x, &p.x86[0], rows, out) },
+        _ => portable::w4_matmul_rows(w, x, rows, out),
     }
 }
 
-/// `out[t][r] = x[t] · w[r]` for an int8 matrix (see [`Q8Matrix::matmul_scalar`]).
-pub(crate) fn q8_matmul(kernel: Kernel, w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
-    check_product("int8", w.rows(), w.cols(), x, out);
-    match kernel.resolve() {
-        Kernel::Scalar => w.matmul_scalar(x, out),
+/// Rows `rows` (from a multiple of 8) of `out[t][r] = x[t] · w[r]` for an int8 matrix (see
+/// [`Q8Matrix::matmul_scalar`]); as [`w4_rows`].
+pub(crate) fn q8_rows(
+    kernel: Kernel,
+    w: &Q8Matrix,
+    x: &ActQ16,
+    p: &ArchPrep,
+    rows: Range<usize>,
+    out: &mut [f32],
+) {
+    let _ = p;
+    match kernel {
+        Kernel::Scalar => w.matmul_scalar_rows(x, rows, out),
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        Kernel::Simd128 => simd128::q8_matmul(w, x, out),
-        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        Kernel::Simd128 => simd128::q8_matmul_rows(w, x, &p.simd, rows, out),
+        // SAFETY: `kernel` was resolved: Avx2 only when AVX2, FMA and F16C were detected.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => unsafe { x86::q8_matmul(w, x, out) },
-        _ => portable::q8_matmul(w, x, out),
+        Kernel::Avx2 => unsafe { x86::q8_matmul_rows(w, x, &p.x86[1], rows, out) },
+        _ => portable::q8_matmul_rows(w, x, rows, out),
     }
 }
 
-/// `out[t][r] = x[t] · w[r]` for an f16 matrix and f32 activations (`m × cols`).
-pub(crate) fn f16_matmul(kernel: Kernel, w: &F16Matrix, x: &[f32], m: usize, out: &mut [f32]) {
-    assert_eq!(x.len(), m * w.cols(), "f16: x has the wrong length");
-    assert_eq!(out.len(), m * w.rows(), "f16: out has the wrong length");
-    match kernel.resolve() {
-        Kernel::Scalar => w.matmul_scalar(x, m, out),
+/// Rows `rows` of `out[t][r] = x[t] · w[r]` for an f16 matrix and f32 activations (`m ×
+/// cols`); `out` is `m × rows.len()`, `kernel` resolved.
+pub(crate) fn f16_rows(
+    kernel: Kernel,
+    w: &F16Matrix,
+    x: &[f32],
+    m: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+) {
+    match kernel {
+        Kernel::Scalar => w.matmul_scalar_rows(x, m, rows, out),
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        Kernel::Simd128 => simd128::f16_matmul(w, x, m, out),
-        // SAFETY: `resolve` returns Avx2 only when `is_available` detected AVX2, FMA and F16C.
+        Kernel::Simd128 => simd128::f16_matmul_rows(w, x, m, rows, out),
+        // SAFETY: `kernel` was resolved: Avx2 only when AVX2, FMA and F16C were detected.
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => unsafe { x86::f16_matmul(w, x, m, out) },
-        _ => portable::f16_matmul(w, x, m, out),
+        Kernel::Avx2 => unsafe { x86::f16_matmul_rows(w, x, m, rows, out) },
+        _ => portable::f16_matmul_rows(w, x, m, rows, out),
     }
 }
 

@@ -6,6 +6,9 @@
 //! scratch (plus one f32 scale, and minimum, per block) and then dotted with every activation
 //! row, so prefill unpacks each weight once however many tokens it multiplies.
 
+use std::cell::RefCell;
+use std::ops::Range;
+
 use half::f16;
 
 use crate::act::{ActQ16, BLOCK};
@@ -39,13 +42,28 @@ struct Row {
     m: Vec<f32>,
 }
 
+thread_local! {
+    /// Each thread's unpacked row, reused by every call on that thread (no allocation per
+    /// call once the widest matrix has been seen).
+    static ROW: RefCell<Row> = const {
+        RefCell::new(Row {
+            q: Vec::new(),
+            s: Vec::new(),
+            m: Vec::new(),
+        })
+    };
+    /// Each thread's decoded ggml row `(q, a, c)` and widened f16 row.
+    static GGML_ROW: RefCell<(Vec<i8>, Vec<f32>, Vec<f32>)> =
+        const { RefCell::new((Vec::new(), Vec::new(), Vec::new())) };
+    static F16_ROW: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
 impl Row {
-    fn new(blocks: usize) -> Row {
-        Row {
-            q: vec![0; blocks * BLOCK],
-            s: vec![0.0; blocks],
-            m: vec![0.0; blocks],
-        }
+    /// Sizes the scratch for rows of `blocks` blocks.
+    fn reset(&mut self, blocks: usize) {
+        self.q.resize(blocks * BLOCK, 0);
+        self.s.resize(blocks, 0.0);
+        self.m.resize(blocks, 0.0);
     }
 
     /// `Σ_b sx[b] · (s[b] · Σ q·xq + m[b] · Σ xq)` over activation row `t`.
@@ -71,13 +89,19 @@ impl Row {
     }
 }
 
-pub(crate) fn w4_matmul(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
+/// Rows `rows` of `out[t][r] = x[t] · w[r]`; `out` is `m × rows.len()`, token-major.
+pub(crate) fn w4_matmul_rows(w: &W4Matrix, x: &ActQ16, rows: Range<usize>, out: &mut [f32]) {
+    ROW.with_borrow_mut(|row| w4_rows(w, x, rows, out, row));
+}
+
+fn w4_rows(w: &W4Matrix, x: &ActQ16, rows: Range<usize>, out: &mut [f32], row: &mut Row) {
     let (n, xb) = (w.rows(), x.blocks());
     let (bpr, gpr, pg) = (w.blocks_per_row(), w.groups_per_row(), w.group() / BLOCK);
     let asym = w.kind() == W4Kind::Asymmetric;
     let offset: i16 = if asym { 0 } else { 8 };
-    let mut row = Row::new(xb);
-    for r in 0..n {
+    let (lo, len) = (rows.start, rows.len());
+    row.reset(xb);
+    for r in rows {
         let packed = &w.packed[r * bpr * 16..(r * bpr + xb) * 16];
         for (b, (bytes, q)) in packed
             .chunks_exact(16)
@@ -98,26 +122,30 @@ pub(crate) fn w4_matmul(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
             }
         }
         for t in 0..x.rows() {
-            out[t * n + r] = row.dot(x, t, asym);
+            out[t * len + r - lo] = row.dot(x, t, asym);
         }
     }
 }
 
-pub(crate) fn q8_matmul(w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
-    let (n, xb) = (w.rows(), x.blocks());
-    let mut row = Row::new(xb);
-    for r in 0..n {
-        for (b, q) in row.q.chunks_exact_mut(BLOCK).enumerate() {
-            let at = q8_block_index(n, xb, r, b);
-            for (d, v) in q.iter_mut().zip(&w.values[at * BLOCK..(at + 1) * BLOCK]) {
-                *d = i16::from(*v);
+/// Rows `rows` of an int8 product (`out`: `m × rows.len()`).
+pub(crate) fn q8_matmul_rows(w: &Q8Matrix, x: &ActQ16, rows: Range<usize>, out: &mut [f32]) {
+    ROW.with_borrow_mut(|row| {
+        let (n, xb) = (w.rows(), x.blocks());
+        let (lo, len) = (rows.start, rows.len());
+        row.reset(xb);
+        for r in rows {
+            for (b, q) in row.q.chunks_exact_mut(BLOCK).enumerate() {
+                let at = q8_block_index(n, xb, r, b);
+                for (d, v) in q.iter_mut().zip(&w.values[at * BLOCK..(at + 1) * BLOCK]) {
+                    *d = i16::from(*v);
+                }
+                row.s[b] = f16_bits_to_f32(w.scales[scale_index(n, xb, r, b)].to_bits());
             }
-            row.s[b] = f16_bits_to_f32(w.scales[scale_index(n, xb, r, b)].to_bits());
+            for t in 0..x.rows() {
+                out[t * len + r - lo] = row.dot(x, t, false);
+            }
         }
-        for t in 0..x.rows() {
-            out[t * n + r] = row.dot(x, t, false);
-        }
-    }
+    });
 }
 
 /// Exact i32 sum of `U` products of i8 weights and int16 activations, in adjacent pairs.
@@ -136,49 +164,66 @@ fn unit_dot<const U: usize>(w: &[i8], x: &[i16]) -> i32 {
 }
 
 /// ggml block formats: each row is decoded once (integer weights, factors, minimum terms) and
-/// dotted with every token, 4 independent f32 accumulators.
-pub(crate) fn ggml_matmul(w: &GgmlMatrix, x: &ActQ16, out: &mut [f32]) {
-    let (n, xb) = (w.rows(), x.blocks());
-    let (mut q, mut a, mut c) = w.row_scratch();
-    let six = w.format().unit() == 16;
-    let min = w.format().has_min();
-    for r in 0..n {
-        w.decode_row(r, &mut q, &mut a, &mut c);
-        for t in 0..x.rows() {
-            let xq = &x.q[t * xb * BLOCK..(t + 1) * xb * BLOCK];
-            let mut acc = [0.0f32; 4];
-            for b in 0..xb {
-                let (wq, xv) = (
-                    &q[b * BLOCK..(b + 1) * BLOCK],
-                    &xq[b * BLOCK..(b + 1) * BLOCK],
-                );
-                let mut term = if six {
-                    a[2 * b] * unit_dot::<16>(&wq[..16], &xv[..16]) as f32
-                        + a[2 * b + 1] * unit_dot::<16>(&wq[16..], &xv[16..]) as f32
-                } else {
-                    a[b] * unit_dot::<32>(wq, xv) as f32
-                };
-                if min {
-                    term += c[b] * x.sums[t * xb + b] as f32;
+/// dotted with every token, 4 independent f32 accumulators. Rows `rows` only (`out`: `m ×
+/// rows.len()`).
+pub(crate) fn ggml_matmul_rows(w: &GgmlMatrix, x: &ActQ16, rows: Range<usize>, out: &mut [f32]) {
+    GGML_ROW.with_borrow_mut(|(q, a, c)| {
+        let xb = x.blocks();
+        let six = w.format().unit() == 16;
+        let min = w.format().has_min();
+        let (lo, len) = (rows.start, rows.len());
+        q.resize(w.cols(), 0);
+        a.resize(w.cols() / w.format().unit(), 0.0);
+        c.resize(w.cols() / BLOCK, 0.0);
+        for r in rows {
+            w.decode_row(r, q, a, c);
+            for t in 0..x.rows() {
+                let xq = &x.q[t * xb * BLOCK..(t + 1) * xb * BLOCK];
+                let mut acc = [0.0f32; 4];
+                for b in 0..xb {
+                    let (wq, xv) = (
+                        &q[b * BLOCK..(b + 1) * BLOCK],
+                        &xq[b * BLOCK..(b + 1) * BLOCK],
+                    );
+                    let mut term = if six {
+                        a[2 * b] * unit_dot::<16>(&wq[..16], &xv[..16]) as f32
+                            + a[2 * b + 1] * unit_dot::<16>(&wq[16..], &xv[16..]) as f32
+                    } else {
+                        a[b] * unit_dot::<32>(wq, xv) as f32
+                    };
+                    if min {
+                        term += c[b] * x.sums[t * xb + b] as f32;
+                    }
+                    acc[b % 4] += x.scales[t * xb + b] * term;
                 }
-                acc[b % 4] += x.scales[t * xb + b] * term;
+                out[t * len + r - lo] = (acc[0] + acc[2]) + (acc[1] + acc[3]);
             }
-            out[t * n + r] = (acc[0] + acc[2]) + (acc[1] + acc[3]);
         }
-    }
+    });
 }
 
-pub(crate) fn f16_matmul(w: &F16Matrix, x: &[f32], m: usize, out: &mut [f32]) {
-    let (n, k) = (w.rows(), w.cols());
-    let mut row = vec![0.0f32; k];
-    for r in 0..n {
-        for (d, v) in row.iter_mut().zip(&w.values[r * k..(r + 1) * k]) {
-            *d = f16_bits_to_f32(v.to_bits());
+/// Rows `rows` of an f16 product over f32 activations `x` (`m × cols`; `out`: `m ×
+/// rows.len()`).
+pub(crate) fn f16_matmul_rows(
+    w: &F16Matrix,
+    x: &[f32],
+    m: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+) {
+    F16_ROW.with_borrow_mut(|row| {
+        let k = w.cols();
+        let (lo, len) = (rows.start, rows.len());
+        row.resize(k, 0.0);
+        for r in rows {
+            for (d, v) in row.iter_mut().zip(&w.values[r * k..(r + 1) * k]) {
+                *d = f16_bits_to_f32(v.to_bits());
+            }
+            for t in 0..m {
+                out[t * len + r - lo] = dot(&x[t * k..(t + 1) * k], row);
+            }
         }
-        for t in 0..m {
-            out[t * n + r] = dot(&x[t * k..(t + 1) * k], &row);
-        }
-    }
+    });
 }
 
 // ---- Attention kernels (see `crate::attn`): 8 independent f32 accumulators. ----

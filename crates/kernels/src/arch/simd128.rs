@@ -34,6 +34,7 @@
 //! where a tile's weights come from memory once and from L1 for the other tokens.
 
 use core::arch::wasm32::*;
+use core::ops::Range;
 
 use half::f16;
 
@@ -43,10 +44,56 @@ use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
 use crate::ggml::GgmlMatrix;
 use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix, Q8_TILE, ROW_TILE};
 
+/// Activations prepared once per input for the w4 and int8 kernels ([`crate::matrix::Prepared`]):
+/// the reordered int16 values and the per-block factors for symmetric weights (w4 symmetric,
+/// int8) and asymmetric ones (q4_1), each built only when a matrix of that kind reads the input.
+#[derive(Debug, Default)]
+pub(crate) struct Prep {
+    q: Vec<i16>,
+    /// `[sym, asym]` factors (see [`factors_into`]).
+    f: [Vec<[v128; 2]>; 2],
+    /// Whether `f[i]` was built for the current input.
+    built: [bool; 2],
+    /// Whether `f[i]` is usable (no scale overflowed: else the portable path runs).
+    ok: [bool; 2],
+}
+
+impl Prep {
+    /// Forgets the previous input.
+    pub(crate) fn reset(&mut self) {
+        self.q.clear();
+        self.built = [false; 2];
+        self.ok = [false; 2];
+    }
+
+    /// Whether [`Prep::fill`] ran for this kind of weights.
+    pub(crate) fn ready(&self, sym: bool) -> bool {
+        self.built[usize::from(!sym)]
+    }
+
+    /// Builds what a w4 (`sym` as the matrix) or int8 (`sym = true`) matrix needs from `x`.
+    pub(crate) fn fill(&mut self, x: &ActQ16, sym: bool) {
+        if self.q.len() != x.q.len() {
+            reorder_into(x, &mut self.q);
+        }
+        let i = usize::from(!sym);
+        if !self.built[i] {
+            self.ok[i] = factors_into(x, sym, &mut self.f[i]);
+            self.built[i] = true;
+        }
+    }
+
+    fn factors(&self, sym: bool) -> Option<&[[v128; 2]]> {
+        let i = usize::from(!sym);
+        self.ok[i].then_some(&self.f[i][..])
+    }
+}
+
 /// The int16 activations of every token reordered to `[A B C D]` per block (see the module
 /// docs): `A` = positions 0,2..14, `B` = 1,3..15, `C` = 16,18..30, `D` = 17,19..31.
-fn reorder(x: &ActQ16) -> Vec<i16> {
-    let mut q = vec![0i16; x.q.len()];
+fn reorder_into(x: &ActQ16, q: &mut Vec<i16>) {
+    q.clear();
+    q.resize(x.q.len(), 0);
     for (dst, src) in q.chunks_exact_mut(BLOCK).zip(x.q.chunks_exact(BLOCK)) {
         for j in 0..8 {
             dst[j] = src[2 * j];
@@ -55,7 +102,6 @@ fn reorder(x: &ActQ16) -> Vec<i16> {
             dst[24 + j] = src[17 + 2 * j];
         }
     }
-    q
 }
 
 /// 2¹¹²: the factor between an fp16 value and the f32 whose bits [`f16x4_raw`] builds.
@@ -147,14 +193,14 @@ unsafe fn q8_block(p: *const u8, x: &[v128; 4]) -> v128 {
 
 /// Per-block activation factors, splatted to 4 lanes, for every token: `[sx · 2¹¹², c]` with
 /// `c` = `8 · Σ xq` (i32, the symmetric w4 offset) or `sx · Σ xq` (f32, the asymmetric w4
-/// minimum's factor; unused by int8). `None` if some `sx · 2¹¹²` overflows f32 (activations
-/// beyond ~2·10⁹): the caller then takes the portable path.
-fn factors(x: &ActQ16, sym: bool) -> Option<Vec<[v128; 2]>> {
-    let mut f = Vec::with_capacity(x.scales.len());
+/// minimum's factor; unused by int8), into `f`. `false` if some `sx · 2¹¹²` overflows f32
+/// (activations beyond ~2·10⁹): the caller then takes the portable path.
+fn factors_into(x: &ActQ16, sym: bool, f: &mut Vec<[v128; 2]>) -> bool {
+    f.clear();
     for (&sx, &sum) in x.scales.iter().zip(&x.sums) {
         let scaled = sx * F16_BIAS;
         if sx.is_finite() && !scaled.is_finite() {
-            return None;
+            return false;
         }
         let c = if sym {
             i32x4_splat(8 * sum)
@@ -163,7 +209,7 @@ fn factors(x: &ActQ16, sym: bool) -> Option<Vec<[v128; 2]>> {
         };
         f.push([f32x4_splat(scaled), c]);
     }
-    Some(f)
+    true
 }
 
 /// Everything one tile pass needs about token `t`'s activations.
@@ -289,48 +335,75 @@ unsafe fn q8_tiles<const T: usize>(
 /// than 4 in Chromium 156 and within noise of it in Node 20 (see the crate's kernel notes).
 const W4_TILES: usize = 2;
 
-pub(crate) fn w4_matmul(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
+/// Rows `range` of a w4 product (`out`: `m × range.len()`); `p` was filled from `x` for
+/// this matrix's kind.
+pub(crate) fn w4_matmul_rows(
+    w: &W4Matrix,
+    x: &ActQ16,
+    p: &Prep,
+    range: Range<usize>,
+    out: &mut [f32],
+) {
     if x.rows() >= GEMM_MIN_TOKENS {
-        return w4_gemm(w, x, out);
+        return w4_gemm(w, x, range, out);
     }
     match (w.kind(), w.group()) {
-        (W4Kind::Symmetric, 32) => w4_run::<true, 1>(w, x, out),
-        (W4Kind::Symmetric, 64) => w4_run::<true, 2>(w, x, out),
-        (W4Kind::Symmetric, _) => w4_run::<true, 4>(w, x, out),
-        (W4Kind::Asymmetric, _) => w4_run::<false, 1>(w, x, out),
+        (W4Kind::Symmetric, 32) => w4_run::<true, 1>(w, x, p, range, out),
+        (W4Kind::Symmetric, 64) => w4_run::<true, 2>(w, x, p, range, out),
+        (W4Kind::Symmetric, _) => w4_run::<true, 4>(w, x, p, range, out),
+        (W4Kind::Asymmetric, _) => w4_run::<false, 1>(w, x, p, range, out),
     }
 }
 
-fn w4_run<const SYM: bool, const PG: usize>(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
+fn w4_run<const SYM: bool, const PG: usize>(
+    w: &W4Matrix,
+    x: &ActQ16,
+    p: &Prep,
+    range: Range<usize>,
+    out: &mut [f32],
+) {
     let (n, m) = (w.rows(), x.rows());
     let gpr = w.groups_per_row();
     let row_bytes = w.blocks_per_row() * 16;
-    let Some(f) = factors(x, SYM) else {
-        return crate::arch::portable::w4_matmul(w, x, out);
+    let Some(f) = p.factors(SYM) else {
+        return crate::arch::portable::w4_matmul_rows(w, x, range, out);
     };
-    let q = reorder(x);
-    let tiles = n.div_ceil(ROW_TILE);
-    let mut tile = 0;
+    let q = &p.q;
+    let (lo, hi) = (range.start, range.end);
+    let len = hi - lo;
+    let tiles = hi.div_ceil(ROW_TILE);
+    let mut tile = lo / ROW_TILE;
     while tile < tiles {
         // Passes of W4_TILES full tiles, then one tile at a time (including a partial one).
-        let step = if tile + W4_TILES <= n / ROW_TILE {
+        let step = if tile + W4_TILES <= hi / ROW_TILE {
             W4_TILES
         } else {
             1
         };
-        let sc: Vec<_> = (0..step)
-            .map(|i| tile_values(&w.scales, n, gpr, (tile + i) * ROW_TILE))
-            .collect();
-        let mn: Vec<_> = (0..step)
-            .map(|i| tile_values(&w.mins, n, gpr, (tile + i) * ROW_TILE))
-            .collect();
+        // Full tiles borrow their scales; only a partial last tile copies (no Vec per step).
+        let sc: [_; W4_TILES] = core::array::from_fn(|i| {
+            tile_values(
+                &w.scales,
+                n,
+                gpr,
+                ((tile + i.min(step - 1)) * ROW_TILE).min(n - 1),
+            )
+        });
+        let mn: [_; W4_TILES] = core::array::from_fn(|i| {
+            tile_values(
+                &w.mins,
+                n,
+                gpr,
+                ((tile + i.min(step - 1)) * ROW_TILE).min(n - 1),
+            )
+        });
         let rows = |i: usize| -> [*const u8; 4] {
             let r0 = (tile + i) * ROW_TILE;
             let last = n - 1;
             core::array::from_fn(|j| w.packed[(r0 + j).min(last) * row_bytes..].as_ptr())
         };
         for t in 0..m {
-            let tok = Token::new(x, &q, &f, t);
+            let tok = Token::new(x, q, f, t);
             let mut v = [0.0f32; 4 * W4_TILES];
             // SAFETY: rows hold `blocks_per_row ≥ x.blocks()` blocks and the tiles every group;
             // `v` has room for `4 · step` floats.
@@ -352,8 +425,9 @@ fn w4_run<const SYM: bool, const PG: usize>(w: &W4Matrix, x: &ActQ16, out: &mut 
                 }
             }
             let r0 = tile * ROW_TILE;
-            let width = (n - r0).min(ROW_TILE * step);
-            out[t * n + r0..t * n + r0 + width].copy_from_slice(&v[..width]);
+            let width = (hi - r0).min(ROW_TILE * step);
+            let at = t * len + r0 - lo;
+            out[at..at + width].copy_from_slice(&v[..width]);
         }
         tile += step;
     }
@@ -496,20 +570,41 @@ unsafe fn w4_gemm_tile<const SYM: bool, const R: usize, const T: usize>(
 
 /// Prefill: unpacks each tile of up to [`GEMM_GROUPS`] · 4 rows once into an L1-sized scratch,
 /// then runs every token (two at a time) through it.
-fn w4_gemm(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
+fn w4_gemm(w: &W4Matrix, x: &ActQ16, range: Range<usize>, out: &mut [f32]) {
+    // The unpacked tile scratch is the thread's own, reused by every call on that thread.
+    let (mut q, mut s, mut mn) = GEMM_SCRATCH.take();
+    let xb = x.blocks();
+    q.resize(GEMM_GROUPS * xb * 16, i32x4_splat(0));
+    s.resize(GEMM_GROUPS * xb, f32x4_splat(0.0));
+    mn.resize(GEMM_GROUPS * xb, f32x4_splat(0.0));
     if w.kind() == W4Kind::Symmetric {
-        w4_gemm_run::<true>(w, x, out)
+        w4_gemm_run::<true>(w, x, range, out, [&mut q, &mut s, &mut mn])
     } else {
-        w4_gemm_run::<false>(w, x, out)
+        w4_gemm_run::<false>(w, x, range, out, [&mut q, &mut s, &mut mn])
     }
+    GEMM_SCRATCH.set((q, s, mn));
 }
 
-fn w4_gemm_run<const SYM: bool>(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
-    let (n, m, xb) = (w.rows(), x.rows(), x.blocks());
-    let mut q = vec![i32x4_splat(0); GEMM_GROUPS * xb * 16];
-    let mut s = vec![f32x4_splat(0.0); GEMM_GROUPS * xb];
-    let mut mn = vec![f32x4_splat(0.0); GEMM_GROUPS * xb];
-    let mut r0 = 0;
+thread_local! {
+    /// Each thread's GEMM weight tile `(q, s, mn)` (see [`unpack_tile4`]).
+    static GEMM_SCRATCH: core::cell::RefCell<(Vec<v128>, Vec<v128>, Vec<v128>)> =
+        const { core::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new())) };
+    /// Each thread's decoded tile and per-token accumulators for [`ggml_matmul_rows`].
+    static GGML_SCRATCH: core::cell::RefCell<(Option<GgmlTile>, Vec<v128>)> =
+        const { core::cell::RefCell::new((None, Vec::new())) };
+}
+
+fn w4_gemm_run<const SYM: bool>(
+    w: &W4Matrix,
+    x: &ActQ16,
+    range: Range<usize>,
+    out: &mut [f32],
+    [q, s, mn]: [&mut Vec<v128>; 3],
+) {
+    let (m, xb) = (x.rows(), x.blocks());
+    let (lo, n) = (range.start, range.end);
+    let len = n - lo;
+    let mut r0 = lo;
     while r0 < n {
         let groups = if r0 + GEMM_GROUPS * ROW_TILE <= n {
             GEMM_GROUPS
@@ -534,7 +629,8 @@ fn w4_gemm_run<const SYM: bool>(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
             let lo = g * ROW_TILE;
             if lo < width {
                 let hi = (lo + ROW_TILE).min(width);
-                out[t * n + r0 + lo..t * n + r0 + hi].copy_from_slice(&o[..hi - lo]);
+                let at = t * len + r0 - range.start;
+                out[at + lo..at + hi].copy_from_slice(&o[..hi - lo]);
             }
         };
         let mut t = 0;
@@ -545,8 +641,7 @@ fn w4_gemm_run<const SYM: bool>(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
                 let tok: [usize; GEMM_TOKENS] = core::array::from_fn(|i| t + i);
                 match (groups == GEMM_GROUPS, tt == GEMM_TOKENS) {
                     (true, true) => {
-                        let acc =
-                            w4_gemm_tile::<SYM, GEMM_GROUPS, GEMM_TOKENS>(&q, &s, &mn, x, tok);
+                        let acc = w4_gemm_tile::<SYM, GEMM_GROUPS, GEMM_TOKENS>(q, s, mn, x, tok);
                         for (g, a) in acc.iter().enumerate() {
                             for (i, v) in a.iter().enumerate() {
                                 store(t + i, g, *v);
@@ -554,19 +649,19 @@ fn w4_gemm_run<const SYM: bool>(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
                         }
                     }
                     (true, false) => {
-                        let acc = w4_gemm_tile::<SYM, GEMM_GROUPS, 1>(&q, &s, &mn, x, [t]);
+                        let acc = w4_gemm_tile::<SYM, GEMM_GROUPS, 1>(q, s, mn, x, [t]);
                         for (g, a) in acc.iter().enumerate() {
                             store(t, g, a[0]);
                         }
                     }
                     (false, true) => {
-                        let acc = w4_gemm_tile::<SYM, 1, GEMM_TOKENS>(&q, &s, &mn, x, tok);
+                        let acc = w4_gemm_tile::<SYM, 1, GEMM_TOKENS>(q, s, mn, x, tok);
                         for (i, v) in acc[0].iter().enumerate() {
                             store(t + i, 0, *v);
                         }
                     }
                     (false, false) => {
-                        let acc = w4_gemm_tile::<SYM, 1, 1>(&q, &s, &mn, x, [t]);
+                        let acc = w4_gemm_tile::<SYM, 1, 1>(q, s, mn, x, [t]);
                         store(t, 0, acc[0][0]);
                     }
                 }
@@ -577,19 +672,28 @@ fn w4_gemm_run<const SYM: bool>(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
     }
 }
 
-pub(crate) fn q8_matmul(w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
+/// Rows `range` (starting on a multiple of 8) of an int8 product (`out`: `m × range.len()`);
+/// `p` was filled from `x` for symmetric weights.
+pub(crate) fn q8_matmul_rows(
+    w: &Q8Matrix,
+    x: &ActQ16,
+    p: &Prep,
+    range: Range<usize>,
+    out: &mut [f32],
+) {
     let (n, m, xb) = (w.rows(), x.rows(), x.blocks());
-    let Some(f) = factors(x, true) else {
-        return crate::arch::portable::q8_matmul(w, x, out);
+    let Some(f) = p.factors(true) else {
+        return crate::arch::portable::q8_matmul_rows(w, x, range, out);
     };
-    let q = reorder(x);
+    let q = &p.q;
+    let (lo, len) = (range.start, range.len());
     // SAFETY: i8 and u8 have the same size and alignment; this only reinterprets the bytes.
     let data =
         unsafe { core::slice::from_raw_parts(w.values.as_ptr() as *const u8, w.values.len()) };
     // One pass per 8-row value tile: its blocks are one sequential stream (see the module
     // docs of `crate::quant`), read as two 4-row scale tiles; rows past a partial tile's
     // width repeat its last row (their results are dropped).
-    for r0 in (0..n).step_by(Q8_TILE) {
+    for r0 in range.step_by(Q8_TILE) {
         let width = (n - r0).min(Q8_TILE);
         let base = &data[r0 * xb * BLOCK..(r0 + width) * xb * BLOCK];
         let rows: [[*const u8; 4]; 2] = core::array::from_fn(|i| {
@@ -604,7 +708,7 @@ pub(crate) fn q8_matmul(w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
             sc0.clone()
         };
         for t in 0..m {
-            let tok = Token::new(x, &q, &f, t);
+            let tok = Token::new(x, q, f, t);
             let mut v = [0.0f32; Q8_TILE];
             // SAFETY: every row pointer holds `xb` blocks at `stride`, `sc0`/`sc1` hold `xb`
             // groups of 4 scales; `v` has room for 8 floats.
@@ -618,7 +722,8 @@ pub(crate) fn q8_matmul(w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
                     v128_store(v.as_mut_ptr() as *mut v128, acc[0]);
                 }
             }
-            out[t * n + r0..t * n + r0 + width].copy_from_slice(&v[..width]);
+            let at = t * len + r0 - lo;
+            out[at..at + width].copy_from_slice(&v[..width]);
         }
     }
 }
@@ -709,26 +814,36 @@ unsafe fn ggml_tile<const U: usize, const MIN: bool>(
     acc
 }
 
-pub(crate) fn ggml_matmul(w: &GgmlMatrix, x: &ActQ16, out: &mut [f32]) {
-    let (n, m) = (w.rows(), x.rows());
+/// Rows `range` of a ggml product (`out`: `m × range.len()`); `xp` was filled from `x` for
+/// `w`'s unit.
+pub(crate) fn ggml_matmul_rows(
+    w: &GgmlMatrix,
+    x: &ActQ16,
+    xp: &GgmlPrep,
+    range: Range<usize>,
+    out: &mut [f32],
+) {
+    let m = x.rows();
     let f = w.format();
     let (u, v) = (f.unit(), f.block_values());
-    let xp = GgmlPrep::new(w, x);
-    let mut tile = GgmlTile::new();
-    let mut acc = vec![f32x4_splat(0.0); m];
-    for r0 in (0..n).step_by(ROW_TILE) {
+    let (lo, n) = (range.start, range.end);
+    let len = n - lo;
+    let (mut tile, mut acc) = GGML_SCRATCH.take();
+    let tile_ref = tile.get_or_insert_with(GgmlTile::new);
+    acc.resize(m, f32x4_splat(0.0));
+    for r0 in range.step_by(ROW_TILE) {
         acc.fill(f32x4_splat(0.0));
         for (c0, nb) in GgmlTile::chunks(w) {
-            tile.load(w, r0, c0, nb);
+            tile_ref.load(w, r0, c0, nb);
             let at = [c0 * v / u, nb * v / u, c0 * v / BLOCK];
             for (t, acc) in acc.iter_mut().enumerate() {
                 // SAFETY: the tile holds this chunk of `w`, `xp` was built for `w` and `x`,
                 // `t < m`.
                 let o = unsafe {
                     match (u == 16, f.has_min()) {
-                        (true, _) => ggml_tile::<16, false>(&tile, &xp, x, t, at),
-                        (false, true) => ggml_tile::<32, true>(&tile, &xp, x, t, at),
-                        (false, false) => ggml_tile::<32, false>(&tile, &xp, x, t, at),
+                        (true, _) => ggml_tile::<16, false>(tile_ref, xp, x, t, at),
+                        (false, true) => ggml_tile::<32, true>(tile_ref, xp, x, t, at),
+                        (false, false) => ggml_tile::<32, false>(tile_ref, xp, x, t, at),
                     }
                 };
                 *acc = f32x4_add(*acc, o);
@@ -739,9 +854,11 @@ pub(crate) fn ggml_matmul(w: &GgmlMatrix, x: &ActQ16, out: &mut [f32]) {
             let mut o = [0.0f32; 4];
             // SAFETY: `o` has room for 16 bytes; `v128_store` needs no alignment.
             unsafe { v128_store(o.as_mut_ptr() as *mut v128, *a) };
-            out[t * n + r0..t * n + r0 + width].copy_from_slice(&o[..width]);
+            let at = t * len + r0 - lo;
+            out[at..at + width].copy_from_slice(&o[..width]);
         }
     }
+    GGML_SCRATCH.set((tile, acc));
 }
 
 /// Sum of the 4 lanes.
@@ -778,13 +895,20 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 /// f16 weights × f32 activations: each row is converted 8 halves at a time with the bit trick
 /// of [`f16x4`] inside a 2-accumulator dot; tokens loop inside rows.
-pub(crate) fn f16_matmul(w: &F16Matrix, x: &[f32], m: usize, out: &mut [f32]) {
-    let (n, k) = (w.rows(), w.cols());
+pub(crate) fn f16_matmul_rows(
+    w: &F16Matrix,
+    x: &[f32],
+    m: usize,
+    range: Range<usize>,
+    out: &mut [f32],
+) {
+    let k = w.cols();
+    let (lo, len) = (range.start, range.len());
     let body = k / 8 * 8;
     let mask = i32x4_splat(0x8FFF_E000u32 as i32);
     let bias = f32x4_splat(f32::from_bits(0x7780_0000));
     let zero = i16x8_splat(0);
-    for r in 0..n {
+    for r in range {
         let wr = &w.values[r * k..(r + 1) * k];
         for t in 0..m {
             let xr = &x[t * k..(t + 1) * k];
@@ -807,7 +931,7 @@ pub(crate) fn f16_matmul(w: &F16Matrix, x: &[f32], m: usize, out: &mut [f32]) {
             for i in body..k {
                 tail += xr[i] * wr[i].to_f32();
             }
-            out[t * n + r] = hsum(f32x4_add(a0, a1)) + tail;
+            out[t * len + r - lo] = hsum(f32x4_add(a0, a1)) + tail;
         }
     }
 }

@@ -20,6 +20,7 @@
 //! weights (4 rows · k/2 bytes) come from memory once and from L1 for the other tokens.
 
 use core::arch::x86_64::*;
+use core::ops::Range;
 
 use half::f16;
 
@@ -31,7 +32,7 @@ use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix, Q8_TILE, ROW_TILE};
 
 /// How the int16 activations are ordered within a pair of blocks `b`, `b+1` (64 values).
 #[derive(Clone, Copy, PartialEq)]
-enum Order {
+pub(crate) enum Order {
     /// `[A_b A_b1 | B_b B_b1 | C_b C_b1 | D_b D_b1]` with `A` = positions 0,2..14, `B` =
     /// 1,3..15, `C` = 16,18..30, `D` = 17,19..31 (8 values each): the w4 unpack order.
     W4,
@@ -40,8 +41,10 @@ enum Order {
 }
 
 /// Activations of every token, reordered, with per-block factors expanded to
-/// `[block b ×4 | block b+1 ×4]` so they line up with the reduced sums.
-struct Prep {
+/// `[block b ×4 | block b+1 ×4]` so they line up with the reduced sums. Built once per input
+/// ([`crate::matrix::Prepared`]) and read by every row range of every matrix of that format.
+#[derive(Debug, Default)]
+pub(crate) struct Prep {
     pairs: usize,
     /// `m × pairs × 64`.
     q: Vec<i16>,
@@ -54,16 +57,20 @@ struct Prep {
 }
 
 impl Prep {
-    fn new(x: &ActQ16, order: Order) -> Prep {
+    /// Fills the buffers for `x` in `order` (reusing their allocations).
+    pub(crate) fn fill(&mut self, x: &ActQ16, order: Order) {
         let (m, xb) = (x.rows(), x.blocks());
         let pairs = xb.div_ceil(2);
-        let mut p = Prep {
-            pairs,
-            q: vec![0; m * pairs * 64],
-            sx: vec![0.0; m * pairs * 8],
-            corr: vec![0; m * pairs * 8],
-            xs: vec![0.0; m * pairs * 8],
-        };
+        let p = self;
+        p.pairs = pairs;
+        for v in [&mut p.sx, &mut p.xs] {
+            v.clear();
+            v.resize(m * pairs * 8, 0.0);
+        }
+        p.q.clear();
+        p.q.resize(m * pairs * 64, 0);
+        p.corr.clear();
+        p.corr.resize(m * pairs * 8, 0);
         for t in 0..m {
             for b in 0..xb {
                 let (pair, h) = (t * pairs + b / 2, b % 2);
@@ -89,7 +96,6 @@ impl Prep {
                 }
             }
         }
-        p
     }
 }
 
@@ -249,18 +255,21 @@ unsafe fn w4_tile<const SYM: bool, const PG: usize>(
     fold(acc)
 }
 
-/// Runs `tile(rows, r0, t)` for every 4-row tile and token and scatters the 4 results into
-/// `out` (`m × n`). A last partial tile repeats its last row (results dropped).
+/// Runs `tile(rows, r0, t)` for every 4-row tile of `range` and every token and scatters the
+/// 4 results into `out` (`m × range.len()`). A last partial tile repeats its last row (results
+/// dropped).
 fn for_each_tile(
-    n: usize,
+    range: Range<usize>,
     m: usize,
     row_bytes: usize,
     data: *const u8,
     out: &mut [f32],
     mut tile: impl FnMut([*const u8; 4], usize, usize) -> __m128,
 ) {
-    for r0 in (0..n).step_by(ROW_TILE) {
-        let width = (n - r0).min(ROW_TILE);
+    let (lo, hi) = (range.start, range.end);
+    let len = hi - lo;
+    for r0 in range.step_by(ROW_TILE) {
+        let width = (hi - r0).min(ROW_TILE);
         // SAFETY: every index is clamped to a row below `n`, and `data` holds `n` rows.
         let rows: [*const u8; 4] =
             core::array::from_fn(|i| unsafe { data.add((r0 + i.min(width - 1)) * row_bytes) });
@@ -268,35 +277,49 @@ fn for_each_tile(
             let mut v = [0.0f32; 4];
             // SAFETY: `v` has room for 4 floats; `_mm_storeu_ps` needs no alignment.
             unsafe { _mm_storeu_ps(v.as_mut_ptr(), tile(rows, r0, t)) };
-            out[t * n + r0..t * n + r0 + width].copy_from_slice(&v[..width]);
+            let at = t * len + r0 - lo;
+            out[at..at + width].copy_from_slice(&v[..width]);
         }
     }
 }
 
 /// # Safety
-/// The CPU must have AVX2, FMA and F16C. Shapes are checked by the caller.
+/// The CPU must have AVX2, FMA and F16C. Shapes are checked by the caller; `xp` was filled
+/// from `x` in [`Order::W4`]; `out` is `m × range.len()`.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(crate) unsafe fn w4_matmul(w: &W4Matrix, x: &ActQ16, out: &mut [f32]) {
+pub(crate) unsafe fn w4_matmul_rows(
+    w: &W4Matrix,
+    x: &ActQ16,
+    xp: &Prep,
+    range: Range<usize>,
+    out: &mut [f32],
+) {
     let (n, m, xb) = (w.rows(), x.rows(), x.blocks());
     let gpr = w.groups_per_row();
-    let xp = Prep::new(x, Order::W4);
     let row_bytes = w.blocks_per_row() * 16;
     let sym = w.kind() == W4Kind::Symmetric;
-    for_each_tile(n, m, row_bytes, w.packed.as_ptr(), out, |rows, r0, t| {
-        let sc = tile_values(&w.scales, n, gpr, r0);
-        let mn = tile_values(&w.mins, n, gpr, r0);
-        let (s, mi) = (sc.as_ptr(), mn.as_ptr());
-        // SAFETY: the rows hold `blocks_per_row ≥ xb` blocks, the tiles every group, and `t` is
-        // a token of `xp`; the CPU features are this function's own contract.
-        unsafe {
-            match (sym, w.group()) {
-                (true, 32) => w4_tile::<true, 1>(rows, s, mi, &xp, t, xb, row_bytes),
-                (true, 64) => w4_tile::<true, 2>(rows, s, mi, &xp, t, xb, row_bytes),
-                (true, _) => w4_tile::<true, 4>(rows, s, mi, &xp, t, xb, row_bytes),
-                (false, _) => w4_tile::<false, 1>(rows, s, mi, &xp, t, xb, row_bytes),
+    for_each_tile(
+        range,
+        m,
+        row_bytes,
+        w.packed.as_ptr(),
+        out,
+        |rows, r0, t| {
+            let sc = tile_values(&w.scales, n, gpr, r0);
+            let mn = tile_values(&w.mins, n, gpr, r0);
+            let (s, mi) = (sc.as_ptr(), mn.as_ptr());
+            // SAFETY: the rows hold `blocks_per_row ≥ xb` blocks, the tiles every group, and `t` is
+            // a token of `xp`; the CPU features are this function's own contract.
+            unsafe {
+                match (sym, w.group()) {
+                    (true, 32) => w4_tile::<true, 1>(rows, s, mi, xp, t, xb, row_bytes),
+                    (true, 64) => w4_tile::<true, 2>(rows, s, mi, xp, t, xb, row_bytes),
+                    (true, _) => w4_tile::<true, 4>(rows, s, mi, xp, t, xb, row_bytes),
+                    (false, _) => w4_tile::<false, 1>(rows, s, mi, xp, t, xb, row_bytes),
+                }
             }
-        }
-    });
+        },
+    );
 }
 
 /// Partial sums of one int8 block (32 bytes at `p`) against `[A C | B D]` activations.
@@ -381,12 +404,20 @@ unsafe fn q8_tile(
 }
 
 /// # Safety
-/// The CPU must have AVX2, FMA and F16C. Shapes are checked by the caller.
+/// The CPU must have AVX2, FMA and F16C. Shapes are checked by the caller; `xp` was filled
+/// from `x` in [`Order::Q8`]; `range` starts on a multiple of 8 rows; `out` is `m ×
+/// range.len()`.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(crate) unsafe fn q8_matmul(w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
+pub(crate) unsafe fn q8_matmul_rows(
+    w: &Q8Matrix,
+    x: &ActQ16,
+    xp: &Prep,
+    range: Range<usize>,
+    out: &mut [f32],
+) {
     let (n, m, xb) = (w.rows(), x.rows(), x.blocks());
-    let xp = Prep::new(x, Order::Q8);
-    for r8 in (0..n).step_by(Q8_TILE) {
+    let (lo, len) = (range.start, range.len());
+    for r8 in range.step_by(Q8_TILE) {
         let w8 = (n - r8).min(Q8_TILE);
         // The 8-row tile's blocks are block-major, `w8` rows each, read as 4-row tiles (a
         // partial last one repeats its last row; those results are dropped).
@@ -408,10 +439,11 @@ pub(crate) unsafe fn q8_matmul(w: &Q8Matrix, x: &ActQ16, out: &mut [f32]) {
                 // SAFETY: the tile holds `xb` blocks per row at `stride`, `sc` its `xb` groups of
                 // 4 scales, `t` is a token of `xp`; `v` has room for 4 floats.
                 unsafe {
-                    let acc = q8_tile(rows, stride, pf, sc.as_ptr(), &xp, t, xb);
+                    let acc = q8_tile(rows, stride, pf, sc.as_ptr(), xp, t, xb);
                     _mm_storeu_ps(v.as_mut_ptr(), acc);
                 }
-                out[t * n + r0..t * n + r0 + width].copy_from_slice(&v[..width]);
+                let at = t * len + r0 - lo;
+                out[at..at + width].copy_from_slice(&v[..width]);
             }
         }
     }
@@ -584,14 +616,21 @@ unsafe fn ggml_bytes2<const SIGNED: bool>(v: __m256i, x: *const i16) -> (__m256i
 // The 4 rows × 4 value groups of a Q6_K half are indexed both ways.
 #[allow(clippy::needless_range_loop)]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn ggml_matmul_direct1(w: &GgmlMatrix, x: &ActQ16, xp: &GgmlPrep, out: &mut [f32]) {
+unsafe fn ggml_matmul_direct1(
+    w: &GgmlMatrix,
+    x: &ActQ16,
+    xp: &GgmlPrep,
+    range: Range<usize>,
+    out: &mut [f32],
+) {
     let n = w.rows();
+    let (lo, hi) = (range.start, range.end);
     let q6 = w.format() == GgmlFormat::Q6K;
     let (rb, bb) = (w.row_bytes(), w.format().block_bytes());
     let nsb = w.cols() / 256;
     let (m4, m3) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x30));
     let k32 = _mm256_set1_epi8(32);
-    for r0 in (0..n).step_by(ROW_TILE) {
+    for r0 in range.step_by(ROW_TILE) {
         let mut total = _mm_setzero_ps();
         for sb in 0..nsb {
             // Per-unit factors `[unit][4 rows]` (16 units for Q6_K, 8 for Q4_K) and Q4_K's
@@ -736,55 +775,75 @@ unsafe fn ggml_matmul_direct1(w: &GgmlMatrix, x: &ActQ16, xp: &GgmlPrep, out: &m
                 total = _mm_add_ps(total, o);
             }
         }
-        let width = (n - r0).min(ROW_TILE);
+        let width = (hi - r0).min(ROW_TILE);
         let mut o = [0.0f32; 4];
         // SAFETY: `o` has room for 4 floats; `_mm_storeu_ps` needs no alignment.
         unsafe { _mm_storeu_ps(o.as_mut_ptr(), total) };
-        out[r0..r0 + width].copy_from_slice(&o[..width]);
+        out[r0 - lo..r0 - lo + width].copy_from_slice(&o[..width]);
     }
 }
 
+thread_local! {
+    /// Each thread's decoded tile and per-token accumulators for [`ggml_matmul_rows`], reused
+    /// by every call on that thread.
+    static GGML_SCRATCH: core::cell::RefCell<(Option<GgmlTile>, Vec<__m128>)> =
+        const { core::cell::RefCell::new((None, Vec::new())) };
+}
+
 /// # Safety
-/// The CPU must have AVX2, FMA and F16C. Shapes are checked by the caller.
+/// The CPU must have AVX2, FMA and F16C. Shapes are checked by the caller; `xp` was filled
+/// from `x` for `w`'s unit; `out` is `m × range.len()`.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(crate) unsafe fn ggml_matmul(w: &GgmlMatrix, x: &ActQ16, out: &mut [f32]) {
-    let (n, m) = (w.rows(), x.rows());
+pub(crate) unsafe fn ggml_matmul_rows(
+    w: &GgmlMatrix,
+    x: &ActQ16,
+    xp: &GgmlPrep,
+    range: Range<usize>,
+    out: &mut [f32],
+) {
+    let m = x.rows();
     let f = w.format();
     let (u, v) = (f.unit(), f.block_values());
-    let xp = GgmlPrep::new(w, x);
     if m == 1 && matches!(f, GgmlFormat::Q4K | GgmlFormat::Q6K) {
         // SAFETY: one token of a Q4_K / Q6_K matrix; shapes checked by the caller.
-        unsafe { ggml_matmul_direct1(w, x, &xp, out) };
+        unsafe { ggml_matmul_direct1(w, x, xp, range, out) };
         return;
     }
-    let mut tile = GgmlTile::new();
-    let mut acc = vec![_mm_setzero_ps(); m];
-    for r0 in (0..n).step_by(ROW_TILE) {
+    let (lo, hi) = (range.start, range.end);
+    let len = hi - lo;
+    // Taken out of the thread-local and put back (rather than borrowed in a closure) so the
+    // loop stays inside this function's target features.
+    let (mut tile, mut acc) = GGML_SCRATCH.take();
+    let tile_ref = tile.get_or_insert_with(GgmlTile::new);
+    acc.resize(m, _mm_setzero_ps());
+    for r0 in range.step_by(ROW_TILE) {
         acc.fill(_mm_setzero_ps());
         for (c0, nb) in GgmlTile::chunks(w) {
-            tile.load(w, r0, c0, nb);
+            tile_ref.load(w, r0, c0, nb);
             let at = [c0 * v / u, nb * v / u, c0 * v / BLOCK];
             for (t, acc) in acc.iter_mut().enumerate() {
                 // SAFETY: the tile holds this chunk of `w`, `xp` was built for `w` and `x`,
                 // `t < m`; the CPU features are this function's own contract.
                 let o = unsafe {
                     match (u == 16, f.has_min()) {
-                        (true, _) => ggml_tile::<16, false>(&tile, &xp, x, t, at),
-                        (false, true) => ggml_tile::<32, true>(&tile, &xp, x, t, at),
-                        (false, false) => ggml_tile::<32, false>(&tile, &xp, x, t, at),
+                        (true, _) => ggml_tile::<16, false>(tile_ref, xp, x, t, at),
+                        (false, true) => ggml_tile::<32, true>(tile_ref, xp, x, t, at),
+                        (false, false) => ggml_tile::<32, false>(tile_ref, xp, x, t, at),
                     }
                 };
                 *acc = _mm_add_ps(*acc, o);
             }
         }
-        let width = (n - r0).min(ROW_TILE);
+        let width = (hi - r0).min(ROW_TILE);
         for (t, a) in acc.iter().enumerate() {
             let mut o = [0.0f32; 4];
             // SAFETY: `o` has room for 4 floats; `_mm_storeu_ps` needs no alignment.
             unsafe { _mm_storeu_ps(o.as_mut_ptr(), *a) };
-            out[t * n + r0..t * n + r0 + width].copy_from_slice(&o[..width]);
+            let at = t * len + r0 - lo;
+            out[at..at + width].copy_from_slice(&o[..width]);
         }
     }
+    GGML_SCRATCH.set((tile, acc));
 }
 
 /// Sum of the 8 lanes.
@@ -829,10 +888,17 @@ pub(crate) unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// # Safety
 /// The CPU must have AVX2, FMA and F16C. Shapes are checked by the caller.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(crate) unsafe fn f16_matmul(w: &F16Matrix, x: &[f32], m: usize, out: &mut [f32]) {
-    let (n, k) = (w.rows(), w.cols());
+pub(crate) unsafe fn f16_matmul_rows(
+    w: &F16Matrix,
+    x: &[f32],
+    m: usize,
+    range: Range<usize>,
+    out: &mut [f32],
+) {
+    let k = w.cols();
+    let (lo, len) = (range.start, range.len());
     let body = k / 32 * 32;
-    for r in 0..n {
+    for r in range {
         let wr = &w.values[r * k..(r + 1) * k];
         for t in 0..m {
             let xr = &x[t * k..(t + 1) * k];
@@ -854,7 +920,7 @@ pub(crate) unsafe fn f16_matmul(w: &F16Matrix, x: &[f32], m: usize, out: &mut [f
                 tail += xr[i] * wr[i].to_f32();
             }
             let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
-            out[t * n + r] = hsum(s) + tail;
+            out[t * len + r - lo] = hsum(s) + tail;
         }
     }
 }

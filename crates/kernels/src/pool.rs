@@ -1,0 +1,610 @@
+//! [`Pool`]: a persistent thread pool that splits a matrix product into ranges of output rows
+//! and per-item work (attention heads) into runs of items, with results that do not depend on
+//! the thread count.
+//!
+//! Why the bits do not change: every output value is computed by exactly the code one thread
+//! would run for it. Products split at multiples of [`ROW_SPLIT`] rows, where every kernel's
+//! tile passes line up with the whole matrix's ([`Matrix::matmul_rows`]); items (one attention
+//! head of one token) are independent. Nothing is reduced across threads.
+//!
+//! The pool is ggml's model rather than a work-stealing one: `threads − 1` workers wait on an
+//! epoch counter (spinning briefly, then parked on a condition variable); a region publishes a
+//! job `f(i)` for `i in 0..jobs`, the calling thread and the workers take indices from one
+//! atomic counter. A worker joins a region through its gate (one atomic word: the region's
+//! epoch, the workers joined, and a closed bit); once the caller has taken the last index it
+//! closes the gate and waits only for the workers that joined, so the job, borrowed from the
+//! caller's stack, is never touched after it returns, and a worker the OS has not scheduled
+//! (a busy machine) does not hold the region up: the caller runs its share instead. One region
+//! is a handful of atomic operations and no allocation, which matters at ~150 regions per
+//! decoded token.
+//!
+//! On wasm32 this build has no threads (`std::thread::spawn` fails there): a pool of more than
+//! one thread is refused with an error, and the serial pool runs every job on the caller. A
+//! threaded wasm build would add a Web-Worker backend behind the same [`Pool::run`].
+
+use std::cell::UnsafeCell;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::error::{KernelError, Result};
+use crate::matrix::{Matrix, Prepared, ROW_SPLIT};
+use crate::Kernel;
+
+/// The largest thread count a pool accepts (far beyond any device edgefit sizes).
+pub const MAX_THREADS: usize = 256;
+
+/// The default thread count: the CPUs this process may use
+/// (`std::thread::available_parallelism`: affinity and cgroup quotas included, SMT siblings
+/// counted as CPUs), capped at 8. 1 where it cannot be told, and always 1 on wasm32.
+///
+/// Why a cap: every matrix product is one region that each worker must acknowledge, ~150 per
+/// decoded token for the default model, and a region's smallest products are small (its k/v
+/// projections, 192 rows: 24 [`ROW_SPLIT`] units, 3 per thread at 8 threads, about 14k
+/// multiply-adds each). Past a handful of threads a decode step waits on the slowest worker of
+/// each region more than it gains in compute, and decode streams the weights once per token,
+/// so it is bound by memory bandwidth long before the core count of a phone or laptop runs
+/// out. `--threads N` (up to [`MAX_THREADS`]) overrides it.
+pub fn default_threads() -> usize {
+    if cfg!(target_arch = "wasm32") {
+        return 1;
+    }
+    std::thread::available_parallelism()
+        .map(|n| n.get().min(8))
+        .unwrap_or(1)
+}
+
+/// A pool of threads that run the parallel regions of a forward pass: cheap to clone (shared).
+#[derive(Clone)]
+pub struct Pool {
+    threads: usize,
+    inner: Option<Arc<Handle>>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("threads", &self.threads)
+            .finish()
+    }
+}
+
+impl Default for Pool {
+    fn default() -> Pool {
+        Pool::serial()
+    }
+}
+
+/// A job: `f(i)` for one index of the current region.
+type Job = dyn Fn(usize) + Sync;
+
+/// State shared by the caller and the workers.
+struct Shared {
+    /// Bumped once per region (and once to quit).
+    epoch: AtomicUsize,
+    /// The next job index to take.
+    next: AtomicUsize,
+    jobs: AtomicUsize,
+    /// Workers that finished the current region (of those the gate let in).
+    done: AtomicUsize,
+    /// `epoch << GATE_EPOCH_SHIFT | joined << 1 | closed`: workers join the current region by
+    /// adding 2 while its epoch is there and the closed bit is clear.
+    gate: AtomicUsize,
+    /// The current region's job, written by the caller only while no worker reads it (between
+    /// regions, under `busy`), read by workers only between joining through the gate and `done`.
+    job: UnsafeCell<Option<*const Job>>,
+    panicked: AtomicBool,
+    quit: AtomicBool,
+    sleeping: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
+    /// One region at a time (a pool shared by two callers serialises their regions).
+    busy: Mutex<()>,
+}
+
+// SAFETY: `job` is the only non-Sync field; the protocol above gives it a single writer at a
+// time with happens-before edges (the gate's SeqCst store/CAS, `done`'s Release/Acquire)
+// between the write and every read. The pointee is `Sync`.
+unsafe impl Sync for Shared {}
+// SAFETY: as above; the raw pointer is only dereferenced under that protocol.
+unsafe impl Send for Shared {}
+
+/// Owns the worker threads: dropping the last [`Pool`] clone stops and joins them.
+struct Handle {
+    shared: Arc<Shared>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.shared.quit.store(true, Ordering::SeqCst);
+        self.shared.epoch.fetch_add(1, Ordering::SeqCst);
+        {
+            let _g = self.shared.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.shared.wake.notify_all();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Spins before a worker parks (~tens of µs): regions of one forward pass follow each other
+/// closely, and a parked worker costs a futex wake.
+const SPINS: usize = 1 << 14;
+
+impl Pool {
+    /// One thread: every job runs on the caller.
+    pub fn serial() -> Pool {
+        Pool {
+            threads: 1,
+            inner: None,
+        }
+    }
+
+    /// A pool of `threads` threads (the caller and `threads − 1` workers).
+    ///
+    /// # Errors
+    /// [`KernelError::Threads`] for 0, more than [`MAX_THREADS`], or more than 1 on wasm32;
+    /// [`KernelError::Spawn`] if the system refuses a thread.
+    pub fn new(threads: usize) -> Result<Pool> {
+        if threads == 0 || threads > MAX_THREADS {
+            return Err(KernelError::Threads {
+                value: threads,
+                expected: format!("a thread count from 1 to {MAX_THREADS}"),
+            });
+        }
+        if threads == 1 {
+            return Ok(Pool::serial());
+        }
+        if cfg!(target_arch = "wasm32") {
+            return Err(KernelError::Threads {
+                value: threads,
+                expected: "1: this wasm build runs one thread".into(),
+            });
+        }
+        let shared = Arc::new(Shared {
+            epoch: AtomicUsize::new(0),
+            next: AtomicUsize::new(0),
+            jobs: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            gate: AtomicUsize::new(GATE_CLOSED),
+            job: UnsafeCell::new(None),
+            panicked: AtomicBool::new(false),
+            quit: AtomicBool::new(false),
+            sleeping: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+            busy: Mutex::new(()),
+        });
+        let mut handle = Handle {
+            shared: shared.clone(),
+            threads: Vec::with_capacity(threads - 1),
+        };
+        for i in 1..threads {
+            let s = shared.clone();
+            let t = std::thread::Builder::new()
+                .name(format!("edgefit-pool-{i}"))
+                .spawn(move || worker(&s))
+                .map_err(|e| KernelError::Spawn(e.to_string()))?;
+            handle.threads.push(t);
+        }
+        Ok(Pool {
+            threads,
+            inner: Some(Arc::new(handle)),
+        })
+    }
+
+    /// Threads that run a region (the caller included).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Runs `f(i)` for every `i in 0..jobs` across the pool (the calling thread included) and
+    /// returns when all have run. No allocation.
+    ///
+    /// # Panics
+    /// If a job panics (on a worker: after every other job finished).
+    pub fn run(&self, jobs: usize, f: &(dyn Fn(usize) + Sync)) {
+        let Some(handle) = self.inner.as_ref().filter(|_| jobs > 1) else {
+            for i in 0..jobs {
+                f(i);
+            }
+            return;
+        };
+        let s = &*handle.shared;
+        let _busy = s.busy.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the lifetime is erased only for the duration of this region: `Wait` below
+        // returns (also on unwind) only after every worker acknowledged it, and no worker reads
+        // the pointer after acknowledging.
+        let job: *const Job =
+            unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync), &'static Job>(f) };
+        // SAFETY: no worker reads `job` between regions (see `Shared::job`), and `busy` is held.
+        unsafe { *s.job.get() = Some(job) };
+        s.jobs.store(jobs, Ordering::Relaxed);
+        s.next.store(0, Ordering::Relaxed);
+        s.done.store(0, Ordering::Relaxed);
+        s.panicked.store(false, Ordering::Relaxed);
+        let epoch = s.epoch.load(Ordering::Relaxed).wrapping_add(1);
+        // Open the gate for the new epoch (no worker is inside: the last region's gate was
+        // closed and its joiners finished), then publish the epoch.
+        s.gate.store(gate_open(epoch), Ordering::SeqCst);
+        s.epoch.store(epoch, Ordering::SeqCst);
+        if s.sleeping.load(Ordering::SeqCst) > 0 {
+            let _g = s.lock.lock().unwrap_or_else(|e| e.into_inner());
+            s.wake.notify_all();
+        }
+        struct Wait<'a>(&'a Shared);
+        impl Drop for Wait<'_> {
+            fn drop(&mut self) {
+                // Close the gate: no worker joins from now on; wait for those that did.
+                let joined =
+                    (self.0.gate.fetch_or(GATE_CLOSED, Ordering::SeqCst) & GATE_JOINED) >> 1;
+                let mut spins = 0usize;
+                while self.0.done.load(Ordering::Acquire) < joined {
+                    spins += 1;
+                    if spins < SPINS {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+                // SAFETY: every worker that joined finished; the closed gate keeps the others
+                // out, so none reads `job` now.
+                unsafe { *self.0.job.get() = None };
+            }
+        }
+        let wait = Wait(s);
+        loop {
+            let i = s.next.fetch_add(1, Ordering::Relaxed);
+            if i >= jobs {
+                break;
+            }
+            f(i);
+        }
+        drop(wait);
+        if s.panicked.load(Ordering::Relaxed) {
+            panic!("a pool thread panicked while running a job");
+        }
+    }
+
+    /// `y = x · Wᵀ` for every `(w, out)` reading the same input `x` (`m × cols`), which is
+    /// prepared once into `prep` on `kernel`; each thread computes one range of rows of every
+    /// matrix, so a group (q/k/v, gate/up) is one region. `out`s are resized to `m × rows`.
+    /// For `m > 1` (token-major outputs, strided per row range) the ranges are written into
+    /// `scratch` and copied into place after the region (O(m·n) against O(m·n·k)).
+    pub fn linear(
+        &self,
+        kernel: Kernel,
+        prep: &mut Prepared,
+        scratch: &mut Vec<f32>,
+        x: &[f32],
+        m: usize,
+        outs: &mut [(&Matrix, &mut Vec<f32>)],
+    ) {
+        let Some(cols) = outs.first().map(|(w, _)| w.cols()) else {
+            return;
+        };
+        prep.prepare(kernel, x, m, cols, outs.iter().map(|(w, _)| *w));
+        let widest = outs.iter().map(|(w, _)| w.rows()).max().unwrap_or(0);
+        let jobs = self.threads.min(widest.div_ceil(ROW_SPLIT)).max(1);
+        for (w, out) in outs.iter_mut() {
+            out.resize(m * w.rows(), 0.0);
+        }
+        if jobs == 1 {
+            for (w, out) in outs.iter_mut() {
+                w.matmul_rows(prep, x, 0..w.rows(), out);
+            }
+            return;
+        }
+        assert!(
+            outs.len() <= MAX_GROUP,
+            "Pool::linear: more than {MAX_GROUP} matrices"
+        );
+        let direct = m == 1;
+        if !direct {
+            scratch.resize(outs.iter().map(|(w, _)| m * w.rows()).sum(), 0.0);
+        }
+        // Where each matrix's outputs go: its own buffer (one token) or its part of `scratch`.
+        let mut targets: [(Option<&Matrix>, Disjoint); MAX_GROUP] = Default::default();
+        let mut at = 0;
+        for (i, (w, out)) in outs.iter_mut().enumerate() {
+            targets[i] = if direct {
+                (Some(*w), Disjoint::new(out))
+            } else {
+                let len = m * w.rows();
+                let d = Disjoint::new(&mut scratch[at..at + len]);
+                at += len;
+                (Some(*w), d)
+            };
+        }
+        let prep = &*prep;
+        self.run(jobs, &|j| {
+            for (w, target) in targets.iter() {
+                let Some(w) = w else { break };
+                let r = split(w.rows(), jobs, j);
+                // SAFETY: job `j`'s ranges `r` are disjoint from every other job's, and one
+                // matrix's block `[m·r.start, m·r.end)` is written by job `j` only.
+                let out = unsafe { target.slice(m * r.start..m * r.end) };
+                w.matmul_rows(prep, x, r, out);
+            }
+        });
+        if !direct {
+            // Block `[t][r − lo]` of each range into `out[t][r]`.
+            let mut at = 0;
+            for (w, out) in outs.iter_mut() {
+                let n = w.rows();
+                let part = &scratch[at..at + m * n];
+                for j in 0..jobs {
+                    let r = split(n, jobs, j);
+                    let (lo, len) = (r.start, r.len());
+                    let block = &part[m * lo..m * r.end];
+                    for t in 0..m {
+                        out[t * n + lo..t * n + r.end]
+                            .copy_from_slice(&block[t * len..(t + 1) * len]);
+                    }
+                }
+                at += m * n;
+            }
+        }
+    }
+
+    /// Runs `f(item, out_item, scratch)` for every item of `out` (`out.len() / item_len` items
+    /// of `item_len` values), spread over the pool in runs of consecutive items; each run gets
+    /// its own `scratch_len` values of `scratch` (resized here). `f` must compute an item from
+    /// its index alone (the attention heads of a token).
+    pub fn for_each_item(
+        &self,
+        out: &mut [f32],
+        item_len: usize,
+        scratch: &mut Vec<f32>,
+        scratch_len: usize,
+        f: &ItemJob<'_>,
+    ) {
+        let items = out.len().checked_div(item_len).unwrap_or(0);
+        // A few runs per thread balance causal prefill, where later tokens see more keys.
+        let jobs = if self.threads == 1 {
+            1
+        } else {
+            items.min(4 * self.threads).max(1)
+        };
+        scratch.resize(jobs * scratch_len, 0.0);
+        let (outs, scr) = (Disjoint::new(out), Disjoint::new(scratch));
+        self.run(jobs, &|j| {
+            let r = split(items, jobs, j);
+            // SAFETY: job `j` alone writes items `r` of `out` and run `j` of `scratch`.
+            let (o, sc) = unsafe {
+                (
+                    outs.slice(r.start * item_len..r.end * item_len),
+                    scr.slice(j * scratch_len..(j + 1) * scratch_len),
+                )
+            };
+            for (i, item) in r.clone().zip(o.chunks_exact_mut(item_len.max(1))) {
+                f(i, item, sc);
+            }
+        });
+    }
+}
+
+/// `f(item, out_item, scratch)` of [`Pool::for_each_item`].
+pub type ItemJob<'a> = dyn Fn(usize, &mut [f32], &mut [f32]) + Sync + 'a;
+
+/// Matrices one [`Pool::linear`] region computes at most (q/k/v is three).
+pub const MAX_GROUP: usize = 4;
+
+/// Part `j` of `jobs` of `0..n`, on [`ROW_SPLIT`] boundaries (the last part ends at `n`; parts
+/// may be empty when `n` is small).
+pub(crate) fn split(n: usize, jobs: usize, j: usize) -> Range<usize> {
+    let units = n.div_ceil(ROW_SPLIT);
+    let at = |j: usize| (units * j / jobs * ROW_SPLIT).min(n);
+    at(j)..at(j + 1)
+}
+
+/// The gate's closed bit, its joined-workers field and where its epoch starts.
+const GATE_CLOSED: usize = 1;
+const GATE_EPOCH_SHIFT: u32 = 16;
+const GATE_JOINED: usize = ((1 << GATE_EPOCH_SHIFT) - 1) & !GATE_CLOSED;
+const _: () = assert!(2 * MAX_THREADS < 1 << GATE_EPOCH_SHIFT);
+
+/// The gate of region `epoch`, open with nobody joined (the epoch's low bits suffice: a worker
+/// compares it with the epoch it saw, at most one region behind).
+fn gate_open(epoch: usize) -> usize {
+    epoch << GATE_EPOCH_SHIFT
+}
+
+/// Joins region `epoch` if its gate is still open: true if this worker may run its jobs.
+fn join(gate: &AtomicUsize, epoch: usize) -> bool {
+    let want = gate_open(epoch);
+    let mut g = gate.load(Ordering::SeqCst);
+    loop {
+        if g & GATE_CLOSED != 0 || g & !GATE_JOINED != want {
+            return false;
+        }
+        match gate.compare_exchange_weak(g, g + 2, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => return true,
+            Err(now) => g = now,
+        }
+    }
+}
+
+/// A mutable slice that several jobs write disjoint parts of.
+struct Disjoint {
+    ptr: *mut f32,
+    len: usize,
+}
+
+impl Default for Disjoint {
+    fn default() -> Disjoint {
+        Disjoint {
+            ptr: std::ptr::NonNull::dangling().as_ptr(),
+            len: 0,
+        }
+    }
+}
+
+// SAFETY: only `slice` hands out access, and its callers guarantee disjoint ranges.
+unsafe impl Sync for Disjoint {}
+// SAFETY: as above.
+unsafe impl Send for Disjoint {}
+
+impl Disjoint {
+    fn new(s: &mut [f32]) -> Disjoint {
+        Disjoint {
+            ptr: s.as_mut_ptr(),
+            len: s.len(),
+        }
+    }
+
+    /// # Safety
+    /// No two slices alive at the same time overlap, and the source slice outlives them.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slice(&self, r: Range<usize>) -> &mut [f32] {
+        assert!(
+            r.start <= r.end && r.end <= self.len,
+            "Disjoint: {r:?} of {}",
+            self.len
+        );
+        // SAFETY: in bounds (checked); exclusivity is the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(r.start), r.len()) }
+    }
+}
+
+/// A worker: waits for each new epoch, takes job indices until none are left, acknowledges.
+fn worker(s: &Shared) {
+    let mut seen = 0usize;
+    loop {
+        let mut spins = 0usize;
+        loop {
+            let e = s.epoch.load(Ordering::SeqCst);
+            if e != seen {
+                seen = e;
+                break;
+            }
+            if spins < SPINS {
+                spins += 1;
+                std::hint::spin_loop();
+                continue;
+            }
+            let mut g = s.lock.lock().unwrap_or_else(|e| e.into_inner());
+            s.sleeping.fetch_add(1, Ordering::SeqCst);
+            while s.epoch.load(Ordering::SeqCst) == seen {
+                g = s.wake.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+            s.sleeping.fetch_sub(1, Ordering::SeqCst);
+        }
+        if s.quit.load(Ordering::SeqCst) {
+            return;
+        }
+        if !join(&s.gate, seen) {
+            // The caller already took every index and closed the region without this worker.
+            continue;
+        }
+        // SAFETY: the caller wrote the job before opening the gate and keeps it alive until
+        // every worker that joined acknowledges below.
+        let job = unsafe { *s.job.get() };
+        if let Some(job) = job {
+            let jobs = s.jobs.load(Ordering::Relaxed);
+            loop {
+                let i = s.next.fetch_add(1, Ordering::Relaxed);
+                if i >= jobs {
+                    break;
+                }
+                // SAFETY: see above.
+                let f = unsafe { &*job };
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i))).is_err() {
+                    s.panicked.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        s.done.fetch_add(1, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_covers_every_row_once_on_row_split_boundaries() {
+        for n in [0, 1, 7, 8, 9, 63, 64, 65, 576, 49_152 + 3] {
+            for jobs in 1..=9 {
+                let mut next = 0;
+                for j in 0..jobs {
+                    let r = split(n, jobs, j);
+                    assert_eq!(r.start, next, "n {n} jobs {jobs} part {j}");
+                    assert!(r.start.is_multiple_of(ROW_SPLIT));
+                    assert!(r.end.is_multiple_of(ROW_SPLIT) || r.end == n);
+                    next = r.end;
+                }
+                assert_eq!(next, n);
+            }
+        }
+    }
+
+    #[test]
+    fn hostile_thread_counts_are_refused() {
+        assert!(matches!(
+            Pool::new(0),
+            Err(KernelError::Threads { value: 0, .. })
+        ));
+        assert!(Pool::new(MAX_THREADS + 1).is_err());
+        assert_eq!(Pool::new(1).map(|p| p.threads()), Ok(1));
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn every_job_runs_once_on_any_pool() {
+        for threads in [1, 2, 3, 7] {
+            let pool = Pool::new(threads).expect("pool");
+            for jobs in [0, 1, 2, 5, 64] {
+                let hits: Vec<AtomicUsize> = (0..jobs).map(|_| AtomicUsize::new(0)).collect();
+                for _ in 0..50 {
+                    pool.run(jobs, &|i| {
+                        hits[i].fetch_add(1, Ordering::Relaxed);
+                    });
+                }
+                assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 50));
+            }
+        }
+    }
+
+    /// Many short regions back to back (workers late, skipping regions the caller closed,
+    /// joining the next): every index of every region runs exactly once, into a buffer on the
+    /// caller's stack that the next region replaces.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn short_regions_back_to_back_run_each_job_once() {
+        for threads in [2, 7] {
+            let pool = Pool::new(threads).expect("pool");
+            let mut total = 0usize;
+            for region in 0..20_000usize {
+                let jobs = 1 + region % 3;
+                let hits = [const { AtomicUsize::new(0) }; 3];
+                pool.run(jobs, &|i| {
+                    hits[i].fetch_add(region + 1, Ordering::Relaxed);
+                });
+                for (i, h) in hits.iter().enumerate() {
+                    let want = if i < jobs { region + 1 } else { 0 };
+                    assert_eq!(h.load(Ordering::Relaxed), want, "region {region} job {i}");
+                }
+                total += jobs;
+            }
+            assert_eq!(total, (0..20_000).map(|r| 1 + r % 3).sum::<usize>());
+        }
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn a_panicking_job_panics_the_caller_and_the_pool_still_works() {
+        let pool = Pool::new(2).expect("pool");
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.run(4, &|i| assert!(i != 3, "job 3"));
+        }));
+        assert!(r.is_err());
+        let count = AtomicUsize::new(0);
+        pool.run(8, &|_| {
+            count.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(count.load(Ordering::Relaxed), 8);
+    }
+}
