@@ -41,7 +41,7 @@ use half::f16;
 use crate::act::{ActQ16, BLOCK};
 use crate::arch::{tile_values, GgmlPrep, GgmlTile};
 use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
-use crate::ggml::GgmlMatrix;
+use crate::ggml::{GgmlFormat, GgmlMatrix};
 use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix, Q8_TILE, ROW_TILE};
 
 /// Activations prepared once per input for the w4 and int8 kernels ([`crate::matrix::Prepared`]):
@@ -815,8 +815,27 @@ unsafe fn ggml_tile<const U: usize, const MIN: bool>(
 }
 
 /// Rows `range` of a ggml product (`out`: `m × range.len()`); `xp` was filled from `x` for
-/// `w`'s unit.
+/// `w`'s unit. One token of Q5_0, Q4_K or Q6_K runs [`ggml_direct1`], anything else the tile.
 pub(crate) fn ggml_matmul_rows(
+    w: &GgmlMatrix,
+    x: &ActQ16,
+    xp: &GgmlPrep,
+    range: Range<usize>,
+    out: &mut [f32],
+) {
+    if x.rows() == 1 && ggml_direct(w.format()) {
+        return ggml_direct1(w, x, xp, range, out);
+    }
+    ggml_matmul_rows_tiled(w, x, xp, range, out);
+}
+
+/// Whether one token of `format` runs the direct decode ([`ggml_direct1`]).
+pub(crate) fn ggml_direct(format: GgmlFormat) -> bool {
+    matches!(format, GgmlFormat::Q5_0 | GgmlFormat::Q4K | GgmlFormat::Q6K)
+}
+
+/// [`ggml_matmul_rows`] through the decoded tile for every input (the direct decode's twin).
+pub(crate) fn ggml_matmul_rows_tiled(
     w: &GgmlMatrix,
     x: &ActQ16,
     xp: &GgmlPrep,
@@ -859,6 +878,310 @@ pub(crate) fn ggml_matmul_rows(
         }
     }
     GGML_SCRATCH.set((tile, acc));
+}
+
+// ---- ggml decode (m = 1): block bytes split into weights in registers ----
+//
+// With one token the tile's decode (shared Rust into an i8 scratch, then widened again) is
+// most of the work, so Q5_0, Q4_K and Q6_K skip it. A 16-byte load of nibbles viewed as
+// `i16x8` gives, with `v & 0xF`, `(v >> 8) & 0xF`, `(v >> 4) & 0xF` and `v >> 12`, the low
+// nibbles of the even bytes, of the odd bytes, the high nibbles of the even and of the odd
+// bytes, already int16: the w4 unpacking of the module docs. In every one of these formats
+// those are positions `[A B C D]` of a block of 32 (Q5_0's `qs`: value `j` in the low nibble
+// of byte `j`, `j + 16` in the high one; Q4_K's `qs` pair: low nibbles one sub-block, high
+// nibbles the next; Q6_K's `ql`: likewise per 32 values), so `i32x4.dot_i16x8_s` runs against
+// the activations reordered once per input into that order ([`GgmlPrep`]). The high bits:
+// Q5_0's `qh` bit `j` is tested per lane (a splatted 16-bit half of `qh` against the lane's bit,
+// `i16x8.eq`) and turns `lo` into `lo − 16` where it is clear; Q6_K's 2 bits per value come
+// from 16-bit shifts and a `0x30` mask of `qh`, and its `−32` is taken out of the integer sum
+// as `32 · Σ xq` per unit. The per-row, per-unit i32 sums are exact, so they equal the tile
+// path's whatever the order of the integer additions; the units, their reduction across the
+// 4 rows and every f32 operation (per unit `acc + f32(Σ) · (a · sx)`, per chunk of 256 values
+// the minimum terms, then the chunk added to the row total) are the tile path's
+// ([`ggml_tile`], [`ggml_matmul_rows_tiled`]) in the same order: the results are
+// bit-identical to it (`ggml_tests`).
+
+/// `[A B C D]` of 16 nibble bytes `v`: low nibbles of even, odd bytes; high of even, odd.
+#[inline(always)]
+fn nibbles4(v: v128) -> [v128; 4] {
+    let m = i16x8_splat(0x0F);
+    [
+        v128_and(v, m),
+        v128_and(u16x8_shr(v, 8), m),
+        v128_and(u16x8_shr(v, 4), m),
+        u16x8_shr(v, 12),
+    ]
+}
+
+/// `Σ w_i · x_i` of 4 int16 vectors against the 32 activations at `x`, as 4 i32 partials.
+///
+/// # Safety
+/// `x` must be valid for 32 i16.
+#[inline(always)]
+unsafe fn dot32(w: [v128; 4], x: *const i16) -> v128 {
+    // SAFETY: the caller guarantees 32 readable i16.
+    unsafe {
+        let x = x as *const v128;
+        i32x4_add(
+            i32x4_add(
+                i32x4_dot_i16x8(w[0], v128_load(x)),
+                i32x4_dot_i16x8(w[1], v128_load(x.add(1))),
+            ),
+            i32x4_add(
+                i32x4_dot_i16x8(w[2], v128_load(x.add(2))),
+                i32x4_dot_i16x8(w[3], v128_load(x.add(3))),
+            ),
+        )
+    }
+}
+
+/// i32 partials of one Q5_0 block (22 bytes at `b`) against its `[A B C D]` activations:
+/// weights `q − 16`, `q = lo | h << 4`.
+///
+/// # Safety
+/// `b` must be valid for 22 bytes and `x` for 32 i16.
+#[inline(always)]
+unsafe fn q5_0_block(b: *const u8, x: *const i16) -> v128 {
+    // Lane `i` of `A`/`C` tests bit `2i` of its half of `qh`, of `B`/`D` bit `2i + 1`.
+    const EVEN: v128 = u16x8(1, 1 << 2, 1 << 4, 1 << 6, 1 << 8, 1 << 10, 1 << 12, 1 << 14);
+    const ODD: v128 = u16x8(
+        1 << 1,
+        1 << 3,
+        1 << 5,
+        1 << 7,
+        1 << 9,
+        1 << 11,
+        1 << 13,
+        1 << 15,
+    );
+    // SAFETY: `qh` at 2..6 and `qs` at 6..22 lie inside the block; `x` as the caller says.
+    unsafe {
+        let n = nibbles4(v128_load(b.add(6) as *const v128));
+        let (lo, hi) = (
+            v128_load16_splat(b.add(2) as *const u16),
+            v128_load16_splat(b.add(4) as *const u16),
+        );
+        let (z, neg) = (i16x8_splat(0), i16x8_splat(-16));
+        // `lo | 0xFFF0` = `lo − 16` where the bit is clear, `lo` (= `lo + 16 − 16`) where set.
+        let q =
+            |v: v128, h: v128, bit: v128| v128_or(v, v128_and(i16x8_eq(v128_and(h, bit), z), neg));
+        dot32(
+            [
+                q(n[0], lo, EVEN),
+                q(n[1], lo, ODD),
+                q(n[2], hi, EVEN),
+                q(n[3], hi, ODD),
+            ],
+            x,
+        )
+    }
+}
+
+/// i32 partials of Q4_K sub-blocks `2i` and `2i + 1` of the super-block at `b` (their 32
+/// `qs` bytes: low nibbles `2i`, high `2i + 1`) against their `[A B C D]` activations at `x`.
+///
+/// # Safety
+/// `b` must be a whole Q4_K block (144 bytes), `i < 4`, `x` valid for 64 i16.
+#[inline(always)]
+unsafe fn q4_k_pair(b: *const u8, i: usize, x: *const i16) -> (v128, v128) {
+    // SAFETY: `qs` bytes 16 + 32i .. 48 + 32i lie inside the block; `x` as the caller says.
+    unsafe {
+        let p = b.add(16 + 32 * i);
+        let n0 = nibbles4(v128_load(p as *const v128));
+        let n1 = nibbles4(v128_load(p.add(16) as *const v128));
+        (
+            dot32([n0[0], n0[1], n1[0], n1[1]], x),
+            dot32([n0[2], n0[3], n1[2], n1[3]], x.add(32)),
+        )
+    }
+}
+
+/// i32 partials `Σ q · x` (`q = ql | qh << 4` in 0..=63, without the −32) of Q6_K units
+/// `2p` and `2p + 1` (`p = 4h + k`: values `128h + 32k + l`, `l < 16` and `l ≥ 16`) of the
+/// super-block at `b` against their `[A B C D]` activations at `x`.
+///
+/// # Safety
+/// `b` must be a whole Q6_K block (210 bytes), `p < 8`, `x` valid for 32 i16.
+#[inline(always)]
+unsafe fn q6_k_pair(b: *const u8, p: usize, x: *const i16) -> (v128, v128) {
+    let (h, k) = (p / 4, p % 4);
+    let m3 = i16x8_splat(0x30);
+    // Bits 2k, 2k + 1 of the even bytes (low half of a lane) and of the odd bytes (high
+    // half) moved to bits 4, 5.
+    let top = |q: v128| -> [v128; 2] {
+        match k {
+            0 => [v128_and(i16x8_shl(q, 4), m3), v128_and(u16x8_shr(q, 4), m3)],
+            1 => [v128_and(i16x8_shl(q, 2), m3), v128_and(u16x8_shr(q, 6), m3)],
+            2 => [v128_and(q, m3), v128_and(u16x8_shr(q, 8), m3)],
+            _ => [
+                v128_and(u16x8_shr(q, 2), m3),
+                v128_and(u16x8_shr(q, 10), m3),
+            ],
+        }
+    };
+    // SAFETY: `ql` at 64h + 32(k & 1) .. +32 and `qh` at 128 + 32h .. +32 lie inside the
+    // block; `x` as the caller says.
+    unsafe {
+        let l = b.add(64 * h + 32 * (k & 1));
+        let qh = b.add(128 + 32 * h);
+        let (n0, n1) = (
+            nibbles4(v128_load(l as *const v128)),
+            nibbles4(v128_load(l.add(16) as *const v128)),
+        );
+        // Low nibbles for k < 2, high ones for k ≥ 2.
+        let s = if k < 2 { 0 } else { 2 };
+        let t0 = top(v128_load(qh as *const v128));
+        let t1 = top(v128_load(qh.add(16) as *const v128));
+        let x = x as *const v128;
+        let d = |lo: v128, top: v128, at: usize| {
+            i32x4_dot_i16x8(v128_or(lo, top), v128_load(x.add(at)))
+        };
+        (
+            i32x4_add(d(n0[s], t0[0], 0), d(n0[s + 1], t0[1], 1)),
+            i32x4_add(d(n1[s], t1[0], 2), d(n1[s + 1], t1[1], 3)),
+        )
+    }
+}
+
+/// `out[r] = x · w[r]` for one token of a Q5_0, Q4_K or Q6_K matrix, decoding in registers
+/// (see the section's comment); `xp` was filled from `x` (one row) for `w`'s unit.
+fn ggml_direct1(w: &GgmlMatrix, x: &ActQ16, xp: &GgmlPrep, range: Range<usize>, out: &mut [f32]) {
+    let f = w.format();
+    let n = w.rows();
+    let (lo, hi) = (range.start, range.end);
+    let (rb, bb) = (w.row_bytes(), f.block_bytes());
+    let xq = xp.abcd.as_ptr();
+    let sx = xp.sx.as_ptr();
+    let half_at =
+        |b: &[u8], at: usize| crate::arch::f16_bits_to_f32(u16::from_le_bytes([b[at], b[at + 1]]));
+    assert!(
+        x.rows() == 1
+            && x.cols() == w.cols()
+            && xp.abcd.len() == w.cols()
+            && xp.sx.len() == 4 * w.cols() / f.unit()
+            && (f != GgmlFormat::Q6K || xp.off16.len() == w.cols() / 16),
+        "ggml_direct1: the input was not prepared for one token of this matrix"
+    );
+    for r0 in range.step_by(ROW_TILE) {
+        let row: [&[u8]; ROW_TILE] =
+            core::array::from_fn(|j| &w.data[(r0 + j).min(n - 1) * rb..][..rb]);
+        let mut total = f32x4_splat(0.0);
+        // One f32 step of the tile path: `acc + f32(Σ) · (a · sx)` for unit `u` of the row,
+        // `a` the chunk's factors `[unit][4 rows]` (unit `u` is its `u mod units`).
+        let step = |acc: v128, d: v128, a: &[f32], u: usize| {
+            // SAFETY: `a` holds 4 factors per unit of the chunk, `sx` 4 per unit of the row.
+            let s = unsafe {
+                f32x4_mul(
+                    v128_load(a.as_ptr().add(4 * (u % (a.len() / 4))) as *const v128),
+                    v128_load(sx.add(4 * u) as *const v128),
+                )
+            };
+            f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(d), s))
+        };
+        match f {
+            GgmlFormat::Q5_0 => {
+                for (c0, nb) in GgmlTile::chunks(w) {
+                    let mut acc = f32x4_splat(0.0);
+                    for b in c0..c0 + nb {
+                        let blk: [&[u8]; ROW_TILE] =
+                            core::array::from_fn(|j| &row[j][b * bb..][..bb]);
+                        let a: [f32; 4] = core::array::from_fn(|j| half_at(blk[j], 0));
+                        // SAFETY: each block is 22 bytes, the activations hold block `b`.
+                        let d = unsafe {
+                            let x = xq.add(32 * b);
+                            reduce4(
+                                q5_0_block(blk[0].as_ptr(), x),
+                                q5_0_block(blk[1].as_ptr(), x),
+                                q5_0_block(blk[2].as_ptr(), x),
+                                q5_0_block(blk[3].as_ptr(), x),
+                            )
+                        };
+                        acc = step(acc, d, &a, b);
+                    }
+                    total = f32x4_add(total, acc);
+                }
+            }
+            GgmlFormat::Q4K => {
+                for sb in 0..w.cols() / 256 {
+                    let blk: [&[u8]; ROW_TILE] = core::array::from_fn(|j| &row[j][sb * bb..][..bb]);
+                    // `d · sc` and `−(dmin · m)` per sub-block `[s][row]`, as the decode.
+                    let (mut a, mut c) = ([0.0f32; 32], [0.0f32; 32]);
+                    for (j, b) in blk.iter().enumerate() {
+                        let (d, dmin) = (half_at(b, 0), half_at(b, 2));
+                        let sc: &[u8; 12] = b[4..16].try_into().unwrap_or(&[0; 12]);
+                        for s in 0..8 {
+                            let (scale, min) = crate::ggml::scale_min_k4(s, sc);
+                            a[4 * s + j] = d * f32::from(scale);
+                            c[4 * s + j] = -(dmin * f32::from(min));
+                        }
+                    }
+                    let mut acc = f32x4_splat(0.0);
+                    for i in 0..4 {
+                        // SAFETY: each block is 144 bytes, the activations hold super-block `sb`.
+                        let (d0, d1) = unsafe {
+                            let x = xq.add(256 * sb + 64 * i);
+                            let p: [(v128, v128); 4] =
+                                core::array::from_fn(|j| q4_k_pair(blk[j].as_ptr(), i, x));
+                            (
+                                reduce4(p[0].0, p[1].0, p[2].0, p[3].0),
+                                reduce4(p[0].1, p[1].1, p[2].1, p[3].1),
+                            )
+                        };
+                        acc = step(acc, d0, &a, 8 * sb + 2 * i);
+                        acc = step(acc, d1, &a, 8 * sb + 2 * i + 1);
+                    }
+                    // The minimum's term `Σ_b c_b · sx · Σ xq`, after the units (as the tile).
+                    for s in 0..8 {
+                        // SAFETY: `c` has 4 values per sub-block, `xs` 4 per block of 32.
+                        unsafe {
+                            let cv = v128_load(c.as_ptr().add(4 * s) as *const v128);
+                            let xv = v128_load(xp.xs.as_ptr().add(4 * (8 * sb + s)) as *const v128);
+                            acc = f32x4_add(acc, f32x4_mul(cv, xv));
+                        }
+                    }
+                    total = f32x4_add(total, acc);
+                }
+            }
+            GgmlFormat::Q6K => {
+                for sb in 0..w.cols() / 256 {
+                    let blk: [&[u8]; ROW_TILE] = core::array::from_fn(|j| &row[j][sb * bb..][..bb]);
+                    // `d · sc` per unit `[u][row]`, as the decode.
+                    let mut a = [0.0f32; 64];
+                    for (j, b) in blk.iter().enumerate() {
+                        let d = half_at(b, 208);
+                        for u in 0..16 {
+                            a[4 * u + j] = d * f32::from(b[192 + u] as i8);
+                        }
+                    }
+                    let mut acc = f32x4_splat(0.0);
+                    for p in 0..8 {
+                        let u = 16 * sb + 2 * p;
+                        // SAFETY: each block is 210 bytes, the activations and offsets hold
+                        // super-block `sb`.
+                        let (d0, d1) = unsafe {
+                            let x = xq.add(256 * sb + 32 * p);
+                            let q: [(v128, v128); 4] =
+                                core::array::from_fn(|j| q6_k_pair(blk[j].as_ptr(), p, x));
+                            let off = |u: usize| i32x4_splat(xp.off16[u]);
+                            (
+                                i32x4_sub(reduce4(q[0].0, q[1].0, q[2].0, q[3].0), off(u)),
+                                i32x4_sub(reduce4(q[0].1, q[1].1, q[2].1, q[3].1), off(u + 1)),
+                            )
+                        };
+                        acc = step(acc, d0, &a, u);
+                        acc = step(acc, d1, &a, u + 1);
+                    }
+                    total = f32x4_add(total, acc);
+                }
+            }
+            _ => unreachable!("ggml_direct1 runs only the formats of `ggml_direct`"),
+        }
+        let width = (hi - r0).min(ROW_TILE);
+        let mut o = [0.0f32; 4];
+        // SAFETY: `o` has room for 16 bytes; `v128_store` needs no alignment.
+        unsafe { v128_store(o.as_mut_ptr() as *mut v128, total) };
+        out[r0 - lo..r0 - lo + width].copy_from_slice(&o[..width]);
+    }
 }
 
 /// Sum of the 4 lanes.

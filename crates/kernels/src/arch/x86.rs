@@ -801,14 +801,36 @@ pub(crate) unsafe fn ggml_matmul_rows(
     range: Range<usize>,
     out: &mut [f32],
 ) {
-    let m = x.rows();
-    let f = w.format();
-    let (u, v) = (f.unit(), f.block_values());
-    if m == 1 && matches!(f, GgmlFormat::Q4K | GgmlFormat::Q6K) {
-        // SAFETY: one token of a Q4_K / Q6_K matrix; shapes checked by the caller.
+    if x.rows() == 1 && ggml_direct(w.format()) {
+        // SAFETY: one token of a format `ggml_matmul_direct1` runs; shapes checked by the
+        // caller; the CPU features are this function's own contract.
         unsafe { ggml_matmul_direct1(w, x, xp, range, out) };
         return;
     }
+    // SAFETY: as this function's contract.
+    unsafe { ggml_matmul_rows_tiled(w, x, xp, range, out) }
+}
+
+/// Whether one token of `format` runs the direct decode ([`ggml_matmul_direct1`]).
+pub(crate) fn ggml_direct(format: GgmlFormat) -> bool {
+    matches!(format, GgmlFormat::Q4K | GgmlFormat::Q6K)
+}
+
+/// [`ggml_matmul_rows`] through the decoded tile for every input (the direct decode's twin).
+///
+/// # Safety
+/// As [`ggml_matmul_rows`].
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn ggml_matmul_rows_tiled(
+    w: &GgmlMatrix,
+    x: &ActQ16,
+    xp: &GgmlPrep,
+    range: Range<usize>,
+    out: &mut [f32],
+) {
+    let m = x.rows();
+    let f = w.format();
+    let (u, v) = (f.unit(), f.block_values());
     let (lo, hi) = (range.start, range.end);
     let len = hi - lo;
     // Taken out of the thread-local and put back (rather than borrowed in a closure) so the
