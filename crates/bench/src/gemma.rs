@@ -6,6 +6,8 @@
 //! ([`Prepared`]), i.e. the product without the activations' quantization, which the engine
 //! shares between the matrices reading one input.
 //!
+//! `cfg.shapes` picks cases by name or format substring (`--shapes q6_k,head`).
+//!
 //! The weights are random blocks with small finite fp16 scales (every kernel's work is
 //! independent of the values), so the bench needs neither the model file nor candle.
 
@@ -128,6 +130,15 @@ pub fn run_gemma(runtime: &str, cfg: &Config, clock: &dyn Fn() -> f64) -> Result
         "matrix", "format", "n", "k", "MB", "ms", "min ms", "n", "GB/s(min)"
     );
     for (i, c) in GEMMA_CASES.iter().enumerate() {
+        // `cfg.shapes`: only cases whose name or format contains one of them (all if empty).
+        let picked = cfg.shapes.is_empty()
+            || cfg
+                .shapes
+                .iter()
+                .any(|f| c.name.contains(f.as_str()) || c.format == f);
+        if !picked {
+            continue;
+        }
         let w = matrix(c.format, c.n, c.k, 7 + i as u64)?;
         let x = pseudo_random(99 + i as u64, c.k);
         let mut prep = Prepared::default();

@@ -292,7 +292,7 @@ pub(crate) fn prefetch(p: *const u8) {
 /// For simd128's direct decode (one token) it also holds that token's int16 activations in
 /// the `[A B C D]` order of each block of 32 (`A` = positions 0, 2, .., 14, `B` = 1, 3, .., 15,
 /// `C` = 16, 18, .., 30, `D` = 17, 19, .., 31: the order 16-bit nibble masks and shifts give
-/// the weights in, `arch::simd128`) and, with units of 16, `32 · Σ xq` per unit (Q6_K's offset).
+/// the weights in, `arch::simd128`).
 #[derive(Debug, Default)]
 pub(crate) struct GgmlPrep {
     /// Units per row (`cols / unit`).
@@ -302,9 +302,6 @@ pub(crate) struct GgmlPrep {
     /// Token 0's activations in `[A B C D]` order per block (when `x` has one row).
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     pub(crate) abcd: Vec<i16>,
-    /// `32 · Σ xq` of each unit of 16 of token 0 (units of 16, one row only).
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    pub(crate) off16: Vec<i32>,
 }
 
 impl GgmlPrep {
@@ -322,19 +319,12 @@ impl GgmlPrep {
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
         {
             self.abcd.clear();
-            self.off16.clear();
             if x.rows() == 1 {
                 for src in x.q.chunks_exact(crate::act::BLOCK) {
                     self.abcd.extend((0..8).map(|j| src[2 * j]));
                     self.abcd.extend((0..8).map(|j| src[2 * j + 1]));
                     self.abcd.extend((0..8).map(|j| src[16 + 2 * j]));
                     self.abcd.extend((0..8).map(|j| src[17 + 2 * j]));
-                }
-                if unit == 16 {
-                    self.off16.extend(
-                        x.q.chunks_exact(16)
-                            .map(|u| 32 * u.iter().map(|&v| i32::from(v)).sum::<i32>()),
-                    );
                 }
             }
         }

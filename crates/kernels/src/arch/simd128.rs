@@ -815,7 +815,7 @@ unsafe fn ggml_tile<const U: usize, const MIN: bool>(
 }
 
 /// Rows `range` of a ggml product (`out`: `m × range.len()`); `xp` was filled from `x` for
-/// `w`'s unit. One token of Q5_0, Q4_K or Q6_K runs [`ggml_direct1`], anything else the tile.
+/// `w`'s unit. One token of Q5_0 or Q4_K runs [`ggml_direct1`], anything else the tile.
 pub(crate) fn ggml_matmul_rows(
     w: &GgmlMatrix,
     x: &ActQ16,
@@ -831,7 +831,7 @@ pub(crate) fn ggml_matmul_rows(
 
 /// Whether one token of `format` runs the direct decode ([`ggml_direct1`]).
 pub(crate) fn ggml_direct(format: GgmlFormat) -> bool {
-    matches!(format, GgmlFormat::Q5_0 | GgmlFormat::Q4K | GgmlFormat::Q6K)
+    matches!(format, GgmlFormat::Q5_0 | GgmlFormat::Q4K)
 }
 
 /// [`ggml_matmul_rows`] through the decoded tile for every input (the direct decode's twin).
@@ -883,18 +883,19 @@ pub(crate) fn ggml_matmul_rows_tiled(
 // ---- ggml decode (m = 1): block bytes split into weights in registers ----
 //
 // With one token the tile's decode (shared Rust into an i8 scratch, then widened again) is
-// most of the work, so Q5_0, Q4_K and Q6_K skip it. A 16-byte load of nibbles viewed as
-// `i16x8` gives, with `v & 0xF`, `(v >> 8) & 0xF`, `(v >> 4) & 0xF` and `v >> 12`, the low
-// nibbles of the even bytes, of the odd bytes, the high nibbles of the even and of the odd
-// bytes, already int16: the w4 unpacking of the module docs. In every one of these formats
-// those are positions `[A B C D]` of a block of 32 (Q5_0's `qs`: value `j` in the low nibble
-// of byte `j`, `j + 16` in the high one; Q4_K's `qs` pair: low nibbles one sub-block, high
-// nibbles the next; Q6_K's `ql`: likewise per 32 values), so `i32x4.dot_i16x8_s` runs against
-// the activations reordered once per input into that order ([`GgmlPrep`]). The high bits:
-// Q5_0's `qh` bit `j` is tested per lane (a splatted 16-bit half of `qh` against the lane's bit,
-// `i16x8.eq`) and turns `lo` into `lo − 16` where it is clear; Q6_K's 2 bits per value come
-// from 16-bit shifts and a `0x30` mask of `qh`, and its `−32` is taken out of the integer sum
-// as `32 · Σ xq` per unit. The per-row, per-unit i32 sums are exact, so they equal the tile
+// most of the work, so Q5_0 and Q4_K skip it. A 16-byte load of nibbles viewed as `i16x8`
+// gives, with `v & 0xF`, `(v >> 8) & 0xF`, `(v >> 4) & 0xF` and `v >> 12`, the low nibbles of
+// the even bytes, of the odd bytes, the high nibbles of the even and of the odd bytes, already
+// int16: the w4 unpacking of the module docs. In both formats those are positions `[A B C D]`
+// of a block of 32 (Q5_0's `qs`: value `j` in the low nibble of byte `j`, `j + 16` in the high
+// one; Q4_K's `qs` pair: low nibbles one sub-block, high nibbles the next), so
+// `i32x4.dot_i16x8_s` runs against the activations reordered once per input into that order
+// ([`GgmlPrep`]). Q5_0's fifth bit `j` of `qh` is tested per lane (a splatted 16-bit half of
+// `qh` against the lane's bit, `i16x8.eq`) and turns `lo` into `lo − 16` where it is clear.
+// Q6_K stays on the tile: the same scheme for it (2 high bits per value from 16-bit shifts and
+// a `0x30` mask of `qh`, the −32 taken out as `32 · Σ xq` per unit) measured about twice as
+// slow as the tile in Node 20 (Gemma's 2048→640 down projection, 0.54 against 0.29 ms).
+// The per-row, per-unit i32 sums are exact, so they equal the tile
 // path's whatever the order of the integer additions; the units, their reduction across the
 // 4 rows and every f32 operation (per unit `acc + f32(Σ) · (a · sx)`, per chunk of 256 values
 // the minimum terms, then the chunk added to the row total) are the tile path's
@@ -996,54 +997,7 @@ unsafe fn q4_k_pair(b: *const u8, i: usize, x: *const i16) -> (v128, v128) {
     }
 }
 
-/// i32 partials `Σ q · x` (`q = ql | qh << 4` in 0..=63, without the −32) of Q6_K units
-/// `2p` and `2p + 1` (`p = 4h + k`: values `128h + 32k + l`, `l < 16` and `l ≥ 16`) of the
-/// super-block at `b` against their `[A B C D]` activations at `x`.
-///
-/// # Safety
-/// `b` must be a whole Q6_K block (210 bytes), `p < 8`, `x` valid for 32 i16.
-#[inline(always)]
-unsafe fn q6_k_pair(b: *const u8, p: usize, x: *const i16) -> (v128, v128) {
-    let (h, k) = (p / 4, p % 4);
-    let m3 = i16x8_splat(0x30);
-    // Bits 2k, 2k + 1 of the even bytes (low half of a lane) and of the odd bytes (high
-    // half) moved to bits 4, 5.
-    let top = |q: v128| -> [v128; 2] {
-        match k {
-            0 => [v128_and(i16x8_shl(q, 4), m3), v128_and(u16x8_shr(q, 4), m3)],
-            1 => [v128_and(i16x8_shl(q, 2), m3), v128_and(u16x8_shr(q, 6), m3)],
-            2 => [v128_and(q, m3), v128_and(u16x8_shr(q, 8), m3)],
-            _ => [
-                v128_and(u16x8_shr(q, 2), m3),
-                v128_and(u16x8_shr(q, 10), m3),
-            ],
-        }
-    };
-    // SAFETY: `ql` at 64h + 32(k & 1) .. +32 and `qh` at 128 + 32h .. +32 lie inside the
-    // block; `x` as the caller says.
-    unsafe {
-        let l = b.add(64 * h + 32 * (k & 1));
-        let qh = b.add(128 + 32 * h);
-        let (n0, n1) = (
-            nibbles4(v128_load(l as *const v128)),
-            nibbles4(v128_load(l.add(16) as *const v128)),
-        );
-        // Low nibbles for k < 2, high ones for k ≥ 2.
-        let s = if k < 2 { 0 } else { 2 };
-        let t0 = top(v128_load(qh as *const v128));
-        let t1 = top(v128_load(qh.add(16) as *const v128));
-        let x = x as *const v128;
-        let d = |lo: v128, top: v128, at: usize| {
-            i32x4_dot_i16x8(v128_or(lo, top), v128_load(x.add(at)))
-        };
-        (
-            i32x4_add(d(n0[s], t0[0], 0), d(n0[s + 1], t0[1], 1)),
-            i32x4_add(d(n1[s], t1[0], 2), d(n1[s + 1], t1[1], 3)),
-        )
-    }
-}
-
-/// `out[r] = x · w[r]` for one token of a Q5_0, Q4_K or Q6_K matrix, decoding in registers
+/// `out[r] = x · w[r]` for one token of a Q5_0 or Q4_K matrix, decoding in registers
 /// (see the section's comment); `xp` was filled from `x` (one row) for `w`'s unit.
 fn ggml_direct1(w: &GgmlMatrix, x: &ActQ16, xp: &GgmlPrep, range: Range<usize>, out: &mut [f32]) {
     let f = w.format();
@@ -1058,8 +1012,7 @@ fn ggml_direct1(w: &GgmlMatrix, x: &ActQ16, xp: &GgmlPrep, range: Range<usize>, 
         x.rows() == 1
             && x.cols() == w.cols()
             && xp.abcd.len() == w.cols()
-            && xp.sx.len() == 4 * w.cols() / f.unit()
-            && (f != GgmlFormat::Q6K || xp.off16.len() == w.cols() / 16),
+            && xp.sx.len() == 4 * w.cols() / f.unit(),
         "ggml_direct1: the input was not prepared for one token of this matrix"
     );
     for r0 in range.step_by(ROW_TILE) {
@@ -1067,12 +1020,12 @@ fn ggml_direct1(w: &GgmlMatrix, x: &ActQ16, xp: &GgmlPrep, range: Range<usize>, 
             core::array::from_fn(|j| &w.data[(r0 + j).min(n - 1) * rb..][..rb]);
         let mut total = f32x4_splat(0.0);
         // One f32 step of the tile path: `acc + f32(Σ) · (a · sx)` for unit `u` of the row,
-        // `a` the chunk's factors `[unit][4 rows]` (unit `u` is its `u mod units`).
+        // `a` the 4 rows' factors of that unit.
         let step = |acc: v128, d: v128, a: &[f32], u: usize| {
-            // SAFETY: `a` holds 4 factors per unit of the chunk, `sx` 4 per unit of the row.
+            // SAFETY: `sx` holds 4 factors per unit of the row.
             let s = unsafe {
                 f32x4_mul(
-                    v128_load(a.as_ptr().add(4 * (u % (a.len() / 4))) as *const v128),
+                    v128_load(a[..4].as_ptr() as *const v128),
                     v128_load(sx.add(4 * u) as *const v128),
                 )
             };
@@ -1127,8 +1080,8 @@ fn ggml_direct1(w: &GgmlMatrix, x: &ActQ16, xp: &GgmlPrep, range: Range<usize>, 
                                 reduce4(p[0].1, p[1].1, p[2].1, p[3].1),
                             )
                         };
-                        acc = step(acc, d0, &a, 8 * sb + 2 * i);
-                        acc = step(acc, d1, &a, 8 * sb + 2 * i + 1);
+                        acc = step(acc, d0, &a[8 * i..], 8 * sb + 2 * i);
+                        acc = step(acc, d1, &a[8 * i + 4..], 8 * sb + 2 * i + 1);
                     }
                     // The minimum's term `Σ_b c_b · sx · Σ xq`, after the units (as the tile).
                     for s in 0..8 {
@@ -1138,38 +1091,6 @@ fn ggml_direct1(w: &GgmlMatrix, x: &ActQ16, xp: &GgmlPrep, range: Range<usize>, 
                             let xv = v128_load(xp.xs.as_ptr().add(4 * (8 * sb + s)) as *const v128);
                             acc = f32x4_add(acc, f32x4_mul(cv, xv));
                         }
-                    }
-                    total = f32x4_add(total, acc);
-                }
-            }
-            GgmlFormat::Q6K => {
-                for sb in 0..w.cols() / 256 {
-                    let blk: [&[u8]; ROW_TILE] = core::array::from_fn(|j| &row[j][sb * bb..][..bb]);
-                    // `d · sc` per unit `[u][row]`, as the decode.
-                    let mut a = [0.0f32; 64];
-                    for (j, b) in blk.iter().enumerate() {
-                        let d = half_at(b, 208);
-                        for u in 0..16 {
-                            a[4 * u + j] = d * f32::from(b[192 + u] as i8);
-                        }
-                    }
-                    let mut acc = f32x4_splat(0.0);
-                    for p in 0..8 {
-                        let u = 16 * sb + 2 * p;
-                        // SAFETY: each block is 210 bytes, the activations and offsets hold
-                        // super-block `sb`.
-                        let (d0, d1) = unsafe {
-                            let x = xq.add(256 * sb + 32 * p);
-                            let q: [(v128, v128); 4] =
-                                core::array::from_fn(|j| q6_k_pair(blk[j].as_ptr(), p, x));
-                            let off = |u: usize| i32x4_splat(xp.off16[u]);
-                            (
-                                i32x4_sub(reduce4(q[0].0, q[1].0, q[2].0, q[3].0), off(u)),
-                                i32x4_sub(reduce4(q[0].1, q[1].1, q[2].1, q[3].1), off(u + 1)),
-                            )
-                        };
-                        acc = step(acc, d0, &a, u);
-                        acc = step(acc, d1, &a, u + 1);
                     }
                     total = f32x4_add(total, acc);
                 }
