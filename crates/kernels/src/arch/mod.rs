@@ -299,7 +299,8 @@ pub(crate) struct GgmlPrep {
     pub(crate) units: usize,
     pub(crate) sx: Vec<f32>,
     pub(crate) xs: Vec<f32>,
-    /// Token 0's activations in `[A B C D]` order per block (when `x` has one row).
+    /// Token 0's activations in `[A B C D]` order per block (when `x` has one row and the
+    /// units are 32 values).
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     pub(crate) abcd: Vec<i16>,
 }
@@ -319,7 +320,8 @@ impl GgmlPrep {
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
         {
             self.abcd.clear();
-            if x.rows() == 1 {
+            // Read by the units-of-32 formats' direct decode only (Q5_0, Q4_K).
+            if x.rows() == 1 && unit == 32 {
                 for src in x.q.chunks_exact(crate::act::BLOCK) {
                     self.abcd.extend((0..8).map(|j| src[2 * j]));
                     self.abcd.extend((0..8).map(|j| src[2 * j + 1]));
