@@ -27,6 +27,7 @@ use edgefit_kernels::{
 };
 use serde::{Deserialize, Serialize};
 
+pub mod gemma;
 #[cfg(target_arch = "wasm32")]
 mod wasm;
 

@@ -1,6 +1,7 @@
 //! `edgefit-bench`: the kernel benchmark natively (see the library docs). Prints one table.
 //!
-//! Options: `--quick` (decode only, shorter budgets), `--m 1,64` (activation rows),
+//! Options: `--quick` (decode only, shorter budgets), `--gemma` (Gemma 3 270M's products
+//! only, see `edgefit_bench::gemma`), `--m 1,64` (activation rows),
 //! `--shapes head,large` (name or `NxK` substrings), `--budget-ms MS`, `--json PATH` (also write
 //! the raw rows).
 
@@ -36,11 +37,13 @@ mod native {
         std::env::set_var("RAYON_NUM_THREADS", "1");
         let mut cfg = Config::default();
         let mut json = None;
+        let mut gemma = false;
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
             let mut value = || args.next().ok_or(format!("`{a}` needs a value"));
             match a.as_str() {
                 "--quick" => cfg = Config::quick(),
+                "--gemma" => gemma = true,
                 "--m" => cfg.ms = list("--m", &value()?)?,
                 "--shapes" => cfg.shapes = list("--shapes", &value()?)?,
                 "--budget-ms" => {
@@ -52,7 +55,7 @@ mod native {
                 "--json" => json = Some(value()?),
                 "-h" | "--help" => {
                     println!(
-                        "usage: edgefit-bench [--quick] [--m 1,64] [--shapes NAME|NxK,...] \
+                        "usage: edgefit-bench [--quick] [--gemma] [--m 1,64] [--shapes NAME|NxK,...] \
                          [--budget-ms MS] [--json PATH]"
                     );
                     return Ok(());
@@ -63,12 +66,19 @@ mod native {
         if cfg.ms.is_empty() || cfg.ms.contains(&0) {
             return Err("--m needs positive row counts".into());
         }
-        if cfg.selected_shapes().is_empty() {
+        if !gemma && cfg.selected_shapes().is_empty() {
             return Err(format!("--shapes {:?} selects no shape", cfg.shapes));
         }
         let start = Instant::now();
         let clock = move || start.elapsed().as_secs_f64() * 1e3;
         let runtime = format!("native {}", std::env::consts::ARCH);
+        if gemma {
+            print!(
+                "{}",
+                edgefit_bench::gemma::run_gemma(&runtime, &cfg, &clock)?
+            );
+            return Ok(());
+        }
         eprintln!("edgefit-bench: {runtime}, measuring…");
         let report = run_all(&runtime, &cfg, &clock, &mut |r| {
             eprintln!("{}", progress_line(r))

@@ -77,3 +77,10 @@ pub fn render_table(
         rows,
     }))
 }
+
+/// The Gemma 3 270M matrix products ([`crate::gemma`]) as a table.
+#[wasm_bindgen(js_name = runGemma)]
+pub fn run_gemma_js(runtime: &str, config_json: &str) -> Result<String, JsError> {
+    let cfg = config(config_json)?;
+    crate::gemma::run_gemma(runtime, &cfg, &performance_now).map_err(|e| JsError::new(&e))
+}

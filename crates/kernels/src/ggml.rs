@@ -52,10 +52,12 @@
 //! target's features, the products are the ISA's int16 dot products (`vpmaddwd`,
 //! `i32x4.dot_i16x8_s`) reduced across the 4 rows. The held bytes stay exactly the GGUF ones:
 //! nothing is repacked.
-//! For one token (decode, m = 1) the AVX2 kernel skips the scratch for Q4_K and Q6_K: it splits
-//! the block bytes into weights in registers (nibble masks and shifts, Q6_K's top 2 bits from
-//! `qh`), with the same per-unit sums and f32 operations as the tile path, so the results are
-//! bit-identical to it (`arch::x86`).
+//! For one token (decode, m = 1) the AVX2 kernel skips the scratch for Q5_0, Q4_K and Q6_K,
+//! and the simd128 kernel for Q5_0 and Q4_K: they split the block bytes into weights in
+//! registers (nibble masks and shifts; Q5_0's fifth bit tested per lane against `qh`, Q6_K's
+//! top 2 bits shifted out of `qh`), with the same per-unit sums and f32 operations as the tile
+//! path, so the results are bit-identical to it (`arch::x86`, `arch::simd128`; the tests
+//! compare the two paths bit for bit).
 //!
 //! # For loaders
 //! [`GgmlMatrix::from_ggml`] (or `from_q5_0` / `from_q5_1` / `from_q4_k` / `from_q5_k` /

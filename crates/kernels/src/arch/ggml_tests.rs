@@ -561,3 +561,133 @@ fn constructors_refuse_bad_blocks() {
         GgmlFormat::Q5_1
     );
 }
+
+/// One token through a matrix on `kernel` via [`Matrix::matmul_rows`] (where the SIMD kernels
+/// take their direct decode), rows `rows` only.
+fn one_token_rows(
+    kernel: Kernel,
+    w: &GgmlMatrix,
+    xq: &ActQ16,
+    rows: std::ops::Range<usize>,
+) -> Vec<f32> {
+    let mat = Matrix::Ggml(w.clone());
+    let mut prep = crate::Prepared::default();
+    prep.prepare_q16(kernel, xq.clone(), 1, w.cols(), [&mat]);
+    let mut out = vec![f32::NAN; rows.len()];
+    mat.matmul_rows(&prep, &[], rows, &mut out);
+    out
+}
+
+/// The direct decode (one token, block bytes split into weights in registers) against the
+/// decoded tile of the same kernel, bit for bit, on every row range a split can ask for, and
+/// against the scalar reference (within the bound of [`check`]).
+fn check_direct(w: &GgmlMatrix, x: &[f32], label: &str) -> usize {
+    check(w, x, 1, label);
+    let xq = ActQ16::quantize(x, 1, w.cols());
+    let n = w.rows();
+    let split = crate::ROW_SPLIT;
+    let ranges: Vec<std::ops::Range<usize>> = if n > split {
+        vec![0..n, split..n, 0..split]
+    } else {
+        std::iter::once(0..n).collect()
+    };
+    let mut compared = 0;
+    for kernel in Kernel::available() {
+        if !crate::arch::ggml_direct(kernel, w.format()) {
+            continue;
+        }
+        for rows in ranges.clone() {
+            let Some(tile) = crate::arch::ggml_rows_tiled(kernel, w, &xq, rows.clone()) else {
+                continue;
+            };
+            let direct = one_token_rows(kernel, w, &xq, rows.clone());
+            for (i, (d, t)) in direct.iter().zip(&tile).enumerate() {
+                assert_eq!(
+                    d.to_bits(),
+                    t.to_bits(),
+                    "{} {} {label} rows {rows:?} [{i}]: direct {d} vs tile {t}",
+                    kernel.name(),
+                    w.format_name()
+                );
+            }
+            compared += 1;
+        }
+    }
+    compared
+}
+
+#[test]
+fn direct_decode_is_bit_identical_to_the_tile_on_random_blocks() {
+    let mut seed = 3000;
+    let mut compared = 0;
+    for format in GgmlFormat::ALL {
+        // One block, a few, an odd number; Q5_0 also 640 (two and a half tile chunks).
+        let mut cols = col_counts(format).to_vec();
+        if format.block_values() == 32 {
+            cols.push(640);
+        }
+        for k in cols {
+            for n in [1usize, 3, 4, 13, 21] {
+                seed += 2;
+                let data = blocks(format, n, k, seed, Scales::Random);
+                let w = GgmlMatrix::from_ggml(format, &data, n, k).unwrap();
+                let x = crate::pseudo_random(seed + 1, k);
+                compared += check_direct(&w, &x, &format!("n {n} k {k}"));
+            }
+        }
+    }
+    // Natively with AVX2 and in wasm (simd128), some format has a direct decode to compare.
+    let simd = Kernel::available()
+        .iter()
+        .any(|k| matches!(k, Kernel::Avx2 | Kernel::Simd128));
+    assert!(!simd || compared > 0, "no direct decode was compared");
+}
+
+#[test]
+fn direct_decode_is_bit_identical_to_the_tile_on_adversarial_blocks() {
+    let mut seed = 4000;
+    for format in GgmlFormat::ALL {
+        let k = col_counts(format)[2];
+        let n = 11;
+        for scales in [Scales::Max, Scales::Tiny, Scales::Zero] {
+            seed += 2;
+            let w =
+                GgmlMatrix::from_ggml(format, &blocks(format, n, k, seed, scales), n, k).unwrap();
+            let mut x = crate::pseudo_random(seed + 1, k);
+            // Outliers: a huge activation, a tiny one, a block of zeros, a huge last value.
+            x[k / 3] = 3.0e4;
+            x[1] = -1.0e-6;
+            x[k - 1] = -1.0e9;
+            x[32..64].fill(0.0);
+            check_direct(&w, &x, &format!("{scales:?}"));
+        }
+        // Every weight bit set (the largest integers: all-max nibbles and high bits), none,
+        // and 0x80 (Q6_K's −128 scales), with full-scale activations of one sign and of both.
+        for fill in [0xFFu8, 0x80, 0x00, 0x55] {
+            let mut data = blocks(format, n, k, seed, Scales::Max);
+            for blk in data.chunks_exact_mut(format.block_bytes()) {
+                let keep: &[usize] = match format {
+                    GgmlFormat::Q5_0 => &[0],
+                    GgmlFormat::Q6K => &[208],
+                    _ => &[0, 2],
+                };
+                let saved: Vec<(usize, u8, u8)> =
+                    keep.iter().map(|&at| (at, blk[at], blk[at + 1])).collect();
+                blk.fill(fill);
+                for (at, a, b) in saved {
+                    blk[at] = a;
+                    blk[at + 1] = b;
+                }
+            }
+            let w = GgmlMatrix::from_ggml(format, &data, n, k).unwrap();
+            for x in [
+                vec![1.0f32; k],
+                (0..k)
+                    .map(|i| if i % 3 == 0 { -1.0 } else { 1.0 })
+                    .collect(),
+            ] {
+                check_direct(&w, &x, &format!("fill {fill:#x}"));
+            }
+        }
+    }
+}

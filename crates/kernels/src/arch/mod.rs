@@ -156,6 +156,46 @@ pub(crate) fn ggml_rows(
     }
 }
 
+/// Rows `rows` of a ggml product on `kernel` (Avx2 or Simd128, available) through its decoded
+/// tile whatever the number of tokens, or `None` for a kernel without one: the twin the tests
+/// compare the direct decode (one token) with, bit for bit.
+#[cfg(test)]
+pub(crate) fn ggml_rows_tiled(
+    kernel: Kernel,
+    w: &GgmlMatrix,
+    x: &ActQ16,
+    rows: Range<usize>,
+) -> Option<Vec<f32>> {
+    let mut p = GgmlPrep::default();
+    p.fill(w.format().unit(), x);
+    let mut out = vec![f32::NAN; x.rows() * rows.len()];
+    match kernel {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::ggml_matmul_rows_tiled(w, x, &p, rows, &mut out),
+        // SAFETY: checked just above that AVX2, FMA and F16C are there.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 if Kernel::Avx2.is_available() => unsafe {
+            x86::ggml_matmul_rows_tiled(w, x, &p, rows, &mut out)
+        },
+        _ => return None,
+    }
+    Some(out)
+}
+
+/// Whether one token of `format` runs `kernel`'s direct decode (block bytes to weights in
+/// registers) rather than its decoded tile.
+#[cfg(test)]
+pub(crate) fn ggml_direct(kernel: Kernel, format: crate::ggml::GgmlFormat) -> bool {
+    let _ = format;
+    match kernel {
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kernel::Simd128 => simd128::ggml_direct(format),
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => x86::ggml_direct(format),
+        _ => false,
+    }
+}
+
 /// Four rows of a [`GgmlMatrix`] decoded for the SIMD kernels, a chunk of columns at a time
 /// (rows past the end repeat the last row; their results are dropped): the integer weights of
 /// each row (`4 ×` chunk i8, row after row), and the per-unit factors `a` and per-32 terms `c`
@@ -248,12 +288,21 @@ pub(crate) fn prefetch(p: *const u8) {
 /// Per-token activation factors for the ggml SIMD kernels, each splatted to 4 lanes so they
 /// line up with a tile's `[unit][4 rows]` factors: `sx[t][u]` the activation scale of unit
 /// `u`'s block, `xs[t][b] = sx · Σ xq` of block `b` (for the minimum term).
+///
+/// For simd128's direct decode (one token) it also holds that token's int16 activations in
+/// the `[A B C D]` order of each block of 32 (`A` = positions 0, 2, .., 14, `B` = 1, 3, .., 15,
+/// `C` = 16, 18, .., 30, `D` = 17, 19, .., 31: the order 16-bit nibble masks and shifts give
+/// the weights in, `arch::simd128`).
 #[derive(Debug, Default)]
 pub(crate) struct GgmlPrep {
     /// Units per row (`cols / unit`).
     pub(crate) units: usize,
     pub(crate) sx: Vec<f32>,
     pub(crate) xs: Vec<f32>,
+    /// Token 0's activations in `[A B C D]` order per block (when `x` has one row and the
+    /// units are 32 values).
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    pub(crate) abcd: Vec<i16>,
 }
 
 impl GgmlPrep {
@@ -267,6 +316,19 @@ impl GgmlPrep {
             self.sx.extend(std::iter::repeat_n(sx, per * ROW_TILE));
             self.xs
                 .extend(std::iter::repeat_n(sx * sum as f32, ROW_TILE));
+        }
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        {
+            self.abcd.clear();
+            // Read by the units-of-32 formats' direct decode only (Q5_0, Q4_K).
+            if x.rows() == 1 && unit == 32 {
+                for src in x.q.chunks_exact(crate::act::BLOCK) {
+                    self.abcd.extend((0..8).map(|j| src[2 * j]));
+                    self.abcd.extend((0..8).map(|j| src[2 * j + 1]));
+                    self.abcd.extend((0..8).map(|j| src[16 + 2 * j]));
+                    self.abcd.extend((0..8).map(|j| src[17 + 2 * j]));
+                }
+            }
         }
     }
 }

@@ -783,6 +783,134 @@ unsafe fn ggml_matmul_direct1(
     }
 }
 
+/// i32 partials (8 lanes) of one Q5_0 block (22 bytes at `b`) against its 32 activations at
+/// `x` (index order): `vpmovzxbw` puts byte `j` of `qs` in lane `j`, whose low nibble is value
+/// `j` and high nibble value `j + 16`; lane `j` of a splatted 16-bit half of `qh` tested
+/// against bit `j` (`vpcmpeqw`) turns `lo` into `lo − 16` where the fifth bit is clear.
+///
+/// # Safety
+/// The CPU must have AVX2; `b` valid for 22 bytes, `x` for 32 i16.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn q5_0_block(b: *const u8, x: *const i16) -> __m256i {
+    let bits = _mm256_setr_epi16(
+        1,
+        1 << 1,
+        1 << 2,
+        1 << 3,
+        1 << 4,
+        1 << 5,
+        1 << 6,
+        1 << 7,
+        1 << 8,
+        1 << 9,
+        1 << 10,
+        1 << 11,
+        1 << 12,
+        1 << 13,
+        1 << 14,
+        i16::MIN,
+    );
+    // SAFETY: `qh` at 2..6 and `qs` at 6..22 lie inside the block; `x` as the caller says.
+    unsafe {
+        let v = _mm256_cvtepu8_epi16(_mm_loadu_si128(b.add(6) as *const __m128i));
+        let qh = u32::from_le_bytes([*b.add(2), *b.add(3), *b.add(4), *b.add(5)]);
+        let (z, neg) = (_mm256_setzero_si256(), _mm256_set1_epi16(-16));
+        let q = |v: __m256i, h: u32| {
+            let h = _mm256_set1_epi16(h as u16 as i16);
+            let clear = _mm256_cmpeq_epi16(_mm256_and_si256(h, bits), z);
+            _mm256_or_si256(v, _mm256_and_si256(clear, neg))
+        };
+        let lo = q(_mm256_and_si256(v, _mm256_set1_epi16(0x0F)), qh & 0xFFFF);
+        let hi = q(_mm256_srli_epi16::<4>(v), qh >> 16);
+        _mm256_add_epi32(
+            _mm256_madd_epi16(lo, _mm256_loadu_si256(x as *const __m256i)),
+            _mm256_madd_epi16(hi, _mm256_loadu_si256(x.add(16) as *const __m256i)),
+        )
+    }
+}
+
+/// `out[r] = x · w[r]` for one token of a Q5_0 matrix, decoding in registers
+/// ([`q5_0_block`]); the units (blocks) in pairs, their reduction and every f32 operation are
+/// [`ggml_tile`]'s for the same chunks, so the results are bit-identical to the tile path.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C; `w` is Q5_0, `x` has one row of `w.cols()` values,
+/// `xp` was filled from it, `out` has `range.len()` values.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn ggml_q5_0_direct1(
+    w: &GgmlMatrix,
+    x: &ActQ16,
+    xp: &GgmlPrep,
+    range: Range<usize>,
+    out: &mut [f32],
+) {
+    let n = w.rows();
+    let (lo, hi) = (range.start, range.end);
+    let (rb, bb) = (w.row_bytes(), w.format().block_bytes());
+    let xq = x.q.as_ptr();
+    let sx = xp.sx.as_ptr();
+    let half_at =
+        |b: &[u8], at: usize| crate::arch::f16_bits_to_f32(u16::from_le_bytes([b[at], b[at + 1]]));
+    for r0 in range.step_by(ROW_TILE) {
+        let row: [&[u8]; ROW_TILE] =
+            core::array::from_fn(|j| &w.data[(r0 + j).min(n - 1) * rb..][..rb]);
+        if r0 + ROW_TILE < n {
+            for j in 0..ROW_TILE.min(n - r0 - ROW_TILE) {
+                let next = &w.data[(r0 + ROW_TILE + j) * rb..][..rb];
+                for line in next.chunks(64) {
+                    crate::arch::prefetch(line.as_ptr());
+                }
+            }
+        }
+        let mut total = _mm_setzero_ps();
+        for (c0, nb) in GgmlTile::chunks(w) {
+            // The chunk's factors `[block][4 rows]`, as the tile holds them.
+            let mut a = [0.0f32; 32];
+            for (j, r) in row.iter().enumerate() {
+                for u in 0..nb {
+                    a[4 * u + j] = half_at(r, (c0 + u) * bb);
+                }
+            }
+            // SAFETY: every block of the chunk lies inside its row, the activations and `sx`
+            // hold the row's blocks; the CPU features are this function's contract.
+            unsafe {
+                let units4 = |u: usize| -> [__m256i; 4] {
+                    let b = c0 + u;
+                    let x = xq.add(32 * b);
+                    core::array::from_fn(|j| q5_0_block(row[j].as_ptr().add(b * bb), x))
+                };
+                let sx = sx.add(4 * c0);
+                let mut acc = _mm256_setzero_ps();
+                for u in (0..nb / 2 * 2).step_by(2) {
+                    let f = _mm256_cvtepi32_ps(ggml_reduce(units4(u), units4(u + 1)));
+                    let s = _mm256_mul_ps(
+                        _mm256_loadu_ps(a.as_ptr().add(u * 4)),
+                        _mm256_loadu_ps(sx.add(u * 4)),
+                    );
+                    acc = _mm256_fmadd_ps(f, s, acc);
+                }
+                if nb % 2 == 1 {
+                    let u = nb - 1;
+                    let z = [_mm256_setzero_si256(); 4];
+                    let f = _mm256_cvtepi32_ps(ggml_reduce(units4(u), z));
+                    let s = _mm_mul_ps(
+                        _mm_loadu_ps(a.as_ptr().add(u * 4)),
+                        _mm_loadu_ps(sx.add(u * 4)),
+                    );
+                    acc = _mm256_fmadd_ps(f, _mm256_zextps128_ps256(s), acc);
+                }
+                total = _mm_add_ps(total, fold(acc));
+            }
+        }
+        let width = (hi - r0).min(ROW_TILE);
+        let mut o = [0.0f32; 4];
+        // SAFETY: `o` has room for 4 floats; `_mm_storeu_ps` needs no alignment.
+        unsafe { _mm_storeu_ps(o.as_mut_ptr(), total) };
+        out[r0 - lo..r0 - lo + width].copy_from_slice(&o[..width]);
+    }
+}
+
 thread_local! {
     /// Each thread's decoded tile and per-token accumulators for [`ggml_matmul_rows`], reused
     /// by every call on that thread.
@@ -801,14 +929,43 @@ pub(crate) unsafe fn ggml_matmul_rows(
     range: Range<usize>,
     out: &mut [f32],
 ) {
+    if x.rows() == 1 && ggml_direct(w.format()) {
+        // SAFETY: one token of a format with a direct decode; shapes checked by the caller;
+        // the CPU features are this function's own contract.
+        unsafe {
+            if w.format() == GgmlFormat::Q5_0 {
+                ggml_q5_0_direct1(w, x, xp, range, out)
+            } else {
+                ggml_matmul_direct1(w, x, xp, range, out)
+            }
+        };
+        return;
+    }
+    // SAFETY: as this function's contract.
+    unsafe { ggml_matmul_rows_tiled(w, x, xp, range, out) }
+}
+
+/// Whether one token of `format` runs a direct decode ([`ggml_q5_0_direct1`],
+/// [`ggml_matmul_direct1`]).
+pub(crate) fn ggml_direct(format: GgmlFormat) -> bool {
+    matches!(format, GgmlFormat::Q5_0 | GgmlFormat::Q4K | GgmlFormat::Q6K)
+}
+
+/// [`ggml_matmul_rows`] through the decoded tile for every input (the direct decode's twin).
+///
+/// # Safety
+/// As [`ggml_matmul_rows`].
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn ggml_matmul_rows_tiled(
+    w: &GgmlMatrix,
+    x: &ActQ16,
+    xp: &GgmlPrep,
+    range: Range<usize>,
+    out: &mut [f32],
+) {
     let m = x.rows();
     let f = w.format();
     let (u, v) = (f.unit(), f.block_values());
-    if m == 1 && matches!(f, GgmlFormat::Q4K | GgmlFormat::Q6K) {
-        // SAFETY: one token of a Q4_K / Q6_K matrix; shapes checked by the caller.
-        unsafe { ggml_matmul_direct1(w, x, xp, range, out) };
-        return;
-    }
     let (lo, hi) = (range.start, range.end);
     let len = hi - lo;
     // Taken out of the thread-local and put back (rather than borrowed in a closure) so the
