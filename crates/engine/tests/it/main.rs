@@ -21,3 +21,4 @@ mod perplexity;
 mod prefill;
 mod rope_scaling;
 mod spm_tokenizer;
+mod threads;
