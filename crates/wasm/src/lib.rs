@@ -4,7 +4,9 @@
 //! calls and engine errors into JS `Error`s (`Result<_, JsError>`), installs a panic hook so a
 //! panic reaches the console with its message, and supplies the browser [`Platform`]
 //! (`performance.now()`, the wasm linear-memory size, and the heap in use, counted by this
-//! crate's global allocator, [`heap`]). It has no logic of its own: every
+//! crate's global allocator, [`heap`]); in the threaded build (wasm32 with `atomics`,
+//! `pkg-threads/`) it also installs the kernels' pool [`Spawner`](edgefit_kernels::pool::Spawner)
+//! that runs pool threads on Web Workers (`threads`). It has no logic of its own: every
 //! number it returns is computed by `edgefit-engine` (and, from issue 3 on, `edgefit-estimate`),
 //! exactly as the CLI computes it.
 
