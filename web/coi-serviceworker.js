@@ -54,6 +54,8 @@ if (typeof window === 'undefined') {
     };
     navigator.serviceWorker.register(document.currentScript.src).then(
       (reg) => {
+        // No registration: service workers are blocked here (a browser setting, a test harness).
+        if (!reg) return;
         if (navigator.serviceWorker.controller) reloadOnce(); // controlled, yet not isolated: stale page
         else navigator.serviceWorker.addEventListener('controllerchange', reloadOnce, { once: true });
         reg.update?.();
