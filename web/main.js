@@ -22,6 +22,7 @@ const el = {
   modelFile: $('model-file'),
   weightsFormat: $('weights-format'),
   kernelPicker: $('kernel-picker'),
+  threadPicker: $('thread-picker'),
   kvFormat: $('kv-format'),
   keepContext: $('keep-context'),
   newConversation: $('new-conversation'),
@@ -136,6 +137,7 @@ function render() {
   el.modelFile.disabled = busy;
   el.weightsFormat.disabled = busy;
   el.kernelPicker.disabled = busy || !state.modelLoaded;
+  el.threadPicker.disabled = busy || threads.build !== 'threads';
   el.kvFormat.disabled = busy || state.kvFormats.length === 0;
   el.newConversation.disabled = busy;
   busyButton(el.generate, busy && state.modelLoaded, !state.modelLoaded);
@@ -164,6 +166,69 @@ function render() {
     : "Wrap the prompt in the model's instruct (chat) template";
   document.body.dataset.phase = state.phase;
 }
+
+// ---- threads ---------------------------------------------------------------------------------
+// The threaded build (cross-origin isolated pages only) runs the engine on 1 … cores threads
+// (navigator.hardwareConcurrency), half the cores by default as wllama does; `?threads=N` in the
+// address asks for N. A count outside 1 … cores, from the address or the picker, is refused with
+// a message and the page keeps the count it runs.
+const threads = {
+  cores: Number.isSafeInteger(navigator.hardwareConcurrency) && navigator.hardwareConcurrency >= 1 ? Math.min(navigator.hardwareConcurrency, P.MAX_THREADS) : 1,
+  wanted: 1, // what the page asks the threaded build for
+  running: 1, // what the worker said it runs
+  build: null,
+  version: null,
+};
+threads.wanted = P.defaultThreads(threads.cores);
+{
+  const asked = new URLSearchParams(location.search).get('threads');
+  if (asked !== null) {
+    const n = /^\d{1,4}$/.test(asked) ? Number(asked) : NaN;
+    const e = P.checkThreads(n, threads.cores);
+    if (e) queueMicrotask(() => showError(`?threads=${asked.slice(0, 40)} is refused: ${e}; the page runs ${threads.wanted}`));
+    else threads.wanted = n;
+  }
+}
+
+function renderThreads() {
+  const threaded = threads.build === 'threads';
+  const shown = threaded ? threads.running : 1;
+  el.threadPicker.replaceChildren(
+    ...Array.from({ length: threaded ? threads.cores : 1 }, (_, i) => {
+      const o = document.createElement('option');
+      o.value = String(i + 1);
+      o.textContent = String(i + 1);
+      return o;
+    }),
+  );
+  el.threadPicker.value = String(shown);
+  el.threadPicker.title = threaded
+    ? `Threads the engine runs on (this browser reports ${threads.cores} cores; the default is half of them)`
+    : 'One thread: the threaded build needs a cross-origin isolated page';
+  if (threads.build) {
+    el.version.textContent = `edgefit-wasm ${threads.version} · ${P.describeBuild(threads.build, shown)}`;
+    el.version.dataset.build = threads.build;
+    el.version.dataset.threads = String(shown);
+  }
+}
+
+el.threadPicker.addEventListener('change', () => {
+  const raw = el.threadPicker.value;
+  const n = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
+  const e = P.checkThreads(n, threads.cores);
+  if (e || threads.build !== 'threads' || isBusy()) {
+    if (e) showError(`thread count refused: ${e}`);
+    renderThreads();
+    return;
+  }
+  if (n === threads.running) return;
+  clearError();
+  threads.wanted = n;
+  state.phase = 'switching';
+  setStatus(`switching to ${n} thread${n === 1 ? '' : 's'}…`);
+  render();
+  send(P.setThreads(n, threads.cores));
+});
 
 // ---- worker ----------------------------------------------------------------------------------
 function spawnWorker() {
@@ -253,8 +318,23 @@ function onWorkerMessage(w, msg) {
   switch (msg.type) {
     case P.FromWorker.BOOTED:
       bootedWorkers.add(w);
-      el.version.textContent = `edgefit-wasm ${msg.version} · ${msg.build === 'simd128' ? 'WebAssembly SIMD (simd128) build' : 'baseline build (no SIMD)'}`;
-      el.version.dataset.build = msg.build;
+      threads.version = msg.version;
+      threads.build = msg.build;
+      threads.running = 1;
+      renderThreads();
+      // The threaded build starts on one thread: ask for the chosen count (applied to every model
+      // this worker loads).
+      if (msg.build === 'threads' && threads.wanted !== 1) send(P.setThreads(threads.wanted, threads.cores));
+      render();
+      break;
+    case P.FromWorker.THREADS_SET:
+      threads.running = msg.threads;
+      renderThreads();
+      if (state.phase === 'switching') {
+        state.phase = state.modelLoaded ? 'ready' : 'idle';
+        setStatus(state.modelLoaded ? 'ready' : 'no model loaded');
+      }
+      render();
       break;
     case P.FromWorker.PROGRESS: {
       const max = msg.total ?? Math.max(msg.loaded, 1);
@@ -1168,7 +1248,7 @@ function currentScenario() {
   const estimate = panel.getScenario();
   const s = {
     estimate,
-    engine: { weights: state.weights, kv: state.kvFormat ?? undefined },
+    engine: { weights: state.weights, kv: state.kvFormat ?? undefined, threads: threads.build === 'threads' ? String(threads.running) : undefined },
     generation: {
       prompt: el.prompt.value,
       chat: el.chat.checked,
@@ -1294,10 +1374,28 @@ function applyLink(s) {
       el.weightsFormat.value = engine.weights;
     }
   }
+  let switching = false;
   if (engine.kv !== undefined && engine.kv !== state.kvFormat) {
     share.keepEstimateKv = true;
     el.kvFormat.value = engine.kv;
     el.kvFormat.dispatchEvent(new Event('change')); // as if picked: the engine switches
+    switching = true;
+  }
+  if (engine.threads !== undefined) {
+    const e = P.checkThreads(engine.threads, threads.cores);
+    if (e) {
+      notes.push(`The link's engine thread count is refused (${e}); the page runs ${threads.running}.`);
+    } else if (threads.build !== 'threads') {
+      if (engine.threads !== 1) notes.push(`The link asks for ${engine.threads} engine threads; this page runs one (the threaded build needs a cross-origin isolated page).`);
+    } else if (engine.threads !== threads.running) {
+      threads.wanted = engine.threads;
+      if (switching) {
+        notes.push(`The link asks for ${engine.threads} engine threads: pick ${engine.threads} under Threads once the KV cache has switched.`);
+      } else {
+        el.threadPicker.value = String(engine.threads);
+        el.threadPicker.dispatchEvent(new Event('change')); // as if picked
+      }
+    }
   }
   if (s.loaded) {
     notes.push(`The link was made with ${S.describeLoaded(s.loaded)} loaded. Links carry no model data: ` +

@@ -127,6 +127,7 @@ export const ToWorker = Object.freeze({
   ESTIMATE: 'estimate',
   SET_KERNEL: 'set-kernel',
   SET_KV_FORMAT: 'set-kv-format',
+  SET_THREADS: 'set-threads',
   PRUNE: 'prune',
   RESTORE: 'restore',
   PERPLEXITY: 'perplexity',
@@ -144,6 +145,7 @@ export const FromWorker = Object.freeze({
   LOADED: 'loaded',
   KERNEL_SET: 'kernel-set',
   KV_FORMAT_SET: 'kv-format-set',
+  THREADS_SET: 'threads-set',
   STARTED: 'started',
   PREFILLING: 'prefilling',
   PIECE: 'piece',
@@ -386,6 +388,30 @@ export function checkKernelName(name) {
     : `kernel must be a kernel name such as simd128 or scalar, got ${fmtValue(name)}`;
 }
 
+// ---- threads ---------------------------------------------------------------------------------
+
+/** The most threads any request may name (the wasm's maxThreads(), edgefit_kernels MAX_THREADS). */
+export const MAX_THREADS = 256;
+
+/**
+ * Checks a thread count: a whole number from 1 to `max` (the page passes
+ * navigator.hardwareConcurrency; the worker the wasm's limit). Returns null or the problem.
+ */
+export function checkThreads(threads, max = MAX_THREADS) {
+  const top = Math.min(MAX_THREADS, Number.isSafeInteger(max) && max >= 1 ? max : 1);
+  return Number.isSafeInteger(threads) && threads >= 1 && threads <= top
+    ? null
+    : `threads must be a whole number from 1 to ${top}${top < MAX_THREADS ? ' (the cores this browser reports)' : ''}, got ${fmtValue(threads)}`;
+}
+
+/**
+ * The page's default thread count for `cores` (navigator.hardwareConcurrency): half of them,
+ * as wllama does (the other half keeps the page and the system responsive), at least 1.
+ */
+export function defaultThreads(cores) {
+  return Number.isSafeInteger(cores) && cores >= 2 ? Math.floor(cores / 2) : 1;
+}
+
 /** Checks a KV format id (syntax only; the worker checks it is one the wasm lists). */
 export function checkKvFormatName(name) {
   return typeof name === 'string' && KV_FORMAT_NAME.test(name)
@@ -432,6 +458,11 @@ export function loadFile(file, weights) {
 export function setKernel(name) {
   must(checkKernelName(name));
   return { type: ToWorker.SET_KERNEL, name };
+}
+
+export function setThreads(threads, max = MAX_THREADS) {
+  must(checkThreads(threads, max));
+  return { type: ToWorker.SET_THREADS, threads };
 }
 
 export function setKvFormat(name) {
@@ -649,6 +680,10 @@ export function validateToWorker(msg) {
       const e = checkKvFormatName(msg.name);
       return e ? `set-kv-format: ${e}` : null;
     }
+    case ToWorker.SET_THREADS: {
+      const e = checkThreads(msg.threads);
+      return e ? `set-threads: ${e}` : null;
+    }
     case ToWorker.GENERATE: {
       const e = checkGenerateParams(msg);
       return e ? `generate: ${e}` : null;
@@ -693,9 +728,20 @@ export function booted(version, build) {
 
 // ---- which wasm module runs --------------------------------------------------------------------
 
-/** The two wasm builds a site can carry: `pkg/` (simd128) and `pkg-baseline/` (no SIMD). */
-export const WASM_BUILDS = Object.freeze(['simd128', 'baseline']);
-export const WASM_BUILD_DIRS = Object.freeze({ simd128: './pkg/', baseline: './pkg-baseline/' });
+/**
+ * The three wasm builds a site can carry: `pkg/` (simd128), `pkg-baseline/` (no SIMD) and
+ * `pkg-threads/` (simd128 with atomics and shared memory: runs the engine on several Web
+ * Workers; needs a cross-origin isolated page, see coi-serviceworker.js).
+ */
+export const WASM_BUILDS = Object.freeze(['simd128', 'baseline', 'threads']);
+export const WASM_BUILD_DIRS = Object.freeze({ simd128: './pkg/', baseline: './pkg-baseline/', threads: './pkg-threads/' });
+
+/** A one-line description of a build, for the footer. */
+export function describeBuild(build, threads) {
+  if (build === 'threads') return `threaded build (simd128, shared memory) · ${threads} thread${threads === 1 ? '' : 's'}`;
+  const what = build === 'simd128' ? 'WebAssembly SIMD (simd128) build' : 'baseline build (no SIMD)';
+  return `${what} · 1 thread (the threaded build needs a cross-origin isolated page)`;
+}
 
 /**
  * The smallest module that uses a SIMD instruction: one function () -> v128 whose body is
@@ -711,19 +757,25 @@ export const SIMD_PROBE = Object.freeze([
 
 /**
  * Which build to load: `override` (the page's `?wasm=` parameter, `null` when absent) if it
- * names a build, else simd128 when `simdSupported`, else baseline. Returns {build} or {error}
- * (an unknown override, or simd128 forced on an engine without SIMD).
+ * names a build, else threads when `isolated` (the context is cross-origin isolated and has
+ * SharedArrayBuffer) and `simdSupported`, else simd128 when `simdSupported`, else baseline.
+ * Returns {build} or {error} (an unknown override, simd128 or threads forced on an engine
+ * without SIMD, threads forced on a page that is not cross-origin isolated).
  */
-export function chooseWasmBuild(simdSupported, override = null) {
+export function chooseWasmBuild(simdSupported, override = null, isolated = false) {
   if (override !== null && override !== undefined) {
     if (!WASM_BUILDS.includes(override)) {
       return { error: `?wasm=${String(override).slice(0, 40)} is not a wasm build (${WASM_BUILDS.join(', ')})` };
     }
-    if (override === 'simd128' && !simdSupported) {
-      return { error: 'this browser has no WebAssembly SIMD, so the simd128 build cannot run' };
+    if ((override === 'simd128' || override === 'threads') && !simdSupported) {
+      return { error: `this browser has no WebAssembly SIMD, so the ${override} build cannot run` };
+    }
+    if (override === 'threads' && !isolated) {
+      return { error: 'the threaded build needs a cross-origin isolated page (COOP/COEP headers, or the service worker coi-serviceworker.js) with SharedArrayBuffer; this page is not' };
     }
     return { build: override };
   }
+  if (simdSupported && isolated) return { build: 'threads' };
   return { build: simdSupported ? 'simd128' : 'baseline' };
 }
 
@@ -741,6 +793,12 @@ export function parsing(bytes) {
 
 export function loaded(info, metrics) {
   const m = { type: FromWorker.LOADED, info, metrics: stripTokenMs(metrics) };
+  must(validateFromWorker(m));
+  return m;
+}
+
+export function threadsSet(threads) {
+  const m = { type: FromWorker.THREADS_SET, threads };
   must(validateFromWorker(m));
   return m;
 }
@@ -1048,6 +1106,10 @@ export function validateFromWorker(msg) {
     case FromWorker.KERNEL_SET: {
       const e = checkInfo(msg.info);
       return e ? `kernel-set: ${e}` : null;
+    }
+    case FromWorker.THREADS_SET: {
+      const e = checkThreads(msg.threads);
+      return e ? `threads-set: ${e}` : null;
     }
     case FromWorker.KV_FORMAT_SET: {
       const e =

@@ -100,7 +100,8 @@ const modelId = () => ({
 /**
  * Every shareable setting, in link order. Sections of the scenario object:
  *   estimate   the estimator panel (createEstimatePanel's getScenario / applyScenario)
- *   engine     the engine's formats for the real run (weights of the next load, KV cache)
+ *   engine     the engine's settings for the real run (weights of the next load, KV cache,
+ *              threads of the threaded build: the page refuses more than its cores)
  *   generation the generation form
  *   pruning    the pruning panel's inputs (set, never applied: pruning needs a loaded model)
  *   loaded     the file the sender had loaded, its name and shape (for display only)
@@ -122,6 +123,7 @@ export const FIELDS = Object.freeze([
   ['threads', 'estimate', 'threads', optional(int(1, V.MAX_THREADS))],
   ['engine_weights', 'engine', 'weights', oneOf(P.WEIGHT_FORMATS)],
   ['engine_kv', 'engine', 'kv', oneOf(V.KV_FORMATS)],
+  ['engine_threads', 'engine', 'threads', int(1, P.MAX_THREADS)],
   ['prompt', 'generation', 'prompt', text(MAX_PROMPT_CHARS, PROMPT_BAD, 'text without control characters')],
   ['chat', 'generation', 'chat', bool()],
   ['keep', 'generation', 'keep', bool()],

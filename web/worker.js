@@ -20,6 +20,8 @@ let wasm = null; // the wasm-bindgen module, once initialised
 let engine = null; // the loaded Engine, if any
 let chosenKernel = null; // the kernel set-kernel last chose; applied again after every load
 let chosenKvFormat = null; // the KV format set-kv-format last chose; applied again after every load
+let chosenThreads = 1; // the thread count set-threads last chose; applied again after every load
+let build = null; // which wasm build runs (P.WASM_BUILDS)
 let kvFormats = []; // the wasm's kvFormats()
 let specJson = null; // the loaded model's ModelSpec JSON (for kvBytes), read once per load
 let busy = false; // a load or a generation is running
@@ -48,29 +50,115 @@ function yieldToEventLoop() {
 
 // ---- wasm ------------------------------------------------------------------------------------
 async function boot() {
-  // simd128 when this engine validates a SIMD instruction, else the baseline build; the page may
-  // force one with ?wasm=simd128|baseline (passed on in this worker's URL).
+  // The threaded build when this context is cross-origin isolated (SharedArrayBuffer exists)
+  // and validates SIMD, else simd128 when it validates a SIMD instruction, else the baseline
+  // build; the page may force one with ?wasm=simd128|baseline|threads (passed on in this
+  // worker's URL). A site built without the threaded variant (no nightly toolchain) falls back
+  // to simd128.
   const simd = WebAssembly.validate(new Uint8Array(P.SIMD_PROBE));
-  const choice = P.chooseWasmBuild(simd, new URL(self.location.href).searchParams.get('wasm'));
+  const isolated = self.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function';
+  const override = new URL(self.location.href).searchParams.get('wasm');
+  const choice = P.chooseWasmBuild(simd, override, isolated);
   if (choice.error) throw new Error(choice.error);
-  const dir = P.WASM_BUILD_DIRS[choice.build];
+  let chosen = choice.build;
   let mod;
   try {
-    mod = await import(`${dir}edgefit_wasm.js`);
+    mod = await import(`${P.WASM_BUILD_DIRS[chosen]}edgefit_wasm.js`);
   } catch (e) {
-    if (choice.build === 'baseline') {
+    const dir = P.WASM_BUILD_DIRS[chosen];
+    if (chosen === 'baseline') {
       throw new Error(`this browser has no WebAssembly SIMD and this site carries no baseline build (${dir}); build it with \`cargo xtask site\` (${P.errorMessage(e)})`);
     }
-    throw e;
+    if (chosen !== 'threads' || override === 'threads') throw e;
+    console.warn(`edgefit: this site carries no threaded build (${dir}): running the simd128 build on one thread`);
+    chosen = 'simd128';
+    mod = await import(`${P.WASM_BUILD_DIRS[chosen]}edgefit_wasm.js`);
   }
+  if (chosen === 'threads') installPoolSpawner(new URL(P.WASM_BUILD_DIRS.threads, self.location.href).href);
   await mod.default();
   wasm = mod;
-  post(P.booted(typeof mod.version === 'function' ? mod.version() : 'unknown', choice.build));
+  build = chosen;
+  post(P.booted(typeof mod.version === 'function' ? mod.version() : 'unknown', chosen));
+  post(P.threadsSet(1));
   kvFormats = JSON.parse(mod.kvFormats());
   const runtimes = typeof mod.runtimeIds === 'function' ? JSON.parse(mod.runtimeIds()) : undefined;
   post(P.catalog(JSON.parse(mod.presetIds()), JSON.parse(mod.deviceIds()), kvFormats, runtimes));
 }
 
+// ---- the threaded build's pool: Web Workers over the same memory -----------------------------
+// The wasm's pool (edgefit_kernels::pool) starts each of its threads by calling
+// edgefitSpawnPoolWorker(module, memory, ptr) synchronously; a pool worker (pool-worker.js)
+// instantiates the same module over the same shared memory and runs the closure `ptr`. A worker
+// starts asynchronously (a nested worker may need this thread's event loop to get going), so
+// after engine.setThreads the worker awaits every start before the engine runs a region, which
+// would otherwise wait for a worker that never came.
+let poolStarts = [];
+const POOL_START_TIMEOUT_MS = 20_000;
+
+function installPoolSpawner(dirHref) {
+  globalThis.edgefitSpawnPoolWorker = (module, memory, ptr) => {
+    const w = new Worker(new URL('./pool-worker.js', import.meta.url), { type: 'module', name: 'edgefit-pool' });
+    poolStarts.push(
+      new Promise((resolve, reject) => {
+        w.onmessage = (e) => (e.data?.started ? resolve() : reject(new Error(`a pool worker failed: ${e.data?.error ?? 'unknown error'}`)));
+        w.onerror = (e) => reject(new Error(`a pool worker failed to start: ${e.message || 'no message'}`));
+      }),
+    );
+    w.postMessage({ dir: dirHref, module, memory, ptr });
+  };
+}
+
+/** Waits until the pool workers the last setThreads started have instantiated the module. */
+async function awaitPoolStarts() {
+  const starts = poolStarts;
+  poolStarts = [];
+  if (!starts.length) return;
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the pool workers did not start within ${POOL_START_TIMEOUT_MS / 1000} s`)), POOL_START_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([Promise.all(starts), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Runs the loaded engine on `threads` threads (1 on the single-threaded builds, which refuse
+ * more). On a pool that does not start, the engine goes back to one thread and this throws.
+ */
+async function applyThreads(threads) {
+  engine.setThreads(threads);
+  try {
+    await awaitPoolStarts();
+  } catch (e) {
+    engine.setThreads(1);
+    throw e;
+  }
+}
+
+async function setThreads(threads) {
+  await ready;
+  if (build !== 'threads' && threads !== 1) {
+    post(P.error(`threads ${threads}: this page runs the ${build ?? 'unstarted'} build, which has one thread (the threaded build needs a cross-origin isolated page)`, false));
+    return;
+  }
+  const max = wasm && typeof wasm.maxThreads === 'function' ? wasm.maxThreads() : P.MAX_THREADS;
+  const e = P.checkThreads(threads, max);
+  if (e) {
+    post(P.error(`set-threads: ${e}`, false));
+    return;
+  }
+  try {
+    if (engine) await applyThreads(threads);
+    chosenThreads = threads;
+    post(P.threadsSet(threads));
+  } catch (err) {
+    report(err, 'setting the thread count');
+    if (engine) post(P.threadsSet(1));
+  }
+}
 
 const ready = boot().catch((e) => {
   poisoned = true;
@@ -267,6 +355,15 @@ async function load(source, weights) {
     calibratedFor = null;
     keepChosenKernel();
     if (chosenKvFormat !== null) engine.setKvFormat(chosenKvFormat);
+    if (chosenThreads !== 1) {
+      try {
+        await applyThreads(chosenThreads);
+      } catch (e) {
+        chosenThreads = 1;
+        report(e, 'setting the thread count');
+      }
+      post(P.threadsSet(chosenThreads));
+    }
     specJson = engine.modelSpec();
     const info = JSON.parse(engine.info());
     const metrics = JSON.parse(engine.metrics());
@@ -738,6 +835,9 @@ self.onmessage = (ev) => {
       break;
     case P.ToWorker.SET_KV_FORMAT:
       job = setKvFormat(msg.name);
+      break;
+    case P.ToWorker.SET_THREADS:
+      job = setThreads(msg.threads);
       break;
     case P.ToWorker.GENERATE:
       job = generate(msg);

@@ -175,7 +175,7 @@ test('what fits: the page ranks exactly as `edgefit fit`, and Open shows four pa
 });
 
 test('what fits at 390 px: the table scrolls inside its box, the page does not', async (t) => {
-  const context = await browser().newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+  const context = await browser().newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, serviceWorkers: 'block' });
   t.after(() => context.close());
   const page = await context.newPage();
   const errors = [];

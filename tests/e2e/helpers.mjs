@@ -43,10 +43,15 @@ export function useBrowser() {
  * Opens the site in a fresh context (closed when test `t` ends) and collects console errors of
  * the page and its workers, uncaught page errors and, with `requestFailures`, failed requests.
  * `url`: another address than EDGEFIT_URL (e.g. with a fragment); `onPage(page)` runs before the
- * navigation (to watch its requests).
+ * navigation (to watch its requests); `serviceWorkers: 'allow'` lets the page register its
+ * cross-origin isolation service worker.
  */
-export async function openPage(browser, t, { acceptDownloads = false, requestFailures = true, url = URL_, onPage = null } = {}) {
-  const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, acceptDownloads });
+export async function openPage(browser, t, { acceptDownloads = false, requestFailures = true, url = URL_, onPage = null, serviceWorkers = 'block' } = {}) {
+  // Service workers are blocked unless asked for: on the plain static server the page's
+  // coi-serviceworker.js would otherwise reload every fresh context once into the threaded build
+  // (tests/web/threads.test.mjs tests that path); the other tests check the page as it runs
+  // without cross-origin isolation.
+  const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, acceptDownloads, serviceWorkers });
   const page = await context.newPage();
   const consoleErrors = [];
   const pageErrors = [];

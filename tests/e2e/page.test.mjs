@@ -65,7 +65,7 @@ after(async () => {
 
 /** Opens the page in a fresh context; collects console errors (page and workers) and page errors. */
 async function openPage(t, viewport = { width: 1280, height: 800 }) {
-  const context = await browser.newContext({ viewport });
+  const context = await browser.newContext({ viewport, serviceWorkers: 'block' });
   const page = await context.newPage();
   const consoleErrors = [];
   const pageErrors = [];

@@ -66,7 +66,7 @@ test('?wasm=baseline runs the no-SIMD build on the real model', async (t) => {
 test('an unknown ?wasm= build is a clear error', async (t) => {
   const { page } = await openPage(browser(), t, { requestFailures: false, url: new URL('?wasm=sse9', URL_).href });
   await page.getByTestId('error-box').waitFor({ state: 'visible', timeout: 30_000 });
-  assert.match(await text(page, 'error-box'), /\?wasm=sse9 is not a wasm build \(simd128, baseline\)/);
+  assert.match(await text(page, 'error-box'), /\?wasm=sse9 is not a wasm build \(simd128, baseline, threads\)/);
 });
 
 test('a host without the model: the page says so, asks for a file, and the estimator works', async (t) => {

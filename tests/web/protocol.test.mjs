@@ -58,7 +58,7 @@ test('message type constants are distinct and frozen', () => {
   assert.equal(new Set(to).size, to.length);
   assert.equal(new Set(from).size, from.length);
   assert.ok(Object.isFrozen(P.ToWorker) && Object.isFrozen(P.FromWorker));
-  assert.deepEqual(to.sort(), ['estimate', 'export-gguf', 'fit', 'generate', 'inject-fault', 'load-file', 'load-url', 'perplexity', 'prune', 'restore', 'set-kernel', 'set-kv-format', 'stop']);
+  assert.deepEqual(to.sort(), ['estimate', 'export-gguf', 'fit', 'generate', 'inject-fault', 'load-file', 'load-url', 'perplexity', 'prune', 'restore', 'set-kernel', 'set-kv-format', 'set-threads', 'stop']);
   assert.ok(from.includes('kernel-set'));
 });
 
@@ -202,7 +202,7 @@ test('worker -> page constructors build valid messages and drop token_ms from me
 
 test('worker -> page constructors throw on bad input', () => {
   assert.throws(() => P.booted(1, 'simd128'), TypeError);
-  assert.throws(() => P.booted('0.1.0'), /build must be one of simd128, baseline/);
+  assert.throws(() => P.booted('0.1.0'), /build must be one of simd128, baseline, threads/);
   assert.match(P.validateFromWorker({ type: 'booted', version: '0.1.0', build: 'sse2' }), /build must be one of/);
   assert.throws(() => P.progress(-1, 10), TypeError);
   assert.throws(() => P.progress(1.5, 10), TypeError);
@@ -370,7 +370,7 @@ test('the wasm build: simd128 when the engine validates the SIMD probe, baseline
   assert.deepEqual(P.chooseWasmBuild(false), { build: 'baseline' });
   assert.deepEqual(P.chooseWasmBuild(true, 'baseline'), { build: 'baseline' });
   assert.match(P.chooseWasmBuild(false, 'simd128').error, /no WebAssembly SIMD/);
-  assert.match(P.chooseWasmBuild(true, '<script>').error, /\?wasm=<script> is not a wasm build \(simd128, baseline\)/);
+  assert.match(P.chooseWasmBuild(true, '<script>').error, /\?wasm=<script> is not a wasm build \(simd128, baseline, threads\)/);
   assert.equal(P.WASM_BUILD_DIRS.baseline, './pkg-baseline/');
 });
 

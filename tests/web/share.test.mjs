@@ -19,7 +19,7 @@ const full = () => ({
     runtime: 'mlc',
     threads: 6,
   },
-  engine: { weights: 'q8_0', kv: 'f16' },
+  engine: { weights: 'q8_0', kv: 'f16', threads: 2 },
   generation: {
     prompt: 'Say <b>markup</b> & "quotes" = 100% ✓ — Grüße, 東京, 🚀\nsecond line\t#x=1&y',
     chat: true,
@@ -120,6 +120,7 @@ test('every field: a bad value is refused with the field and the value named', (
     threads: ['0', '257', '1.5', '-2', 'four'],
     engine_weights: ['bf16', 'q4_k'],
     engine_kv: ['f64'],
+    engine_threads: ['0', '257', '2.5', 'two', '-1'],
     chat: ['true', '2', ''],
     keep: ['yes'],
     max_tokens: ['0', '4097', '3.5'],

@@ -1,8 +1,9 @@
 //! `cargo xtask build`: the static site in `build/site` and the release CLI; `cargo xtask
-//! site`: the publishable `dist/` (both wasm builds, see [`site`]).
+//! site`: the publishable `dist/` (all three wasm builds, see [`site`]).
 //!
 //! `build/site` is complete on its own: `index.html` and the rest of `web/`, the wasm-bindgen
-//! output in `pkg/` (optimized by wasm-opt from npm's binaryen), uPlot in `vendor/uplot/`, and the
+//! output in `pkg/` (optimized by wasm-opt from npm's binaryen) and, when the nightly toolchain
+//! is there, the threaded build in `pkg-threads/` ([`threads_pkg`]), uPlot in `vendor/uplot/`, and the
 //! default model in `models/`. It is rebuilt from scratch each time (cheap: the model is a hard
 //! link), except the wasm-bindgen + wasm-opt output, which is reused while the wasm that cargo
 //! produced is unchanged.
@@ -30,7 +31,13 @@ pub fn build_site() -> Result<()> {
     let root = util::root();
     let site = root.join("build/site");
     let pkg = simd_pkg()?;
-    assemble(&site, &[(&pkg, "pkg")])?;
+    // `cargo xtask serve` sends COOP/COEP, so the page there runs the threaded build if present.
+    let threads = threads_pkg()?;
+    let mut pkgs = vec![(pkg.as_path(), "pkg")];
+    if let Some(threads) = &threads {
+        pkgs.push((threads.as_path(), "pkg-threads"));
+    }
+    assemble(&site, &pkgs)?;
     build_cli()?;
     println!(
         "== build: done: site in {}, CLI at {}",
@@ -41,10 +48,14 @@ pub fn build_site() -> Result<()> {
 }
 
 /// `cargo xtask site`: setup, then `dist/` for any static host under any sub-path: the page
-/// with both wasm builds, `pkg/` (simd128) and `pkg-baseline/` (no SIMD, for engines without
-/// it; the worker picks one with `WebAssembly.validate`), each through wasm-bindgen and
-/// wasm-opt; uPlot; the default model, calibration and evaluation texts when present (the page
-/// asks for a file otherwise); `.nojekyll` for GitHub Pages. Every URL in the page is relative.
+/// with three wasm builds, `pkg/` (simd128), `pkg-baseline/` (no SIMD, for engines without
+/// it; the worker picks one with `WebAssembly.validate`) and `pkg-threads/` (simd128 with
+/// atomics and shared memory, run on several Web Workers when the page is cross-origin
+/// isolated; skipped with one line when the nightly toolchain or its rust-src is missing), each
+/// through wasm-bindgen and wasm-opt; uPlot; the default model, calibration and evaluation
+/// texts when present (the page asks for a file otherwise); `.nojekyll` for GitHub Pages; the
+/// page's `coi-serviceworker.js` isolates it on hosts that cannot send COOP/COEP. Every URL in
+/// the page is relative.
 pub fn site() -> Result<()> {
     setup::setup_for_site()?;
     site_only()
@@ -61,7 +72,15 @@ fn site_only() -> Result<()> {
     let dist = util::root().join("dist");
     let simd = simd_pkg()?;
     let baseline = baseline_pkg()?;
-    assemble(&dist, &[(&simd, "pkg"), (&baseline, "pkg-baseline")])?;
+    let threads = threads_pkg()?;
+    let mut pkgs = vec![
+        (simd.as_path(), "pkg"),
+        (baseline.as_path(), "pkg-baseline"),
+    ];
+    if let Some(threads) = &threads {
+        pkgs.push((threads.as_path(), "pkg-threads"));
+    }
+    assemble(&dist, &pkgs)?;
     fs::write(dist.join(".nojekyll"), "")?;
     println!(
         "== site: done: {} (serve it from any static host, under any path)",
@@ -100,6 +119,71 @@ fn baseline_pkg() -> Result<PathBuf> {
     // is left (its `target_features` section may still list simd128: memchr and zlib-rs compile
     // simd128 functions that are never called without it, and the linker keeps the flag).
     bindgen_and_optimize(&wasm, "pkg-baseline", false)
+}
+
+/// The target features of the threaded build: simd128 as the default build, plus what shared
+/// memory and the pool's atomics need.
+const THREADS_FEATURES: &str = "+simd128,+atomics,+bulk-memory,+mutable-globals";
+
+/// wasm-ld's flags for a shared memory that every Web Worker's instance imports, and the TLS
+/// symbols wasm-bindgen's thread support needs (rustc no longer passes them for `+atomics`).
+/// Given to the final crate only (`cargo rustc -- …`), so changing them relinks without
+/// recompiling std and every dependency, which RUSTFLAGS would.
+const THREADS_LINK_ARGS: [&str; 6] = [
+    "--shared-memory",
+    "--import-memory",
+    "--export-if-defined=__wasm_init_tls",
+    "--export-if-defined=__tls_size",
+    "--export-if-defined=__tls_align",
+    "--export-if-defined=__tls_base",
+];
+
+/// The threaded build (`pkg-threads/`), or `None` with one line saying why not: the same crate
+/// with [`THREADS_FEATURES`], std rebuilt with them (`-Z build-std`, nightly only: the shipped
+/// std is compiled without atomics) and a shared memory that may grow to the 4 GiB a wasm32
+/// memory addresses (wasm-ld's default maximum for a shared memory is far less). Release only,
+/// in its own target directory (`target/threads`): the flags and the toolchain differ from the
+/// other builds, so nothing compiled there could be reused here.
+fn threads_pkg() -> Result<Option<PathBuf>> {
+    if let Err(why) = setup::threads_toolchain() {
+        println!("== build: threaded wasm skipped: {why}; the site runs one thread");
+        return Ok(None);
+    }
+    let root = util::root();
+    let dir = util::target_dir().join("threads");
+    println!("== build: edgefit-wasm (release, {WASM_TARGET}, threads: atomics + shared memory, nightly -Z build-std)");
+    let t0 = std::time::Instant::now();
+    let flags = [
+        format!("-Ctarget-feature={THREADS_FEATURES}"),
+        format!("-Clink-arg=--max-memory={}", 4u64 << 30),
+    ]
+    .join("\x1f");
+    run(Command::new("rustup")
+        .current_dir(&root)
+        .args(["run", "nightly", "cargo"])
+        .args([
+            "rustc",
+            "-Z",
+            "build-std=panic_abort,std",
+            "--release",
+            "--lib",
+        ])
+        .args(["-p", "edgefit-wasm", "--target", WASM_TARGET, "--"])
+        .args(THREADS_LINK_ARGS.map(|a| format!("-Clink-arg={a}")))
+        // The stable toolchain's variables from `cargo xtask` must not leak into nightly cargo.
+        .env_remove("CARGO")
+        .env_remove("RUSTC")
+        .env_remove("RUSTDOC")
+        .env("CARGO_ENCODED_RUSTFLAGS", flags)
+        .env("CARGO_TARGET_DIR", &dir))?;
+    println!(
+        "  threaded cargo build: {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let wasm = dir.join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm"));
+    let pkg = bindgen_and_optimize(&wasm, "pkg-threads", true)?;
+    require_simd(&pkg)?;
+    Ok(Some(pkg))
 }
 
 /// `cargo build --release -p edgefit-wasm --target wasm32-unknown-unknown` on `cmd`.

@@ -104,8 +104,12 @@ fn setup_with(browser: bool) -> Result<()> {
         );
     }
     type Step = fn() -> Result<()>;
-    let steps: [(&str, Step); 6] = [
+    let steps: [(&str, Step); 7] = [
         ("rust target wasm32-unknown-unknown", wasm_target),
+        (
+            "threaded wasm build (nightly + rust-src)",
+            threads_toolchain_step,
+        ),
         ("wasm-bindgen-cli", wasm_bindgen_cli),
         ("chromium + chromedriver", chromium),
         ("npm packages", npm_packages),
@@ -155,6 +159,88 @@ fn wasm_target() -> Result<()> {
         run(Command::new("rustup").args(["target", "add", WASM_TARGET])),
         &hand,
     )
+}
+
+/// The threaded wasm build's toolchain: the nightly toolchain (`-Z build-std` rebuilds std with
+/// `atomics`) with its `rust-src` component and the wasm32 target. Nothing here fails setup:
+/// without it `cargo xtask site` builds the site without `pkg-threads/` and says so. The nightly
+/// toolchain itself is not installed here (it is large; `rustup toolchain install nightly
+/// --profile minimal` by hand), its two parts are.
+fn threads_toolchain_step() -> Result<()> {
+    if capture(Command::new("rustup").args(["run", "nightly", "rustc", "--version"])).is_none() {
+        println!(
+            "skipped: no nightly toolchain, so the site builds without its threaded variant              (rustup toolchain install nightly --profile minimal)"
+        );
+        return Ok(());
+    }
+    let mut added = Vec::new();
+    let parts = [
+        (
+            "rust-src",
+            ["component", "add", "rust-src", "--toolchain", "nightly"],
+        ),
+        (
+            WASM_TARGET,
+            ["target", "add", WASM_TARGET, "--toolchain", "nightly"],
+        ),
+    ];
+    for (part, args) in parts {
+        if threads_part_installed(part) {
+            continue;
+        }
+        if run(Command::new("rustup").args(args)).is_err() {
+            println!(
+                "  ! `rustup {}` failed: the site builds without its threaded variant",
+                args.join(" ")
+            );
+            return Ok(());
+        }
+        added.push(part);
+    }
+    if added.is_empty() {
+        already("nightly with rust-src and wasm32-unknown-unknown");
+    } else {
+        println!("  installed for nightly: {}", added.join(", "));
+    }
+    Ok(())
+}
+
+fn threads_part_installed(part: &str) -> bool {
+    let list = if part == "rust-src" {
+        capture(Command::new("rustup").args([
+            "component",
+            "list",
+            "--installed",
+            "--toolchain",
+            "nightly",
+        ]))
+    } else {
+        capture(Command::new("rustup").args([
+            "target",
+            "list",
+            "--installed",
+            "--toolchain",
+            "nightly",
+        ]))
+    };
+    list.is_some_and(|l| {
+        l.lines()
+            .any(|line| line.trim() == part || line.trim().starts_with(&format!("{part}-")))
+    })
+}
+
+/// Why the threaded wasm build cannot be made on this machine (no nightly toolchain, or no
+/// `rust-src` for it), or `Ok` when it can.
+pub fn threads_toolchain() -> std::result::Result<(), String> {
+    if capture(Command::new("rustup").args(["run", "nightly", "rustc", "--version"])).is_none() {
+        return Err(
+            "no nightly toolchain (rustup toolchain install nightly --profile minimal)".into(),
+        );
+    }
+    if !threads_part_installed("rust-src") {
+        return Err("the nightly toolchain has no rust-src (rustup component add rust-src --toolchain nightly)".into());
+    }
+    Ok(())
 }
 
 /// The version of the `wasm-bindgen` package recorded in Cargo.lock.

@@ -357,6 +357,9 @@ fn web_tests() -> Result<()> {
         root.join("dist").display(),
         server.url
     );
+    // The same dist/ from `cargo xtask serve`'s server, which sends COOP/COEP: the threaded
+    // build's test checks the page is isolated there without the service worker.
+    let coi = crate::serve::start(&root.join("dist"), "127.0.0.1", 0)?;
     let mut cmd = Command::new("node");
     // One file at a time: each end-to-end file drives its own Chromium on the real model, and
     // several at once on a 2-core machine time out page loads.
@@ -365,6 +368,7 @@ fn web_tests() -> Result<()> {
         .arg("--test-concurrency=1")
         .args(files.iter().map(|f| f.strip_prefix(&root).unwrap_or(f)))
         .env("EDGEFIT_URL", &server.url)
+        .env("EDGEFIT_COI_URL", coi.url())
         .env("EDGEFIT_BUILD_DIR", &build_dir)
         // fit.test.mjs compares the page's "What fits?" with the CLI the build step made; the
         // page unit tests that load the built wasm read it from the served site.
@@ -374,6 +378,7 @@ fn web_tests() -> Result<()> {
         .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
     let result = run(&mut cmd);
     drop(server);
+    drop(coi);
     result
 }
 

@@ -18,9 +18,16 @@
 //! is a handful of atomic operations and no allocation, which matters at ~150 regions per
 //! decoded token.
 //!
-//! On wasm32 this build has no threads (`std::thread::spawn` fails there): a pool of more than
-//! one thread is refused with an error, and the serial pool runs every job on the caller. A
-//! threaded wasm build would add a Web-Worker backend behind the same [`Pool::run`].
+//! On wasm32 `std::thread::spawn` always fails. A wasm32 build without the `atomics` target
+//! feature (the page's simd128 and baseline builds) has no shared memory: a pool of more than
+//! one thread is refused with an error, and the serial pool runs every job on the caller. The
+//! threaded build (`+atomics,+bulk-memory,+mutable-globals`, std rebuilt, shared memory) starts
+//! its workers through a [`Spawner`] that the embedder installs once ([`set_spawner`]; the wasm
+//! facade's starts a Web Worker that instantiates the same module over the same memory and runs
+//! the closure from an exported entry point). Everything else is the same code: std's `Mutex`
+//! and `Condvar` park on `memory.atomic.wait32` there, which browsers allow in workers (the
+//! engine itself runs in a worker, never on a page's main thread). Without a spawner installed,
+//! more than one thread is refused as in the other wasm builds.
 
 use std::cell::UnsafeCell;
 use std::ops::Range;
@@ -33,6 +40,47 @@ use crate::Kernel;
 
 /// The largest thread count a pool accepts (far beyond any device edgefit sizes).
 pub const MAX_THREADS: usize = 256;
+
+/// Starts `f` on a new thread of the same address space (wasm32 with `atomics`: a Web Worker
+/// over the shared memory), or says why it could not. The thread runs `f` to its end and then
+/// stops; the pool never joins it (its workers return once the pool is dropped).
+pub type Spawner = fn(Box<dyn FnOnce() + Send>) -> std::result::Result<(), String>;
+
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+static SPAWNER: std::sync::OnceLock<Spawner> = std::sync::OnceLock::new();
+
+/// Installs how a wasm32 build with `atomics` starts pool threads (once; later calls are
+/// ignored). Returns whether this build can use it: `false` natively (std threads are used) and
+/// on wasm32 without `atomics` (no shared memory, so no second thread).
+pub fn set_spawner(spawner: Spawner) -> bool {
+    #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+    {
+        let _ = SPAWNER.set(spawner);
+        true
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
+    {
+        let _ = spawner;
+        false
+    }
+}
+
+/// Whether [`Pool::new`] can start more than one thread in this build: always natively; on
+/// wasm32 only with `atomics` and a [`Spawner`] installed.
+pub fn threads_supported() -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        true
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+    {
+        SPAWNER.get().is_some()
+    }
+    #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+    {
+        false
+    }
+}
 
 /// The default thread count: the CPUs this process may use
 /// (`std::thread::available_parallelism`: affinity and cgroup quotas included, SMT siblings
@@ -145,8 +193,9 @@ impl Pool {
     /// A pool of `threads` threads (the caller and `threads − 1` workers).
     ///
     /// # Errors
-    /// [`KernelError::Threads`] for 0, more than [`MAX_THREADS`], or more than 1 on wasm32;
-    /// [`KernelError::Spawn`] if the system refuses a thread.
+    /// [`KernelError::Threads`] for 0, more than [`MAX_THREADS`], or more than 1 where this
+    /// build has no threads ([`threads_supported`]); [`KernelError::Spawn`] if the system (or
+    /// the [`Spawner`]) refuses a thread.
     pub fn new(threads: usize) -> Result<Pool> {
         if threads == 0 || threads > MAX_THREADS {
             return Err(KernelError::Threads {
@@ -157,10 +206,12 @@ impl Pool {
         if threads == 1 {
             return Ok(Pool::serial());
         }
-        if cfg!(target_arch = "wasm32") {
+        if !threads_supported() {
             return Err(KernelError::Threads {
                 value: threads,
-                expected: "1: this wasm build runs one thread".into(),
+                expected: "1: this wasm build runs one thread (the threaded build needs a \
+                           cross-origin isolated page)"
+                    .into(),
             });
         }
         let shared = Arc::new(Shared {
@@ -183,11 +234,10 @@ impl Pool {
         };
         for i in 1..threads {
             let s = shared.clone();
-            let t = std::thread::Builder::new()
-                .name(format!("edgefit-pool-{i}"))
-                .spawn(move || worker(&s))
-                .map_err(|e| KernelError::Spawn(e.to_string()))?;
-            handle.threads.push(t);
+            // On an error, dropping `handle` stops the workers started so far.
+            if let Some(t) = spawn(i, move || worker(&s))? {
+                handle.threads.push(t);
+            }
         }
         Ok(Pool {
             threads,
@@ -466,6 +516,31 @@ impl Disjoint {
         );
         // SAFETY: in bounds (checked); exclusivity is the caller's contract.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(r.start), r.len()) }
+    }
+}
+
+/// Starts pool thread `i` running `f`: a std thread natively (returned, to be joined), a
+/// [`Spawner`] thread on wasm32 with `atomics` (not joinable: it ends when `f` returns).
+fn spawn(
+    i: usize,
+    f: impl FnOnce() + Send + 'static,
+) -> Result<Option<std::thread::JoinHandle<()>>> {
+    #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+    {
+        let _ = i;
+        let spawner = SPAWNER.get().ok_or_else(|| {
+            KernelError::Spawn("no spawner installed in this wasm build (set_spawner)".into())
+        })?;
+        spawner(Box::new(f)).map_err(KernelError::Spawn)?;
+        Ok(None)
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
+    {
+        std::thread::Builder::new()
+            .name(format!("edgefit-pool-{i}"))
+            .spawn(f)
+            .map(Some)
+            .map_err(|e| KernelError::Spawn(e.to_string()))
     }
 }
 

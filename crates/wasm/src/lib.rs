@@ -4,7 +4,9 @@
 //! calls and engine errors into JS `Error`s (`Result<_, JsError>`), installs a panic hook so a
 //! panic reaches the console with its message, and supplies the browser [`Platform`]
 //! (`performance.now()`, the wasm linear-memory size, and the heap in use, counted by this
-//! crate's global allocator, [`heap`]). It has no logic of its own: every
+//! crate's global allocator, [`heap`]); in the threaded build (wasm32 with `atomics`,
+//! `pkg-threads/`) it also installs the kernels' pool [`Spawner`](edgefit_kernels::pool::Spawner)
+//! that runs pool threads on Web Workers (`threads`). It has no logic of its own: every
 //! number it returns is computed by `edgefit-engine` (and, from issue 3 on, `edgefit-estimate`),
 //! exactly as the CLI computes it.
 
@@ -210,6 +212,65 @@ pub fn version() -> String {
 #[wasm_bindgen(start)]
 fn start() {
     console_error_panic_hook::set_once();
+    #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+    edgefit_kernels::pool::set_spawner(threads::spawn);
+}
+
+/// Whether this build can run the engine on more than one thread: only the threaded build
+/// (wasm32 with `atomics`, shared memory; `pkg-threads/`), which the worker loads on a
+/// cross-origin isolated page. The other builds refuse `setThreads` above 1.
+#[wasm_bindgen(js_name = threadsSupported)]
+pub fn threads_supported() -> bool {
+    edgefit_kernels::pool::threads_supported()
+}
+
+/// The largest thread count `setThreads` accepts.
+#[wasm_bindgen(js_name = maxThreads)]
+pub fn max_threads() -> usize {
+    edgefit_kernels::pool::MAX_THREADS
+}
+
+/// The threaded build's pool threads: each is a Web Worker that the page's worker starts
+/// (`globalThis.edgefitSpawnPoolWorker(module, memory, ptr)`, defined by `web/worker.js`), which
+/// instantiates this same module over the same shared memory (wasm-bindgen gives each instance
+/// its own stack and thread-local storage) and calls [`threads::pool_worker_entry`] with `ptr`:
+/// the boxed closure the pool handed to [`threads::spawn`].
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+pub mod threads {
+    use wasm_bindgen::prelude::*;
+
+    #[wasm_bindgen]
+    extern "C" {
+        #[wasm_bindgen(js_namespace = globalThis, js_name = edgefitSpawnPoolWorker, catch)]
+        fn spawn_pool_worker(module: JsValue, memory: JsValue, ptr: u32) -> Result<(), JsValue>;
+    }
+
+    type Work = Box<dyn FnOnce() + Send>;
+
+    /// [`edgefit_kernels::pool::Spawner`]: hands `f` to a new Web Worker.
+    pub fn spawn(f: Work) -> Result<(), String> {
+        let ptr = Box::into_raw(Box::new(f));
+        spawn_pool_worker(wasm_bindgen::module(), wasm_bindgen::memory(), ptr as u32).map_err(|e| {
+            // SAFETY: the worker was not started, so `ptr` was not handed to anyone.
+            drop(unsafe { Box::from_raw(ptr) });
+            format!(
+                "starting a Web Worker failed: {}",
+                e.as_string()
+                    .or_else(|| js_sys::JSON::stringify(&e).ok().map(String::from))
+                    .unwrap_or_else(|| "unknown error".into())
+            )
+        })
+    }
+
+    /// Runs the pool thread's closure `ptr` (from [`spawn`]) on this Web Worker; returns when
+    /// the pool that started it is dropped.
+    #[wasm_bindgen(js_name = poolWorkerEntry)]
+    pub fn pool_worker_entry(ptr: u32) {
+        // SAFETY: `ptr` is the `Box<Work>` that `spawn` leaked for exactly one worker, which
+        // calls this once.
+        let f = unsafe { Box::from_raw(ptr as *mut Work) };
+        f();
+    }
 }
 
 /// A loaded model with its tokenizer, KV cache and generation state, and for pruning: the
@@ -294,6 +355,17 @@ impl Engine {
         let kernel = edgefit_kernels::Kernel::from_name(name)
             .ok_or_else(|| JsError::new(&format!("unknown kernel `{name}`")))?;
         self.inner.set_kernel(kernel).map_err(js_err)
+    }
+
+    /// Runs the matrix products and attention heads on `threads` threads from now on (the
+    /// tokens are the same bits for any count). Throws on a count that is not a whole number
+    /// from 1 to [`max_threads`], or above 1 in a build without threads ([`threads_supported`]).
+    /// In the threaded build the new pool's Web Workers start asynchronously: the worker waits
+    /// until each has instantiated the module before it runs the engine.
+    #[wasm_bindgen(js_name = setThreads)]
+    pub fn set_threads(&mut self, threads: f64) -> Result<(), JsError> {
+        let n = count("threads", threads, edgefit_kernels::pool::MAX_THREADS)?;
+        self.inner.set_threads(n).map_err(js_err)
     }
 
     /// Stores the KV cache as `name` (`f32`, `f16`, `k8v16`, `int8`, `int4g32`) from the next
