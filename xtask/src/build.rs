@@ -3,7 +3,7 @@
 //!
 //! `build/site` is complete on its own: `index.html` and the rest of `web/`, the wasm-bindgen
 //! output in `pkg/` (optimized by wasm-opt from npm's binaryen) and, when the nightly toolchain
-//! is there, the threaded build in `pkg-threads/` ([`threads_pkg`]), uPlot in `vendor/uplot/`, and the
+//! is there, the threaded build in `pkg-threads/` ([`threads_wasm`]), uPlot in `vendor/uplot/`, and the
 //! default model in `models/`. It is rebuilt from scratch each time (cheap: the model is a hard
 //! link), except the wasm-bindgen + wasm-opt output, which is reused while the wasm that cargo
 //! produced is unchanged.
@@ -30,9 +30,11 @@ pub fn build() -> Result<()> {
 pub fn build_site() -> Result<()> {
     let root = util::root();
     let site = root.join("build/site");
-    let pkg = simd_pkg()?;
+    let pkg = Beside::start(simd_wasm()?, "pkg", true);
     // `cargo xtask serve` sends COOP/COEP, so the page there runs the threaded build if present.
-    let threads = threads_pkg()?;
+    let threads = threads_wasm()?.map(|w| Beside::start(w, "pkg-threads", true));
+    let pkg = pkg.finish_simd()?;
+    let threads = threads.map(Beside::finish_simd).transpose()?;
     let mut pkgs = vec![(pkg.as_path(), "pkg")];
     if let Some(threads) = &threads {
         pkgs.push((threads.as_path(), "pkg-threads"));
@@ -70,9 +72,13 @@ pub fn site_and_cli() -> Result<()> {
 
 fn site_only() -> Result<()> {
     let dist = util::root().join("dist");
-    let simd = simd_pkg()?;
-    let baseline = baseline_pkg()?;
-    let threads = threads_pkg()?;
+    // Each build's wasm-bindgen + wasm-opt runs beside the next cargo build ([`Beside`]).
+    let simd = Beside::start(simd_wasm()?, "pkg", true);
+    let baseline = Beside::start(baseline_wasm()?, "pkg-baseline", false);
+    let threads = threads_wasm()?.map(|w| Beside::start(w, "pkg-threads", true));
+    let simd = simd.finish_simd()?;
+    let baseline = baseline.finish()?;
+    let threads = threads.map(Beside::finish_simd).transpose()?;
     let mut pkgs = vec![
         (simd.as_path(), "pkg"),
         (baseline.as_path(), "pkg-baseline"),
@@ -89,22 +95,47 @@ fn site_only() -> Result<()> {
     Ok(())
 }
 
-/// The simd128 wasm (the workspace's `.cargo/config.toml` flags), bound and optimized.
-fn simd_pkg() -> Result<PathBuf> {
+/// [`bindgen_and_optimize`] of one build on a thread of its own, so the next cargo build runs
+/// beside it: wasm-opt (npm's binaryen, itself compiled to wasm) optimizes a module on one core
+/// for a minute or more, while cargo's builds keep both cores busy; one after the other, a cold
+/// `cargo xtask site` left a core idle for each of the three builds.
+struct Beside(std::thread::JoinHandle<Result<PathBuf>>);
+
+impl Beside {
+    fn start(wasm: PathBuf, name: &'static str, simd: bool) -> Beside {
+        Beside(std::thread::spawn(move || {
+            bindgen_and_optimize(&wasm, name, simd)
+        }))
+    }
+
+    /// The bound and optimized package.
+    fn finish(self) -> Result<PathBuf> {
+        self.0
+            .join()
+            .map_err(|_| anyhow::anyhow!("the wasm-bindgen + wasm-opt thread panicked"))?
+    }
+
+    /// [`finish`](Self::finish), checking the module was built with simd128.
+    fn finish_simd(self) -> Result<PathBuf> {
+        let pkg = self.finish()?;
+        require_simd(&pkg)?;
+        Ok(pkg)
+    }
+}
+
+/// The simd128 wasm (the workspace's `.cargo/config.toml` flags), as cargo builds it.
+fn simd_wasm() -> Result<PathBuf> {
     let root = util::root();
     println!("== build: edgefit-wasm (release, {WASM_TARGET}, simd128)");
     run(wasm_build(util::cargo().current_dir(&root)))?;
-    let wasm = util::target_dir().join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm"));
-    let pkg = bindgen_and_optimize(&wasm, "pkg", true)?;
-    require_simd(&pkg)?;
-    Ok(pkg)
+    Ok(util::target_dir().join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm")))
 }
 
 /// The same crate without SIMD, in its own target directory (`target/baseline`) so the two
 /// builds do not rebuild each other: `CARGO_ENCODED_RUSTFLAGS` replaces every other rustflags
 /// source, the config file's `+simd128` included, with `-simd128` (an empty value counts as
 /// unset and would keep the config's flags).
-fn baseline_pkg() -> Result<PathBuf> {
+fn baseline_wasm() -> Result<PathBuf> {
     let root = util::root();
     let dir = util::target_dir().join("baseline");
     println!("== build: edgefit-wasm (release, {WASM_TARGET}, baseline: no SIMD)");
@@ -114,11 +145,10 @@ fn baseline_pkg() -> Result<PathBuf> {
             .env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=-simd128")
             .env("CARGO_TARGET_DIR", &dir),
     ))?;
-    let wasm = dir.join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm"));
-    // wasm-opt runs with SIMD disabled here, so it refuses the module if any SIMD instruction
+    // wasm-opt runs with SIMD disabled on it, so it refuses the module if any SIMD instruction
     // is left (its `target_features` section may still list simd128: memchr and zlib-rs compile
     // simd128 functions that are never called without it, and the linker keeps the flag).
-    bindgen_and_optimize(&wasm, "pkg-baseline", false)
+    Ok(dir.join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm")))
 }
 
 /// The target features of the threaded build: simd128 as the default build, plus what shared
@@ -138,13 +168,14 @@ const THREADS_LINK_ARGS: [&str; 6] = [
     "--export-if-defined=__tls_base",
 ];
 
-/// The threaded build (`pkg-threads/`), or `None` with one line saying why not: the same crate
+/// The threaded build's wasm (bound into `pkg-threads/` beside the other builds), or `None`
+/// with one line saying why not: the same crate
 /// with [`THREADS_FEATURES`], std rebuilt with them (`-Z build-std`, nightly only: the shipped
 /// std is compiled without atomics) and a shared memory that may grow to the 4 GiB a wasm32
 /// memory addresses (wasm-ld's default maximum for a shared memory is far less). Release only,
 /// in its own target directory (`target/threads`): the flags and the toolchain differ from the
 /// other builds, so nothing compiled there could be reused here.
-fn threads_pkg() -> Result<Option<PathBuf>> {
+fn threads_wasm() -> Result<Option<PathBuf>> {
     if let Err(why) = setup::threads_toolchain() {
         println!("== build: threaded wasm skipped: {why}; the site runs one thread");
         return Ok(None);
@@ -180,10 +211,9 @@ fn threads_pkg() -> Result<Option<PathBuf>> {
         "  threaded cargo build: {:.1} s",
         t0.elapsed().as_secs_f64()
     );
-    let wasm = dir.join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm"));
-    let pkg = bindgen_and_optimize(&wasm, "pkg-threads", true)?;
-    require_simd(&pkg)?;
-    Ok(Some(pkg))
+    Ok(Some(
+        dir.join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm")),
+    ))
 }
 
 /// `cargo build --release -p edgefit-wasm --target wasm32-unknown-unknown` on `cmd`.
