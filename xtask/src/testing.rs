@@ -3,9 +3,10 @@
 //! After setup: rustfmt; clippy native; clippy wasm32; native tests; a short fuzz pass (every
 //! cargo-fuzz target for [`crate::fuzz::TEST_SECONDS`] s); wasm tests in Node; the
 //! same wasm tests in headless Chromium (Debian's chromium + chromedriver, never a downloaded
-//! browser); the publishable site (`dist/`, simd128 and baseline wasm) and the release CLI; the
-//! page's own tests with `node --test` against `dist/` served by Python's `http.server` under a
-//! sub-path (`/edgefit/`) on an ephemeral port, as any static host would.
+//! browser); the publishable site (`dist/`: simd128, baseline and threaded wasm) and the
+//! release CLI; the page's own tests with `node --test` against `dist/` served by Python's
+//! `http.server` under a sub-path (`/edgefit/`) on an ephemeral port, as any static host would
+//! (and by `cargo xtask serve`'s server, which sends COOP/COEP, for the threaded build's test).
 
 use crate::util::{self, run, which};
 use crate::{build, setup};
@@ -56,7 +57,7 @@ pub fn test(from: usize) -> Result<()> {
             Box::new(wasm_tests_chromium),
         ),
         (
-            "the static site (dist/, both wasm builds) and the CLI",
+            "the static site (dist/, every wasm build) and the CLI",
             Box::new(build::site_and_cli),
         ),
         ("web tests (node --test)", Box::new(web_tests)),
