@@ -1,6 +1,5 @@
 //! Greedy continuation on a model's KV cache, shared by the tests that match reference greedy
 //! tokens (`arch_goldens.rs`, `gemma3_270m.rs`).
-#![allow(dead_code)] // each test file uses its own subset
 
 use edgefit_engine::{KvCache, Logits, Model};
 
