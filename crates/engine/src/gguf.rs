@@ -204,17 +204,10 @@ fn load_parts<R: Read + Seek>(
         }
     };
     // Partial RoPE: the first `r` dims of each head rotate (NEOX order, as HF's partial
-    // rotary), where the architecture has it ([`Arch::gguf_partial_rope`], Phi-3).
-    let rope_dim = match opt_usize(md, &key("rope.dimension_count"))? {
-        None => None,
-        Some(r) if r == head_dim => None,
-        Some(r) if desc.gguf_partial_rope => Some(r),
-        Some(r) => {
-            return Err(EngineError::Unsupported(format!(
-                "partial RoPE ({r} of {head_dim} dimensions per head) for `{arch}`"
-            )))
-        }
-    };
+    // rotary), where the architecture has it ([`Arch::gguf_partial_rope`], Phi-3; refused
+    // elsewhere once the shape is known valid).
+    let rope_dims = opt_usize(md, &key("rope.dimension_count"))?;
+    let rope_dim = rope_dims.filter(|&r| desc.gguf_partial_rope && r != head_dim);
     let mut config = LlamaConfig {
         name: opt_str(md, "general.name").unwrap_or_default(),
         arch: arch.clone(),
@@ -245,6 +238,11 @@ fn load_parts<R: Read + Seek>(
         layers: None,
     };
     config.validate()?;
+    if let Some(r) = rope_dims.filter(|&r| r != head_dim && !desc.gguf_partial_rope) {
+        return Err(EngineError::Unsupported(format!(
+            "partial RoPE ({r} of {head_dim} dimensions per head) for `{arch}`"
+        )));
+    }
     if let Some(v) = opt_usize(md, &key("attention.value_length"))? {
         if v != head_dim {
             return Err(EngineError::Unsupported(format!(
