@@ -271,6 +271,15 @@ pub mod threads {
         let f = unsafe { Box::from_raw(ptr as *mut Work) };
         f();
     }
+
+    /// Called by `web/pool-worker.js` on this same instance when [`pool_worker_entry`] threw
+    /// (the wasm trapped: a panic aborts on wasm32): marks this thread's pool worker lost, so
+    /// the region it was in ends with an error instead of the engine waiting for it forever
+    /// ([`edgefit_kernels::pool::worker_lost`]). Returns whether this thread ran a pool worker.
+    #[wasm_bindgen(js_name = poolWorkerLost)]
+    pub fn pool_worker_lost() -> bool {
+        edgefit_kernels::pool::worker_lost()
+    }
 }
 
 /// A loaded model with its tokenizer, KV cache and generation state, and for pruning: the
