@@ -29,6 +29,7 @@ pub mod attn;
 pub mod error;
 pub mod f32_ops;
 pub mod ggml;
+mod layout;
 pub mod matrix;
 pub mod pool;
 pub mod quant;
