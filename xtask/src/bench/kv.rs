@@ -27,7 +27,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -68,6 +68,19 @@ struct KvBench {
     machine: Vec<String>,
 }
 
+/// What every step of the kv bench reads.
+struct KvRun<'a> {
+    root: PathBuf,
+    /// The default model.
+    model: PathBuf,
+    /// The release CLI.
+    exe: PathBuf,
+    opts: &'a Options,
+    /// The long prompt of the speed columns, and the file holding it (for the page).
+    long_prompt: String,
+    prompt_file: PathBuf,
+}
+
 pub(crate) fn kv(opts: &Options) -> Result<()> {
     let started = Instant::now();
     let root = util::root();
@@ -82,7 +95,14 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
     fs::write(&prompt_file, &long_prompt)
         .with_context(|| format!("writing {}", prompt_file.display()))?;
 
-    let (eval_tokens, bucket) = if opts.quick { (256, 64) } else { (1024, 128) };
+    let run = KvRun {
+        root: root.clone(),
+        model,
+        exe,
+        opts,
+        long_prompt: long_prompt.clone(),
+        prompt_file,
+    };
     let mut bench = KvBench {
         prompt_chars: long_prompt.chars().count(),
         runs: opts.runs,
@@ -90,6 +110,29 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
         ..KvBench::default()
     };
 
+    eval_rows(&run, &mut bench)?;
+    perplexity_columns(&run, &mut bench);
+    native_columns(&run, &mut bench);
+    page_columns(&run, &mut bench, site_error)?;
+
+    bench.machine = machine(&bench);
+    let table = render_kv(&bench);
+    println!("\n{table}");
+    save("kv.md", &table)?;
+    println!(
+        "  (bench kv took {:.1} min)",
+        started.elapsed().as_secs_f64() / 60.0
+    );
+    Ok(())
+}
+
+/// The rows: kv-eval's formats, with its accuracy columns and teacher-forced decode speed.
+fn eval_rows(run: &KvRun, bench: &mut KvBench) -> Result<()> {
+    let root = run.root.clone();
+    let model = run.model.clone();
+    let exe = run.exe.clone();
+    let opts = run.opts;
+    let (eval_tokens, bucket) = if opts.quick { (256, 64) } else { (1024, 128) };
     // kv-eval: the list of formats, the accuracy columns and the teacher-forced decode speed.
     println!("\n== bench kv: edgefit kv-eval (native, release)");
     let eval_args: Vec<String> = [
@@ -144,8 +187,16 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
         });
     }
     bench.eval = eval;
-    let names: Vec<String> = bench.rows.iter().map(|r| r.format.clone()).collect();
 
+    Ok(())
+}
+
+/// The perplexity column, one `edgefit perplexity --kv F` per format.
+fn perplexity_columns(run: &KvRun, bench: &mut KvBench) {
+    let root = run.root.clone();
+    let model = run.model.clone();
+    let exe = run.exe.clone();
+    let opts = run.opts;
     // Perplexity per format.
     println!("\n== bench kv: edgefit perplexity per KV format");
     let quick_tokens = ["--max-tokens", "1024"];
@@ -186,7 +237,16 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
             Err(e) => Column::failed(format!("{e:#}")),
         };
     }
+}
 
+/// The native speed columns, `edgefit generate --kv F` with the long prompt, `--runs` times.
+fn native_columns(run: &KvRun, bench: &mut KvBench) {
+    let root = run.root.clone();
+    let model = run.model.clone();
+    let exe = run.exe.clone();
+    let opts = run.opts;
+    let long_prompt = run.long_prompt.clone();
+    let prompt_file = run.prompt_file.clone();
     // Native speed with the long prompt.
     println!("\n== bench kv: edgefit generate per KV format (native, long prompt)");
     bench.commands.push(format!(
@@ -228,7 +288,14 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
             }
         }
     }
+}
 
+/// The page columns: the real page in headless Chromium per format (or why it could not run).
+fn page_columns(run: &KvRun, bench: &mut KvBench, site_error: Option<String>) -> Result<()> {
+    let root = run.root.clone();
+    let opts = run.opts;
+    let prompt_file = run.prompt_file.clone();
+    let names: Vec<String> = bench.rows.iter().map(|r| r.format.clone()).collect();
     // The page in headless Chromium.
     println!("\n== bench kv: the edgefit page in headless Chromium (long prompt)");
     bench.commands.push(format!(
@@ -266,14 +333,6 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
         }
     }
 
-    bench.machine = machine(&bench);
-    let table = render_kv(&bench);
-    println!("\n{table}");
-    save("kv.md", &table)?;
-    println!(
-        "  (bench kv took {:.1} min)",
-        started.elapsed().as_secs_f64() / 60.0
-    );
     Ok(())
 }
 
