@@ -138,6 +138,18 @@ impl Drop for TempFiles {
     }
 }
 
+/// What every step of the prune bench reads.
+struct PruneRun<'a> {
+    root: PathBuf,
+    /// The release CLI.
+    exe: PathBuf,
+    opts: &'a Options,
+    /// The `--plans` file.
+    plans_file: PathBuf,
+    /// The pruned GGUFs, one per row, deleted when the run is dropped.
+    temp: TempFiles,
+}
+
 pub(crate) fn prune(opts: &Options) -> Result<()> {
     let started = Instant::now();
     let root = util::root();
@@ -146,10 +158,36 @@ pub(crate) fn prune(opts: &Options) -> Result<()> {
     println!("\n== bench prune: release site and CLI");
     let site_error = build_site_or_cli(&root)?;
 
-    let native_runs = opts.runs.max(3);
+    let (mut bench, temp, plans_file) = plan(opts)?;
+    let run = PruneRun {
+        root,
+        exe,
+        opts,
+        plans_file,
+        temp,
+    };
+    prune_columns(&run, &mut bench);
+    estimate_columns(&run, &mut bench);
+    page_columns(&run, &mut bench, site_error)?;
+    drop(run);
+
+    bench.machine = machine(&bench);
+    let table = render_prune(&bench);
+    println!("\n{table}");
+    save("prune.md", &table)?;
+    println!(
+        "  (bench prune took {:.1} min)",
+        started.elapsed().as_secs_f64() / 60.0
+    );
+    Ok(())
+}
+
+/// The plan: one row per configuration, its `--plans` entry (written to a file for one
+/// `edgefit prune` process) and the temporary GGUF it is saved to.
+fn plan(opts: &Options) -> Result<(PruneBench, TempFiles, PathBuf)> {
     let mut bench = PruneBench {
         runs: opts.runs,
-        native_runs,
+        native_runs: opts.runs.max(3),
         quick: opts.quick,
         ..PruneBench::default()
     };
@@ -178,6 +216,17 @@ pub(crate) fn prune(opts: &Options) -> Result<()> {
     fs::write(&plans_file, serde_json::to_string_pretty(&plans)?)
         .with_context(|| format!("writing {}", plans_file.display()))?;
 
+    Ok((bench, temp, plans_file))
+}
+
+/// The prune column: one `edgefit prune --plans` process (load, calibrate, then per plan
+/// prune, score, save and time).
+fn prune_columns(run: &PruneRun, bench: &mut PruneBench) {
+    let root = run.root.clone();
+    let exe = run.exe.clone();
+    let plans_file = run.plans_file.clone();
+    let opts = run.opts;
+    let native_runs = bench.native_runs;
     // One process: load, calibrate, then per plan prune, score, save and time.
     println!("\n== bench prune: edgefit prune --plans (native, release)");
     let max_tokens: &[&str] = if opts.quick {
@@ -242,7 +291,13 @@ pub(crate) fn prune(opts: &Options) -> Result<()> {
             }
         }
     }
+}
 
+/// The estimate column: `edgefit estimate` on each pruned GGUF.
+fn estimate_columns(run: &PruneRun, bench: &mut PruneBench) {
+    let root = run.root.clone();
+    let exe = run.exe.clone();
+    let temp = &run.temp;
     // The estimator on each pruned GGUF.
     println!("\n== bench prune: edgefit estimate per pruned model ({DEVICE})");
     let prompt_tokens = bench
@@ -278,7 +333,13 @@ pub(crate) fn prune(opts: &Options) -> Result<()> {
             Err(e) => Column::failed(format!("{e:#}")),
         };
     }
+}
 
+/// The page column: the real page in headless Chromium on each pruned GGUF (or why not).
+fn page_columns(run: &PruneRun, bench: &mut PruneBench, site_error: Option<String>) -> Result<()> {
+    let root = run.root.clone();
+    let opts = run.opts;
+    let temp = &run.temp;
     // The page in headless Chromium, one pruned GGUF after the other.
     println!("\n== bench prune: the edgefit page in headless Chromium (local GGUF files)");
     bench.commands.push(format!(
@@ -323,16 +384,6 @@ pub(crate) fn prune(opts: &Options) -> Result<()> {
             }
         }
     }
-    drop(temp);
-
-    bench.machine = machine(&bench);
-    let table = render_prune(&bench);
-    println!("\n{table}");
-    save("prune.md", &table)?;
-    println!(
-        "  (bench prune took {:.1} min)",
-        started.elapsed().as_secs_f64() / 60.0
-    );
     Ok(())
 }
 
