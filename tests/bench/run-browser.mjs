@@ -13,8 +13,8 @@
 
 import { readFile } from 'node:fs/promises';
 import { launch, forwardConsole } from './chromium.mjs';
+import { emit, env, log, waitStatus } from './page.mjs';
 
-const env = (k, d) => process.env[k] ?? d;
 const EDGEFIT_URL = env('EDGEFIT_URL');
 const PEERS_URL = env('PEERS_URL', '');
 const MODEL = env('MODEL_PATH', 'models/smollm2-135m-instruct-q4_1.gguf');
@@ -24,9 +24,6 @@ const WEIGHTS = env('WEIGHTS', 'f32,w4g32').split(',').filter(Boolean);
 const MODEL_FILE = env('MODEL_FILE', '');
 const PEER_WEIGHTS = env('PEER_WEIGHTS', 'q4_1 (GGUF as is)');
 const prompt = (await readFile(env('PROMPT_FILE'), 'utf8')).trimEnd();
-
-const emit = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
-const log = (msg) => process.stderr.write(`  ${msg}\n`);
 
 const browser = await launch();
 const version = browser.version();
@@ -51,19 +48,6 @@ async function withPage(name, url, fn) {
   } finally {
     await context.close();
   }
-}
-
-async function waitStatus(page, want, timeout) {
-  await page.waitForFunction(
-    (w) => {
-      const s = document.querySelector('[data-testid="status"]')?.textContent ?? '';
-      return s === w || s.startsWith('error:');
-    },
-    want,
-    { timeout, polling: 100 },
-  );
-  const s = await page.getByTestId('status').textContent();
-  if (s !== want) throw new Error(`status "${s}" (wanted "${want}")`);
 }
 
 const num = async (page, id) => {

@@ -11,42 +11,16 @@
 
 import { readFile } from 'node:fs/promises';
 import { launch, forwardConsole } from './chromium.mjs';
+import { emit, env, generateGreedy, log, num, pickKvFormat, runMetrics, waitStatus } from './page.mjs';
 
-const env = (k, d) => process.env[k] ?? d;
 const EDGEFIT_URL = env('EDGEFIT_URL');
 const TOKENS = Number(env('TOKENS', '64'));
 const RUNS = Number(env('RUNS', '1'));
 const FORMATS = env('KV_FORMATS', 'f32').split(',').filter(Boolean);
 const prompt = (await readFile(env('PROMPT_FILE'), 'utf8')).trimEnd();
 
-const emit = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
-const log = (msg) => process.stderr.write(`  ${msg}\n`);
-
 const browser = await launch();
 const runtime = `Chromium ${browser.version()} (wasm32 simd128)`;
-
-async function waitStatus(page, want, timeout) {
-  await page.waitForFunction(
-    (w) => {
-      const s = document.querySelector('[data-testid="status"]')?.textContent ?? '';
-      return s === w || s.startsWith('error:');
-    },
-    want,
-    { timeout, polling: 100 },
-  );
-  const s = await page.getByTestId('status').textContent();
-  if (s !== want) throw new Error(`status "${s}" (wanted "${want}")`);
-}
-
-const text = async (page, id) => {
-  const loc = page.getByTestId(id);
-  return (await loc.count()) ? (await loc.first().textContent()).trim() : '';
-};
-
-const num = async (page, id) => {
-  const v = Number.parseFloat(await text(page, id));
-  return Number.isFinite(v) ? v : null;
-};
 
 async function run(kv) {
   const context = await browser.newContext();
@@ -57,46 +31,17 @@ async function run(kv) {
     await page.getByTestId('load-default').click();
     await waitStatus(page, 'ready', 300_000);
 
-    // The KV format for the real run; switching clears the cache and comes back to "ready".
-    const select = page.getByTestId('kv-format');
-    if ((await select.count()) === 0) throw new Error('the page has no kv-format picker');
-    const offered = await select.locator('option').evaluateAll((os) => os.map((o) => o.value));
-    if (!offered.includes(kv)) throw new Error(`the page offers no KV format ${kv} (it offers ${offered.join(', ')})`);
-    await page.waitForFunction(() => !document.querySelector('[data-testid="kv-format"]')?.disabled, null, {
-      timeout: 60_000,
-    });
-    await select.selectOption(kv);
-    await page.waitForFunction(
-      (want) => {
-        const s = document.querySelector('[data-testid="status"]')?.textContent ?? '';
-        const f = document.querySelector('[data-testid="kv-format"]')?.value;
-        return (s === 'ready' && f === want) || s.startsWith('error:');
-      },
-      kv,
-      { timeout: 60_000, polling: 100 },
-    );
-    await waitStatus(page, 'ready', 1_000);
+    // The KV format for the real run.
+    await pickKvFormat(page, kv);
 
-    await page.getByTestId('prompt').fill(prompt);
-    await page.getByTestId('max-tokens').fill(String(TOKENS));
-    await page.getByTestId('temperature').fill('0');
-    await page.getByTestId('chat').setChecked(false);
-    if (await page.getByTestId('keep-context').count()) await page.getByTestId('keep-context').setChecked(false);
-    await page.getByTestId('generate').click();
-    await waitStatus(page, 'done', 900_000);
+    await generateGreedy(page, prompt, TOKENS);
 
-    const used = await text(page, 'metric-kv-format');
-    if (used && used !== kv) throw new Error(`the page ran KV format ${used}, not ${kv}`);
+    const metrics = await runMetrics(page);
+    if (metrics.kv_format && metrics.kv_format !== kv) throw new Error(`the page ran KV format ${metrics.kv_format}, not ${kv}`);
     return {
-      weights: await text(page, 'metric-weights-format'),
-      kernel: await text(page, 'metric-kernel'),
-      kv_format: used,
+      ...metrics,
       kv_bytes: await num(page, 'metric-kv-bytes'),
       kv_tokens: await num(page, 'metric-kv-tokens'),
-      prompt_tokens: await num(page, 'metric-prompt-tokens'),
-      generated_tokens: await num(page, 'metric-generated-tokens'),
-      prefill_tok_s: await num(page, 'metric-prefill-tps'),
-      decode_tok_s: await num(page, 'metric-decode-tps'),
     };
   } finally {
     await context.close();

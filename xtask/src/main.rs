@@ -6,8 +6,6 @@
 //! nothing but Rust, Node.js/npm and Python with pip.
 
 mod bench;
-mod bench_kv;
-mod bench_prune;
 mod build;
 mod fuzz;
 mod serve;

@@ -38,9 +38,9 @@ pub struct EstimateArgs {
     /// device's for the unit).
     #[arg(long)]
     runtime: Option<String>,
-    /// CPU threads (default: the runtime's or the device's).
+    /// CPU threads, 1 to 256 (default: the runtime's or the device's).
     #[arg(long)]
-    threads: Option<u32>,
+    threads: Option<String>,
     /// Thermal policy: flat-out, paced or capped.
     #[arg(long)]
     policy: Option<String>,
@@ -130,8 +130,9 @@ pub fn run(args: EstimateArgs) -> Result<()> {
     if let Some(r) = &args.runtime {
         dep.runtime = Some(r.parse()?);
     }
-    if let Some(t) = args.threads {
-        dep.threads = Some(t);
+    if let Some(t) = &args.threads {
+        // The range and the one-line error of every other command's `--threads`.
+        dep.threads = Some(u32::try_from(crate::threads(Some(t))?)?);
     }
     if let Some(p) = &args.policy {
         dep.policy = p.parse()?;

@@ -177,6 +177,14 @@ impl FormatArgs {
 }
 
 fn main() -> std::process::ExitCode {
+    // A reader that stops early (`edgefit validate --json | head -1`) ends the process quietly,
+    // as it does other command-line tools, instead of a panic in `println!`: Rust ignores
+    // SIGPIPE, so every write to the closed pipe would fail.
+    #[cfg(unix)]
+    // SAFETY: `signal` with the default disposition, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,5 +1,7 @@
 //! `edgefit fit` as a user runs it: the built binary's JSON equals the library's answer for the
-//! same request (the page calls the same function), its table, and one-line errors.
+//! same request (the page calls the same function), its table, and one-line errors; and the
+//! estimator's commands with long outputs (`fit`, `validate`, `estimate`) end quietly when
+//! their reader stops early.
 
 mod common;
 
@@ -106,5 +108,48 @@ fn bad_arguments_are_one_line_errors() {
     ];
     for (args, needles) in cases {
         assert_one_line_error(&edgefit(args), needles);
+    }
+}
+
+/// A reader that has stopped (`edgefit validate --json | head -1`): each command ends quietly,
+/// killed by SIGPIPE as other command-line tools are, with nothing on stderr (before: a
+/// `failed printing to stdout` panic and exit code 101).
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_the_long_outputs_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let cases: [&[&str]; 3] = [
+        &["validate", "--json"],
+        &["fit", "--device", "snapdragon-8-gen3"],
+        &[
+            "estimate",
+            "--model",
+            "smollm2-135m",
+            "--device",
+            "snapdragon-8-gen3",
+        ],
+    ];
+    for args in cases {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_edgefit"))
+            .args(args)
+            .current_dir(common::repo())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader is gone before the first write.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+        const SIGPIPE: i32 = 13;
+        assert_eq!(
+            out.status.signal(),
+            Some(SIGPIPE),
+            "{args:?}: {:?}",
+            out.status
+        );
     }
 }

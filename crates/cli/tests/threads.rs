@@ -1,6 +1,7 @@
 //! `--threads` on every command that runs a model: a hostile count is one error line naming
 //! the range (before any model loads), a good one is reported in every `--json` output, and
-//! the results do not depend on it (the synthetic model, so this stays fast).
+//! the results do not depend on it (the synthetic model, so this stays fast). `estimate`'s
+//! `--threads` (the deployment's) is refused with the same line.
 
 mod common;
 
@@ -69,6 +70,48 @@ fn commands(model: &str) -> Vec<Vec<String>> {
     .iter()
     .map(|v| v.iter().map(|s| s.to_string()).collect())
     .collect()
+}
+
+#[test]
+fn estimate_refuses_a_hostile_thread_count_with_the_same_line() {
+    let estimate = |threads: &str, json: bool| {
+        let mut args = vec![
+            "estimate",
+            "--model",
+            "smollm2-135m",
+            "--device",
+            "snapdragon-8-gen3",
+            "--unit",
+            "cpu",
+            "--threads",
+            threads,
+        ];
+        if json {
+            args.push("--json");
+        }
+        edgefit(&args)
+    };
+    for bad in ["0", "257", "100000", "x", "2.5", ""] {
+        assert_one_line_error(
+            &estimate(bad, false),
+            &[
+                &format!("--threads {bad}"),
+                "expected a thread count from 1 to 256",
+            ],
+        );
+    }
+    // Counts in the range go on to the estimator (which also holds them to the device's 8
+    // cores) and are reported.
+    for good in ["1", "8"] {
+        let out = estimate(good, true);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["deployment"]["threads"], good.parse::<u64>().unwrap());
+    }
 }
 
 #[test]

@@ -56,53 +56,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::macros::named_enum;
 use crate::spec::{LayerSpec, ModelSpec};
-
-macro_rules! named_enum {
-    (
-        $(#[$meta:meta])*
-        $name:ident, $kind:literal {
-            $( $(#[$vmeta:meta])* $variant:ident = $s:literal ),+ $(,)?
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        pub enum $name {
-            $( $(#[$vmeta])* #[serde(rename = $s)] $variant ),+
-        }
-
-        impl $name {
-            /// Every value, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The exact string used in JSON, on the command line and on the page.
-            pub const fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $s),+ }
-            }
-        }
-
-        impl ::std::fmt::Display for $name {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl ::std::str::FromStr for $name {
-            type Err = $crate::EstimateError;
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                match s {
-                    $($s => Ok($name::$variant),)+
-                    _ => Err($crate::EstimateError::UnknownName {
-                        kind: $kind,
-                        value: s.to_string(),
-                        expected: [$($s),+].join(", "),
-                    }),
-                }
-            }
-        }
-    };
-}
-pub(crate) use named_enum;
 
 named_enum! {
     /// How weight matrices are stored. See the module docs for each layout.
@@ -301,6 +256,25 @@ impl KvFormat {
     pub fn layer_v_bytes_per_token(self, layer: &LayerSpec) -> u64 {
         u64::from(layer.num_kv_heads)
             * kv_vector_bytes(KvPart::V, self, u64::from(layer.v_head_dim))
+    }
+}
+
+// Beside the KV formats rather than in `spec.rs`, so the spec needs nothing from this module.
+impl LayerSpec {
+    /// Tokens this layer's KV cache holds after `tokens` tokens, as the engine keeps them:
+    /// all of them without a window; with window `w`, `min(tokens, w)` (a ring of `w` slots),
+    /// except `kivi4`, whose keys are quantized in blocks of [`KIVI_BLOCK`] = 32 tokens
+    /// and which drops a block (keys and values) once all of it has left the window:
+    /// `tokens − 32 · ⌊max(0, tokens − w) / 32⌋` (between `w` and `w + 31` once full).
+    pub fn held_tokens(&self, format: KvFormat, tokens: u64) -> u64 {
+        match self.sliding_window.map(u64::from) {
+            None => tokens,
+            Some(w) if format == KvFormat::Kivi4 => {
+                let b = KIVI_BLOCK;
+                tokens - tokens.saturating_sub(w) / b * b
+            }
+            Some(w) => tokens.min(w),
+        }
     }
 }
 

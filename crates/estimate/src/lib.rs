@@ -57,6 +57,7 @@ pub mod format;
 pub mod gguf;
 pub mod hf;
 pub mod latency;
+mod macros;
 pub mod memory;
 pub mod report;
 pub mod runtime;

@@ -47,8 +47,9 @@ use serde::{Deserialize, Serialize};
 use crate::deploy::Deployment;
 use crate::device::DeviceProfile;
 use crate::error::{json_error_in, out_of_range, EstimateError, Result};
-use crate::format::{named_enum, ComputeDtype, ComputeUnit, WeightFormat};
+use crate::format::{ComputeDtype, ComputeUnit, WeightFormat};
 use crate::latency::PhaseRoof;
+use crate::macros::named_enum;
 
 named_enum! {
     /// An inference runtime.

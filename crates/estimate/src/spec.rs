@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{EstimateError, Result};
-use crate::format::named_enum;
+use crate::macros::named_enum;
 
 named_enum! {
     /// The architecture family, as HF's `model_type` spells it.
@@ -82,22 +82,6 @@ pub struct LayerSpec {
 }
 
 impl LayerSpec {
-    /// Tokens this layer's KV cache holds after `tokens` tokens, as the engine keeps them:
-    /// all of them without a window; with window `w`, `min(tokens, w)` (a ring of `w` slots),
-    /// except `kivi4`, whose keys are quantized in blocks of [`crate::KIVI_BLOCK`] = 32 tokens
-    /// and which drops a block (keys and values) once all of it has left the window:
-    /// `tokens − 32 · ⌊max(0, tokens − w) / 32⌋` (between `w` and `w + 31` once full).
-    pub fn held_tokens(&self, format: crate::KvFormat, tokens: u64) -> u64 {
-        match self.sliding_window.map(u64::from) {
-            None => tokens,
-            Some(w) if format == crate::KvFormat::Kivi4 => {
-                let b = crate::KIVI_BLOCK;
-                tokens - tokens.saturating_sub(w) / b * b
-            }
-            Some(w) => tokens.min(w),
-        }
-    }
-
     /// `H · dk`: width of the q projection's output.
     pub fn q_dim(&self) -> u64 {
         u64::from(self.num_heads) * u64::from(self.qk_head_dim)

@@ -178,6 +178,7 @@ source_files!(
     "hf.rs",
     "latency.rs",
     "lib.rs",
+    "macros.rs",
     "memory.rs",
     "report.rs",
     "runtime.rs",

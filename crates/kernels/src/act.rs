@@ -11,8 +11,7 @@
 //! Rows are padded with zeros to a whole number of blocks. A block holding a NaN or infinity
 //! gets a NaN scale, so the product comes out NaN rather than silently finite.
 
-/// Values per activation block (one scale each). Every weight group is a multiple of it.
-pub const BLOCK: usize = 32;
+pub use crate::layout::BLOCK;
 
 /// `rows` activation vectors of `cols` values, quantized to int16 per block of 32.
 #[derive(Debug, Clone, Default)]

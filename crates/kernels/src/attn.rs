@@ -41,12 +41,9 @@
 
 use half::f16;
 
+use crate::layout::nibble;
+pub use crate::layout::{I4_GROUP, I4_GROUP_BYTES};
 use crate::Kernel;
-
-/// Values per int4 group (one scale each) and bytes per packed group.
-pub const I4_GROUP: usize = 32;
-/// Bytes of nibbles per int4 group.
-pub const I4_GROUP_BYTES: usize = 16;
 
 /// `Σ q_i · k_i` for an f16 vector.
 ///
@@ -168,14 +165,6 @@ fn check_i4(what: &str, len: usize, nib: &[u8], scales: Option<&[f16]>) {
             s.len()
         );
     }
-}
-
-/// Nibble `i` (0..32) of a 16-byte group, minus 8.
-#[inline(always)]
-pub(crate) fn nibble(bytes: &[u8], i: usize) -> f32 {
-    let b = bytes[i % I4_GROUP_BYTES];
-    let n = if i < I4_GROUP_BYTES { b & 0x0F } else { b >> 4 };
-    f32::from(n) - 8.0
 }
 
 fn dot_f16_scalar(q: &[f32], k: &[f16]) -> f32 {

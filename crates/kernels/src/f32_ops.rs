@@ -11,8 +11,7 @@ pub fn dot(kernel: Kernel, a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len(), "dot: length mismatch");
     match kernel {
         Kernel::Scalar => dot_scalar(a, b),
-        Kernel::Portable => dot_unrolled(a, b),
-        Kernel::Simd128 | Kernel::Avx2 => crate::arch::dot_f32(kernel, a, b),
+        other => crate::arch::dot_f32(other, a, b),
     }
 }
 
@@ -22,29 +21,6 @@ fn dot_scalar(a: &[f32], b: &[f32]) -> f32 {
         acc += x * y;
     }
     acc
-}
-
-const LANES: usize = 8;
-
-#[inline]
-pub(crate) fn dot_unrolled(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; LANES];
-    let chunks = a.len() / LANES;
-    let (a_body, a_tail) = a.split_at(chunks * LANES);
-    let (b_body, b_tail) = b.split_at(chunks * LANES);
-    for (ca, cb) in a_body.chunks_exact(LANES).zip(b_body.chunks_exact(LANES)) {
-        for i in 0..LANES {
-            acc[i] += ca[i] * cb[i];
-        }
-    }
-    let mut tail = 0.0f32;
-    for (x, y) in a_tail.iter().zip(b_tail) {
-        tail += x * y;
-    }
-    // Pairwise reduction keeps the rounding error small and symmetric.
-    let s0 = (acc[0] + acc[4]) + (acc[2] + acc[6]);
-    let s1 = (acc[1] + acc[5]) + (acc[3] + acc[7]);
-    s0 + s1 + tail
 }
 
 /// `out[m][n] = Σ_k x[m][k] · w[n][k]` for `rows` activation rows of length `k` and a weight

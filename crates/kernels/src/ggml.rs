@@ -70,8 +70,9 @@
 
 use half::f16;
 
-use crate::act::{ActQ16, BLOCK};
+use crate::act::ActQ16;
 use crate::error::{KernelError, Result};
+use crate::layout::BLOCK;
 use crate::quant::check_product;
 
 /// Which ggml block format a [`GgmlMatrix`] holds.
@@ -172,12 +173,12 @@ pub struct GgmlMatrix {
 }
 
 /// The fp16 at byte `at`, widened exactly: the branch-free conversion of
-/// [`crate::arch::f16_bits_to_f32`] for finite halves (the constructor refuses the others;
+/// [`crate::layout::f16_bits_to_f32`] for finite halves (the constructor refuses the others;
 /// `half`'s own conversion, a run-time feature check and a call per value, was the largest cost
 /// of decoding a Q5_1 block).
 #[inline(always)]
 fn f16_at(b: &[u8], at: usize) -> f32 {
-    crate::arch::f16_bits_to_f32(u16::from_le_bytes([b[at], b[at + 1]]))
+    crate::layout::f16_bits_to_f32(u16::from_le_bytes([b[at], b[at + 1]]))
 }
 
 /// `ggml`'s `get_scale_min_k4`: the 6-bit scale and minimum of sub-block `s` (see the docs).

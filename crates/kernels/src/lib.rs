@@ -22,6 +22,10 @@
 //! Weights are stored row-major as `n` rows of `k` values (the output-feature-major layout GGUF
 //! and safetensors use), so each output is one dot product along `k`, and quantization groups
 //! run along `k` too.
+//!
+//! Where things live: the block, group and tile sizes and the tile index helpers every format
+//! and ISA reads are one leaf module (`layout.rs`); the ISA kernels are `arch/` (one file per
+//! ISA, dispatched from `arch/mod.rs`), their tests beside them, one file per family of formats.
 
 pub mod act;
 mod arch;
@@ -29,6 +33,7 @@ pub mod attn;
 pub mod error;
 pub mod f32_ops;
 pub mod ggml;
+mod layout;
 pub mod matrix;
 pub mod pool;
 pub mod quant;

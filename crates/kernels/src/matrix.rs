@@ -6,7 +6,7 @@
 use std::ops::Range;
 
 use crate::act::ActQ16;
-use crate::arch::ArchPrep;
+use crate::arch::{ArchPrep, PrepFor};
 use crate::ggml::GgmlMatrix;
 use crate::quant::{F16Matrix, Q8Matrix, W4Matrix};
 use crate::{arch, f32_ops, Kernel};
@@ -75,6 +75,20 @@ impl Matrix {
     /// Whether the kernels read 16-bit quantized activations ([`ActQ16`]) for this format.
     pub fn wants_q16(&self) -> bool {
         matches!(self, Matrix::W4(_) | Matrix::Q8(_) | Matrix::Ggml(_))
+    }
+
+    /// What this matrix's SIMD kernels read from the prepared activations.
+    fn prep_for(&self) -> PrepFor {
+        match self {
+            Matrix::W4(m) => PrepFor::W4 {
+                symmetric: m.kind() == crate::W4Kind::Symmetric,
+            },
+            Matrix::Q8(_) => PrepFor::Q8,
+            Matrix::Ggml(g) => PrepFor::Ggml {
+                unit: g.format().unit(),
+            },
+            Matrix::F32 { .. } | Matrix::F16(_) => PrepFor::None,
+        }
     }
 
     /// Writes row `r` as f32 into `out` (`cols` values): the embedding lookup.
@@ -151,7 +165,7 @@ impl Matrix {
         let kernel = prep.kernel;
         if self.wants_q16() {
             assert!(
-                prep.quantized && prep.arch.ready(kernel, self),
+                prep.quantized && prep.arch.ready(kernel, self.prep_for()),
                 "matmul_rows: the input was not prepared for this {} matrix",
                 self.format_name()
             );
@@ -234,7 +248,7 @@ impl Prepared {
                     self.xq.requantize(x, m, cols);
                     self.quantized = true;
                 }
-                self.arch.fill(self.kernel, w, &self.xq);
+                self.arch.fill(self.kernel, w.prep_for(), &self.xq);
             }
         }
     }
@@ -262,7 +276,7 @@ impl Prepared {
                 "Prepared: a matrix is {} wide, x {cols}",
                 w.cols()
             );
-            self.arch.fill(self.kernel, w, &self.xq);
+            self.arch.fill(self.kernel, w.prep_for(), &self.xq);
         }
     }
 

@@ -22,8 +22,8 @@
 //! mins:   one fp16 m(r, g) per row and group (asymmetric only), same tiling as the scales
 //! ```
 //!
-//! Scales (and minimums) are stored in tiles of [`ROW_TILE`] = 4 rows, group-major inside a
-//! tile, so the 4 scales a SIMD kernel needs for 4 output rows at one group are 8 contiguous
+//! Scales (and minimums) are stored in tiles of `ROW_TILE` = 4 rows (`layout.rs`), group-major
+//! inside a tile, so the 4 scales a SIMD kernel needs for 4 output rows at one group are 8 contiguous
 //! bytes (one load and one vector fp16→f32 conversion instead of 4 scalar ones). The last tile
 //! holds the `rows mod 4` leftover rows with that width, so nothing is padded and the byte count
 //! is unchanged:
@@ -52,8 +52,8 @@
 //! Rows padded to blocks of 32; `w = q · s` with one fp16 scale per block: ggml's Q8_0 values, so
 //! a GGUF Q8_0 tensor (the default model's embedding) loads without re-rounding (its blocks are
 //! only moved). A block is ggml's 32 int8 values in order. The scales use the 4-row tiles of
-//! the w4 scales; the blocks are stored in tiles of `Q8_TILE` = 8 rows, block-major inside a
-//! tile: block `b` of the tile's 8 rows is 256 contiguous bytes, then block `b+1`. A kernel
+//! the w4 scales; the blocks are stored in tiles of `Q8_TILE` = 8 rows (`layout.rs`),
+//! block-major inside a tile: block `b` of the tile's 8 rows is 256 contiguous bytes, then block `b+1`. A kernel
 //! computing 8 rows per pass thus reads one sequential stream of values (plus two small scale
 //! streams), which the hardware prefetcher follows; 8 interleaved row streams of 576 bytes
 //! (the default model's rows) it did not (wasm has no software prefetch: 2× slower GEMV in
@@ -83,8 +83,9 @@ use std::ops::Range;
 
 use half::f16;
 
-use crate::act::{ActQ16, BLOCK};
+use crate::act::ActQ16;
 use crate::error::{KernelError, Result};
+use crate::layout::{q8_block_index, scale_index, BLOCK};
 
 /// Which 4-bit scheme a [`W4Matrix`] holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -154,30 +155,6 @@ fn check_scales(what: &'static str, s: &[f16]) -> Result<()> {
         }),
         None => Ok(()),
     }
-}
-
-/// Rows whose scales are stored together, group-major (see the module docs).
-pub(crate) const ROW_TILE: usize = 4;
-
-/// Where the scale of row `r`, group `g` lives in a matrix of `rows` rows with `groups` groups
-/// per row (the 4-row tiling in the module docs).
-#[inline]
-pub(crate) fn scale_index(rows: usize, groups: usize, r: usize, g: usize) -> usize {
-    let base = r / ROW_TILE * ROW_TILE;
-    let width = (rows - base).min(ROW_TILE);
-    base * groups + g * width + (r - base)
-}
-
-/// Rows whose int8 blocks are stored together, block-major (see the module docs).
-pub(crate) const Q8_TILE: usize = 8;
-
-/// Which block of a [`Q8Matrix`]'s values holds row `r`, block `b` (its values are the 32 from
-/// `32 ·` this index): the 8-row tiling of the module docs.
-#[inline]
-pub(crate) fn q8_block_index(rows: usize, blocks: usize, r: usize, b: usize) -> usize {
-    let base = r / Q8_TILE * Q8_TILE;
-    let width = (rows - base).min(Q8_TILE);
-    base * blocks + b * width + (r - base)
 }
 
 /// Reorders row-major per-group values (`rows × groups`) into the 4-row tiling.
@@ -493,9 +470,10 @@ pub(crate) fn check_product(what: &str, rows: usize, cols: usize, x: &ActQ16, ou
 pub struct Q8Matrix {
     rows: usize,
     cols: usize,
-    /// `rows × blocks` blocks of 32 (zero padded), in 4-row tiles (see the module docs).
+    /// `rows × blocks` blocks of 32 (zero padded), in 8-row tiles, block-major (see the module
+    /// docs).
     pub(crate) values: Vec<i8>,
-    /// `rows × blocks`, in the same tiles.
+    /// `rows × blocks`, in the 4-row scale tiles of the w4 layout.
     pub(crate) scales: Vec<f16>,
 }
 

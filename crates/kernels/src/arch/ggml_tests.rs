@@ -10,9 +10,10 @@
 
 use half::f16;
 
-use crate::act::{ActQ16, BLOCK};
+use crate::act::ActQ16;
 use crate::error::KernelError;
 use crate::ggml::{GgmlFormat, GgmlMatrix};
+use crate::layout::BLOCK;
 use crate::{Kernel, Matrix};
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;

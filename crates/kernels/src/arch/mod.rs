@@ -26,6 +26,8 @@ pub(crate) mod simd128;
 pub(crate) mod x86;
 
 #[cfg(test)]
+mod attn_tests;
+#[cfg(test)]
 mod ggml_tests;
 #[cfg(test)]
 mod split_tests;
@@ -37,10 +39,10 @@ use std::ops::Range;
 use half::f16;
 
 use crate::act::ActQ16;
-use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
 use crate::ggml::GgmlMatrix;
-use crate::quant::{F16Matrix, Q8Matrix, W4Matrix, ROW_TILE};
-use crate::{Kernel, Matrix};
+use crate::layout::{I4_GROUP, I4_GROUP_BYTES, ROW_TILE};
+use crate::quant::{F16Matrix, Q8Matrix, W4Matrix};
+use crate::Kernel;
 
 /// Activations prepared once per input for whichever kernels will read it: built by
 /// [`ArchPrep::fill`] for the matrices about to run (before any row range is computed, so every
@@ -71,34 +73,33 @@ impl ArchPrep {
         self.ggml_ok = [false; 2];
     }
 
-    /// Whether [`ArchPrep::fill`] ran for `w` on `kernel` since the last reset: the SIMD
+    /// Whether [`ArchPrep::fill`] ran for `need` on `kernel` since the last reset: the SIMD
     /// kernels read these buffers through raw pointers, so a product must never run without it.
-    pub(crate) fn ready(&self, kernel: Kernel, w: &Matrix) -> bool {
-        match (kernel, w) {
-            (Kernel::Avx2 | Kernel::Simd128, Matrix::Ggml(g)) => {
-                self.ggml_ok[usize::from(g.format().unit() == 32)]
+    pub(crate) fn ready(&self, kernel: Kernel, need: PrepFor) -> bool {
+        match (kernel, need) {
+            (Kernel::Avx2 | Kernel::Simd128, PrepFor::Ggml { unit }) => {
+                self.ggml_ok[usize::from(unit == 32)]
             }
             #[cfg(target_arch = "x86_64")]
-            (Kernel::Avx2, Matrix::W4(_)) => self.x86_ok[0],
+            (Kernel::Avx2, PrepFor::W4 { .. }) => self.x86_ok[0],
             #[cfg(target_arch = "x86_64")]
-            (Kernel::Avx2, Matrix::Q8(_)) => self.x86_ok[1],
+            (Kernel::Avx2, PrepFor::Q8) => self.x86_ok[1],
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            (Kernel::Simd128, Matrix::W4(m)) => {
-                self.simd.ready(m.kind() == crate::W4Kind::Symmetric)
-            }
+            (Kernel::Simd128, PrepFor::W4 { symmetric }) => self.simd.ready(symmetric),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            (Kernel::Simd128, Matrix::Q8(_)) => self.simd.ready(true),
+            (Kernel::Simd128, PrepFor::Q8) => self.simd.ready(true),
             _ => true,
         }
     }
 
-    /// Prepares `x` for `w` on `kernel` (already resolved), unless done for this input.
-    pub(crate) fn fill(&mut self, kernel: Kernel, w: &Matrix, x: &ActQ16) {
-        if let Matrix::Ggml(g) = w {
+    /// Prepares `x` for a matrix needing `need` on `kernel` (already resolved), unless done for
+    /// this input.
+    pub(crate) fn fill(&mut self, kernel: Kernel, need: PrepFor, x: &ActQ16) {
+        if let PrepFor::Ggml { unit } = need {
             if matches!(kernel, Kernel::Avx2 | Kernel::Simd128) {
-                let i = usize::from(g.format().unit() == 32);
+                let i = usize::from(unit == 32);
                 if !self.ggml_ok[i] {
-                    self.ggml[i].fill(g.format().unit(), x);
+                    self.ggml[i].fill(unit, x);
                     self.ggml_ok[i] = true;
                 }
             }
@@ -107,9 +108,9 @@ impl ArchPrep {
         match kernel {
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => {
-                let (i, order) = match w {
-                    Matrix::W4(_) => (0, x86::Order::W4),
-                    Matrix::Q8(_) => (1, x86::Order::Q8),
+                let (i, order) = match need {
+                    PrepFor::W4 { .. } => (0, x86::Order::W4),
+                    PrepFor::Q8 => (1, x86::Order::Q8),
                     _ => return,
                 };
                 if !self.x86_ok[i] {
@@ -118,14 +119,25 @@ impl ArchPrep {
                 }
             }
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            Kernel::Simd128 => match w {
-                Matrix::W4(m) => self.simd.fill(x, m.kind() == crate::W4Kind::Symmetric),
-                Matrix::Q8(_) => self.simd.fill(x, true),
+            Kernel::Simd128 => match need {
+                PrepFor::W4 { symmetric } => self.simd.fill(x, symmetric),
+                PrepFor::Q8 => self.simd.fill(x, true),
                 _ => {}
             },
             _ => {}
         }
     }
+}
+
+/// What a matrix's SIMD kernels read from an [`ArchPrep`]: its format's activation order
+/// (w4 symmetric or asymmetric, int8) or ggml unit, `None` for f16/f32 (given by
+/// [`crate::Matrix`], so this module needs no matrix type of its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PrepFor {
+    W4 { symmetric: bool },
+    Q8,
+    Ggml { unit: usize },
+    None,
 }
 
 /// Rows `rows` of `out[t][r] = x[t] · w[r]` for a ggml block matrix (see
@@ -196,6 +208,10 @@ pub(crate) fn ggml_direct(kernel: Kernel, format: crate::ggml::GgmlFormat) -> bo
     }
 }
 
+#[cfg(any(
+    target_arch = "x86_64",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
 /// Four rows of a [`GgmlMatrix`] decoded for the SIMD kernels, a chunk of columns at a time
 /// (rows past the end repeat the last row; their results are dropped): the integer weights of
 /// each row (`4 ×` chunk i8, row after row), and the per-unit factors `a` and per-32 terms `c`
@@ -211,9 +227,17 @@ pub(crate) struct GgmlTile {
     row_c: Vec<f32>,
 }
 
+#[cfg(any(
+    target_arch = "x86_64",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
 /// Values per decoded chunk of a [`GgmlTile`]: one K-quant super-block, eight Q5 blocks.
 pub(crate) const GGML_CHUNK: usize = 256;
 
+#[cfg(any(
+    target_arch = "x86_64",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
 impl GgmlTile {
     pub(crate) fn new() -> GgmlTile {
         GgmlTile {
@@ -241,7 +265,7 @@ impl GgmlTile {
     pub(crate) fn load(&mut self, w: &GgmlMatrix, r0: usize, b0: usize, nb: usize) {
         let f = w.format();
         let len = nb * f.block_values();
-        let (units, blocks) = (len / f.unit(), len / crate::act::BLOCK);
+        let (units, blocks) = (len / f.unit(), len / crate::layout::BLOCK);
         let min = f.has_min();
         let (rb, bb) = (w.row_bytes(), f.block_bytes());
         for j in 0..ROW_TILE {
@@ -272,6 +296,10 @@ impl GgmlTile {
     }
 }
 
+#[cfg(any(
+    target_arch = "x86_64",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
 /// A hint to fetch the cache line at `p` (x86_64 `prefetcht0`; nothing elsewhere: wasm has no
 /// prefetch instruction).
 #[inline(always)]
@@ -308,7 +336,7 @@ pub(crate) struct GgmlPrep {
 impl GgmlPrep {
     /// Fills the factors of `x` for formats with units of `unit` values (reusing the buffers).
     pub(crate) fn fill(&mut self, unit: usize, x: &ActQ16) {
-        let per = crate::act::BLOCK / unit;
+        let per = crate::layout::BLOCK / unit;
         self.units = x.blocks() * per;
         self.sx.clear();
         self.xs.clear();
@@ -322,7 +350,7 @@ impl GgmlPrep {
             self.abcd.clear();
             // Read by the units-of-32 formats' direct decode only (Q5_0, Q4_K).
             if x.rows() == 1 && unit == 32 {
-                for src in x.q.chunks_exact(crate::act::BLOCK) {
+                for src in x.q.chunks_exact(crate::layout::BLOCK) {
                     self.abcd.extend((0..8).map(|j| src[2 * j]));
                     self.abcd.extend((0..8).map(|j| src[2 * j + 1]));
                     self.abcd.extend((0..8).map(|j| src[16 + 2 * j]));
@@ -413,6 +441,10 @@ pub(crate) fn dot_f32(kernel: Kernel, a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
+#[cfg(any(
+    target_arch = "x86_64",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
 /// The fp16 values (scales or minimums) of the 4-row tile starting at row `r0`, laid out
 /// `[group][4]`: a slice of the matrix for a full tile, else a copy with zeros for the missing
 /// rows (only the last tile of a matrix whose row count is not a multiple of 4).
@@ -435,26 +467,6 @@ pub(crate) fn tile_values(
         out[g * ROW_TILE..g * ROW_TILE + width].copy_from_slice(&tile[g * width..(g + 1) * width]);
     }
     std::borrow::Cow::Owned(out)
-}
-
-/// fp16 bits to f32 for finite values, branch-free (the formats reject non-finite scales and
-/// weights): move the half into the top of a word, shift the exponent and mantissa into f32
-/// position, drop the sign copies, then rescale the exponent bias by 2¹¹² (which also turns
-/// f16 subnormals into the right f32 normals). Exact for every finite f16.
-#[inline(always)]
-pub(crate) fn f16_bits_to_f32(h: u16) -> f32 {
-    let w = (i32::from(h as i16) << 16) >> 3;
-    f32::from_bits(w as u32 & 0x8FFF_E000) * f32::from_bits(0x7780_0000)
-}
-
-/// fp16 bits to f32 for every half, branch-free (so loops over it vectorise): the finite bit
-/// trick of [`f16_bits_to_f32`], which turns exponent 31 (infinity, NaN) into `±2¹⁶ · 1.m`,
-/// with the f32 exponent bits then set for those: `±∞` for a zero mantissa, a NaN otherwise.
-#[inline(always)]
-pub(crate) fn f16_bits_to_f32_exact(h: u16) -> f32 {
-    let v = f16_bits_to_f32(h).to_bits();
-    let inf_nan = if h & 0x7C00 == 0x7C00 { 0x7F80_0000 } else { 0 };
-    f32::from_bits(v | inf_nan)
 }
 
 /// Checks the int4 shape the `attn_*_i4*` kernels rely on (the public functions assert it).

@@ -11,16 +11,34 @@ use std::ops::Range;
 
 use half::f16;
 
-use crate::act::{ActQ16, BLOCK};
-use crate::arch::{f16_bits_to_f32, f16_bits_to_f32_exact};
-use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
+use crate::act::ActQ16;
 use crate::ggml::GgmlMatrix;
-use crate::quant::{q8_block_index, scale_index, F16Matrix, Q8Matrix, W4Kind, W4Matrix};
+use crate::layout::{
+    f16_bits_to_f32, f16_bits_to_f32_exact, q8_block_index, scale_index, BLOCK, I4_GROUP,
+    I4_GROUP_BYTES,
+};
+use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix};
 
-/// f32 dot product with 8 independent accumulators.
+/// f32 dot product with 8 independent accumulators (the [`crate::Kernel::Portable`] `dot`).
 #[inline]
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    crate::f32_ops::dot_unrolled(a, b)
+    let mut acc = [0.0f32; LANES];
+    let chunks = a.len() / LANES;
+    let (a_body, a_tail) = a.split_at(chunks * LANES);
+    let (b_body, b_tail) = b.split_at(chunks * LANES);
+    for (ca, cb) in a_body.chunks_exact(LANES).zip(b_body.chunks_exact(LANES)) {
+        for i in 0..LANES {
+            acc[i] += ca[i] * cb[i];
+        }
+    }
+    let mut tail = 0.0f32;
+    for (x, y) in a_tail.iter().zip(b_tail) {
+        tail += x * y;
+    }
+    // Pairwise reduction keeps the rounding error small and symmetric.
+    let s0 = (acc[0] + acc[4]) + (acc[2] + acc[6]);
+    let s1 = (acc[1] + acc[5]) + (acc[3] + acc[7]);
+    s0 + s1 + tail
 }
 
 /// Exact i32 sum of one block's products, in adjacent pairs (the shape of `pmaddwd`,
@@ -230,7 +248,7 @@ pub(crate) fn f16_matmul_rows(
 
 const LANES: usize = 8;
 
-/// Pairwise sum of 8 accumulators (the order of `f32_ops::dot_unrolled`).
+/// Pairwise sum of 8 accumulators (the order of [`dot`]).
 #[inline(always)]
 fn sum8(acc: &[f32; LANES]) -> f32 {
     ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))

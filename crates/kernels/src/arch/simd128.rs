@@ -1,5 +1,10 @@
 //! wasm32 SIMD128 kernels (`core::arch::wasm32`), compiled only with `+simd128`.
 //!
+//! Why one long file: it is one ISA's half of every kernel (w4, int8, f16, the ggml formats,
+//! attention), each section a twin of the same section of `x86.rs` and `portable.rs`, compared
+//! with the scalar reference in `tests.rs`, `ggml_tests.rs` and `attn_tests.rs`; the sections
+//! share the lane helpers (`f16x4`, the reductions) and `unsafe` conventions at the top.
+//!
 //! # w4 and int8: int16 activations, `i32x4.dot_i16x8_s`, 4 rows per pass
 //! In wasm an int4 GEMV is bound by instruction count, not memory, so the loops are built to
 //! spend as few SIMD operations per weight as possible:
@@ -38,11 +43,11 @@ use core::ops::Range;
 
 use half::f16;
 
-use crate::act::{ActQ16, BLOCK};
+use crate::act::ActQ16;
 use crate::arch::{tile_values, GgmlPrep, GgmlTile};
-use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
 use crate::ggml::{GgmlFormat, GgmlMatrix};
-use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix, Q8_TILE, ROW_TILE};
+use crate::layout::{f16_bits_to_f32, BLOCK, I4_GROUP, I4_GROUP_BYTES, Q8_TILE, ROW_TILE};
+use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix};
 
 /// Activations prepared once per input for the w4 and int8 kernels ([`crate::matrix::Prepared`]):
 /// the reordered int16 values and the per-block factors for symmetric weights (w4 symmetric,
@@ -1035,8 +1040,7 @@ fn ggml_direct1(w: &GgmlMatrix, x: &ActQ16, xp: &GgmlPrep, range: Range<usize>, 
     let xq = xp.abcd.as_ptr();
     let sx = xp.sx.as_ptr();
     let sums = &x.sums;
-    let half_at =
-        |b: &[u8], at: usize| crate::arch::f16_bits_to_f32(u16::from_le_bytes([b[at], b[at + 1]]));
+    let half_at = |b: &[u8], at: usize| f16_bits_to_f32(u16::from_le_bytes([b[at], b[at + 1]]));
     assert!(
         x.rows() == 1
             && x.cols() == w.cols()

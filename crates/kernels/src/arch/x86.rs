@@ -1,6 +1,11 @@
 //! x86_64 kernels on AVX2 + FMA + F16C. Every function here is `unsafe` with
 //! `#[target_feature]` and is called only after run-time detection ([`crate::Kernel::Avx2`]).
 //!
+//! Why one long file: it is one ISA's half of every kernel (w4, int8, f16, the ggml formats,
+//! attention), each section a twin of the same section of `simd128.rs` and `portable.rs`,
+//! compared with the scalar reference in `tests.rs`, `ggml_tests.rs` and `attn_tests.rs`; the
+//! sections share the lane helpers and the `#[target_feature]` conventions at the top.
+//!
 //! # w4 and int8: int16 activations, `vpmaddwd`, 4 rows per pass
 //! The activations are reordered once per call so they line up with the weights as they come
 //! out of the cheapest unpacking (16-bit shifts and masks, no byte shuffles). For w4 one 32-byte
@@ -24,11 +29,11 @@ use core::ops::Range;
 
 use half::f16;
 
-use crate::act::{ActQ16, BLOCK};
+use crate::act::ActQ16;
 use crate::arch::{tile_values, GgmlPrep, GgmlTile};
-use crate::attn::{I4_GROUP, I4_GROUP_BYTES};
 use crate::ggml::{GgmlFormat, GgmlMatrix};
-use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix, Q8_TILE, ROW_TILE};
+use crate::layout::{f16_bits_to_f32, BLOCK, I4_GROUP, I4_GROUP_BYTES, Q8_TILE, ROW_TILE};
+use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix};
 
 /// How the int16 activations are ordered within a pair of blocks `b`, `b+1` (64 values).
 #[derive(Clone, Copy, PartialEq)]
@@ -649,13 +654,13 @@ unsafe fn ggml_matmul_direct1(
                     }
                 }
                 if q6 {
-                    let d = crate::arch::f16_bits_to_f32(u16::from_le_bytes([b[208], b[209]]));
+                    let d = f16_bits_to_f32(u16::from_le_bytes([b[208], b[209]]));
                     for u in 0..16 {
                         a[u * 4 + j] = d * f32::from(b[192 + u] as i8);
                     }
                 } else {
-                    let d = crate::arch::f16_bits_to_f32(u16::from_le_bytes([b[0], b[1]]));
-                    let dmin = crate::arch::f16_bits_to_f32(u16::from_le_bytes([b[2], b[3]]));
+                    let d = f16_bits_to_f32(u16::from_le_bytes([b[0], b[1]]));
+                    let dmin = f16_bits_to_f32(u16::from_le_bytes([b[2], b[3]]));
                     // `scale_min_k4` for all 8 sub-blocks at once, 4 bytes per word (with
                     // `w0, w1, w2` the scale bytes 0..4, 4..8, 8..12): scales 0..4 `w0 & 63`,
                     // 4..8 `(w2 & 15) | (w0 >> 6) << 4`; minimums 0..4 `w1 & 63`, 4..8
@@ -850,8 +855,7 @@ unsafe fn ggml_q5_0_direct1(
     let (rb, bb) = (w.row_bytes(), w.format().block_bytes());
     let xq = x.q.as_ptr();
     let sx = xp.sx.as_ptr();
-    let half_at =
-        |b: &[u8], at: usize| crate::arch::f16_bits_to_f32(u16::from_le_bytes([b[at], b[at + 1]]));
+    let half_at = |b: &[u8], at: usize| f16_bits_to_f32(u16::from_le_bytes([b[at], b[at + 1]]));
     for r0 in range.step_by(ROW_TILE) {
         let row: [&[u8]; ROW_TILE] =
             core::array::from_fn(|j| &w.data[(r0 + j).min(n - 1) * rb..][..rb]);

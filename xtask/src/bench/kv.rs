@@ -16,15 +16,19 @@
 //! Below the table, kv-eval's KL curve: the mean KL per bucket of positions, per format. A
 //! column that cannot run shows `error [n]` and the error text in the notes; nothing is made up.
 
-use crate::bench::{fmt_opt, native_runtime, node, save, stdout_of, Column, Options};
-use crate::util::{self, run};
-use crate::{build, serve, setup};
+use crate::bench::cmd::run_json;
+use crate::bench::machine::{field, host, notes};
+use crate::bench::options::Options;
+use crate::bench::page::{build_site_or_cli, page_column, site_runs};
+use crate::bench::table::{fmt_opt, save, write_commands_and_machine, Column, Notes};
+use crate::setup;
+use crate::util;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::fs;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Instant;
 
 /// Greedy tokens per speed run (native and page).
@@ -64,6 +68,19 @@ struct KvBench {
     machine: Vec<String>,
 }
 
+/// What every step of the kv bench reads.
+struct KvRun<'a> {
+    root: PathBuf,
+    /// The default model.
+    model: PathBuf,
+    /// The release CLI.
+    exe: PathBuf,
+    opts: &'a Options,
+    /// The long prompt of the speed columns, and the file holding it (for the page).
+    long_prompt: String,
+    prompt_file: PathBuf,
+}
+
 pub(crate) fn kv(opts: &Options) -> Result<()> {
     let started = Instant::now();
     let root = util::root();
@@ -71,26 +88,21 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
     let exe = util::target_dir().join("release/edgefit");
 
     println!("\n== bench kv: release site and CLI");
-    let site_error = match build::build_site() {
-        Ok(()) => None,
-        Err(e) => {
-            println!("  ! the site did not build, the page column will show why: {e:#}");
-            run(util::cargo().current_dir(&root).args([
-                "build",
-                "--release",
-                "-p",
-                "edgefit-cli",
-            ]))?;
-            Some(format!("the site did not build: {e:#}"))
-        }
-    };
+    let site_error = build_site_or_cli(&root)?;
 
     let long_prompt = long_prompt(&root.join(TEXT))?;
     let prompt_file = util::xtask_dir()?.join("kv-prompt.txt");
     fs::write(&prompt_file, &long_prompt)
         .with_context(|| format!("writing {}", prompt_file.display()))?;
 
-    let (eval_tokens, bucket) = if opts.quick { (256, 64) } else { (1024, 128) };
+    let run = KvRun {
+        root: root.clone(),
+        model,
+        exe,
+        opts,
+        long_prompt: long_prompt.clone(),
+        prompt_file,
+    };
     let mut bench = KvBench {
         prompt_chars: long_prompt.chars().count(),
         runs: opts.runs,
@@ -98,6 +110,29 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
         ..KvBench::default()
     };
 
+    eval_rows(&run, &mut bench)?;
+    perplexity_columns(&run, &mut bench);
+    native_columns(&run, &mut bench);
+    page_columns(&run, &mut bench, site_error)?;
+
+    bench.machine = machine(&bench);
+    let table = render_kv(&bench);
+    println!("\n{table}");
+    save("kv.md", &table)?;
+    println!(
+        "  (bench kv took {:.1} min)",
+        started.elapsed().as_secs_f64() / 60.0
+    );
+    Ok(())
+}
+
+/// The rows: kv-eval's formats, with its accuracy columns and teacher-forced decode speed.
+fn eval_rows(run: &KvRun, bench: &mut KvBench) -> Result<()> {
+    let root = run.root.clone();
+    let model = run.model.clone();
+    let exe = run.exe.clone();
+    let opts = run.opts;
+    let (eval_tokens, bucket) = if opts.quick { (256, 64) } else { (1024, 128) };
     // kv-eval: the list of formats, the accuracy columns and the teacher-forced decode speed.
     println!("\n== bench kv: edgefit kv-eval (native, release)");
     let eval_args: Vec<String> = [
@@ -133,7 +168,7 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
         .arg(&model)
         .args(&eval_args[1..]);
     let t = Instant::now();
-    let eval = run_json(&mut cmd, &shown).context("kv-eval gives the table's rows")?;
+    let eval = run_json(&mut cmd, &shown, true).context("kv-eval gives the table's rows")?;
     println!("    {:.0} s", t.elapsed().as_secs_f64());
     let formats = eval
         .get("formats")
@@ -152,8 +187,16 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
         });
     }
     bench.eval = eval;
-    let names: Vec<String> = bench.rows.iter().map(|r| r.format.clone()).collect();
 
+    Ok(())
+}
+
+/// The perplexity column, one `edgefit perplexity --kv F` per format.
+fn perplexity_columns(run: &KvRun, bench: &mut KvBench) {
+    let root = run.root.clone();
+    let model = run.model.clone();
+    let exe = run.exe.clone();
+    let opts = run.opts;
     // Perplexity per format.
     println!("\n== bench kv: edgefit perplexity per KV format");
     let quick_tokens = ["--max-tokens", "1024"];
@@ -178,7 +221,7 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
             .args(["--kv", &row.format, "--json"])
             .args(extra);
         let t = Instant::now();
-        row.perplexity = match run_json(&mut cmd, &shown) {
+        row.perplexity = match run_json(&mut cmd, &shown, true) {
             Ok(v) => {
                 println!(
                     "    perplexity {} over {} tokens, {:.0} s",
@@ -194,7 +237,16 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
             Err(e) => Column::failed(format!("{e:#}")),
         };
     }
+}
 
+/// The native speed columns, `edgefit generate --kv F` with the long prompt, `--runs` times.
+fn native_columns(run: &KvRun, bench: &mut KvBench) {
+    let root = run.root.clone();
+    let model = run.model.clone();
+    let exe = run.exe.clone();
+    let opts = run.opts;
+    let long_prompt = run.long_prompt.clone();
+    let prompt_file = run.prompt_file.clone();
     // Native speed with the long prompt.
     println!("\n== bench kv: edgefit generate per KV format (native, long prompt)");
     bench.commands.push(format!(
@@ -223,6 +275,7 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
             match run_json(
                 &mut cmd,
                 &format!("{shown}   (run {}/{})", i + 1, opts.runs),
+                true,
             ) {
                 Ok(v) => {
                     println!("    {}", speed_summary(&v));
@@ -235,7 +288,14 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
             }
         }
     }
+}
 
+/// The page columns: the real page in headless Chromium per format (or why it could not run).
+fn page_columns(run: &KvRun, bench: &mut KvBench, site_error: Option<String>) -> Result<()> {
+    let root = run.root.clone();
+    let opts = run.opts;
+    let prompt_file = run.prompt_file.clone();
+    let names: Vec<String> = bench.rows.iter().map(|r| r.format.clone()).collect();
     // The page in headless Chromium.
     println!("\n== bench kv: the edgefit page in headless Chromium (long prompt)");
     bench.commands.push(format!(
@@ -245,24 +305,24 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
     ));
     let page = match site_error {
         Some(why) => Err(anyhow::anyhow!(why)),
-        None => page_runs(&root, &prompt_file, &names, opts.runs),
+        None => site_runs(
+            &root,
+            "tests/bench/run-kv.mjs",
+            &prompt_file,
+            GEN_TOKENS,
+            opts.runs,
+            &[("KV_FORMATS", names.join(","))],
+        ),
     };
     match page {
         Ok(lines) => {
             for row in &mut bench.rows {
-                for v in lines
-                    .iter()
-                    .filter(|v| v.get("kv").and_then(Value::as_str) == Some(&row.format))
-                {
-                    if let Some(err) = v.get("error").and_then(Value::as_str) {
-                        row.page.error = Some(err.to_string());
-                    } else {
-                        row.page.runs.push(v.clone());
-                    }
-                }
-                if row.page.runs.is_empty() && row.page.error.is_none() {
-                    row.page.error = Some("run-kv.mjs printed no measurement".into());
-                }
+                row.page = page_column(
+                    &lines,
+                    "kv",
+                    &row.format,
+                    "run-kv.mjs printed no measurement",
+                );
             }
         }
         Err(e) => {
@@ -273,14 +333,6 @@ pub(crate) fn kv(opts: &Options) -> Result<()> {
         }
     }
 
-    bench.machine = machine(&bench);
-    let table = render_kv(&bench);
-    println!("\n{table}");
-    save("kv.md", &table)?;
-    println!(
-        "  (bench kv took {:.1} min)",
-        started.elapsed().as_secs_f64() / 60.0
-    );
     Ok(())
 }
 
@@ -298,32 +350,6 @@ fn long_prompt(text: &Path) -> Result<String> {
     Ok(prompt.to_string())
 }
 
-/// Runs `cmd` (stdout captured, stderr captured and shown after) and parses its last JSON line.
-fn run_json(cmd: &mut Command, shown: &str) -> Result<Value> {
-    println!("  $ {shown}");
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("could not start `{shown}`"))?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
-        println!("    | {line}");
-    }
-    if !out.status.success() {
-        let last = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        bail!("failed ({}): {last}", out.status);
-    }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str::<Value>(l).ok())
-        .context("printed no JSON")
-}
-
 fn speed_summary(v: &Value) -> String {
     let f = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
     format!(
@@ -338,71 +364,16 @@ fn speed_summary(v: &Value) -> String {
     )
 }
 
-/// Serves build/site and runs `tests/bench/run-kv.mjs`: its JSON lines.
-fn page_runs(
-    root: &Path,
-    prompt_file: &Path,
-    formats: &[String],
-    runs: usize,
-) -> Result<Vec<Value>> {
-    let server = serve::start(&root.join("build/site"), "127.0.0.1", 0)?;
-    let mut cmd = node("tests/bench/run-kv.mjs")?;
-    cmd.env("EDGEFIT_URL", server.url())
-        .env("PROMPT_FILE", prompt_file)
-        .env("TOKENS", GEN_TOKENS.to_string())
-        .env("RUNS", runs.to_string())
-        .env("KV_FORMATS", formats.join(","));
-    let out = stdout_of(&mut cmd);
-    drop(server);
-    Ok(out?
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .collect())
-}
-
 /// The machine and runtimes, for the notes.
 fn machine(bench: &KvBench) -> Vec<String> {
-    let cpu = fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get().to_string())
-        .unwrap_or_else(|_| "?".into());
-    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
-    let mut out = vec![format!(
-        "{} ({cpu}, {cores} cores), edgefit CLI: weights {}, kernel {}",
-        native_runtime(),
-        s(&bench.eval, "weights"),
-        s(&bench.eval, "kernel")
-    )];
-    if let Some(load) = fs::read_to_string("/proc/loadavg").ok().and_then(|l| {
-        l.split_whitespace()
-            .take(3)
-            .map(str::to_string)
-            .reduce(|a, b| a + " " + &b)
-    }) {
-        out.push(format!(
-            "load average (1, 5, 15 min) when the table was printed: {load} (the speed columns \
-             assume an otherwise idle machine)"
-        ));
-    }
+    let native = format!(
+        "{}, edgefit CLI: weights {}, kernel {}",
+        host(),
+        field(&bench.eval, "weights"),
+        field(&bench.eval, "kernel")
+    );
     let page = bench.rows.iter().find_map(|r| r.page.runs.first());
-    out.push(match page {
-        Some(v) => format!(
-            "{}, edgefit page: weights {}, kernel {}",
-            s(v, "runtime"),
-            s(v, "weights"),
-            s(v, "kernel")
-        ),
-        None => "Chromium: the page did not run (see the notes)".into(),
-    });
-    out
+    notes(native, page, false)
 }
 
 fn mib(bytes: Option<f64>) -> String {
@@ -488,32 +459,7 @@ fn render_kv(b: &KvBench) -> String {
         b.runs
     );
 
-    let mut notes: Vec<String> = Vec::new();
-    let mut cell = |col: &Column, what: &str, format: &str, value: String| -> String {
-        let one_line = |e: &str| {
-            e.lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect::<Vec<_>>()
-                .join(" / ")
-        };
-        match &col.error {
-            Some(err) if col.runs.is_empty() => {
-                notes.push(format!("{what} {format}: {}", one_line(err)));
-                format!("error [{}]", notes.len())
-            }
-            Some(err) => {
-                notes.push(format!(
-                    "{what} {format}: {} of {} runs, then: {}",
-                    col.runs.len(),
-                    b.runs,
-                    one_line(err)
-                ));
-                format!("{value} [{}]", notes.len())
-            }
-            None => value,
-        }
-    };
+    let mut notes = Notes::of_runs(b.runs);
 
     let _ = writeln!(
         s,
@@ -527,12 +473,12 @@ fn render_kv(b: &KvBench) -> String {
     for r in &b.rows {
         let ev = |k: &str| num(&r.eval, k);
         let ppl = ppl_of(r);
-        let ppl_cell = cell(&r.perplexity, "perplexity", &r.format, fmt_opt(ppl, 4));
+        let ppl_cell = notes.cell(&r.perplexity, "perplexity", &r.format, fmt_opt(ppl, 4));
         let ratio = match (ppl, f32_ppl) {
             (Some(p), Some(f)) if f > 0.0 => format!("{:.4}", p / f),
             _ => "-".into(),
         };
-        let dec_cli = cell(
+        let dec_cli = notes.cell(
             &r.native,
             "CLI generate",
             &r.format,
@@ -543,7 +489,7 @@ fn render_kv(b: &KvBench) -> String {
         } else {
             fmt_opt(r.native.median("prefill_tok_s"), 1)
         };
-        let dec_page = cell(
+        let dec_page = notes.cell(
             &r.page,
             "page",
             &r.format,
@@ -581,12 +527,7 @@ fn render_kv(b: &KvBench) -> String {
             page_kv
         );
     }
-    if !notes.is_empty() {
-        let _ = writeln!(s, "\nNotes:");
-        for (i, n) in notes.iter().enumerate() {
-            let _ = writeln!(s, "- [{}] {n}", i + 1);
-        }
-    }
+    notes.write(&mut s, "\nNotes:");
 
     // The KL curve.
     let buckets = b
@@ -622,20 +563,14 @@ fn render_kv(b: &KvBench) -> String {
         let _ = writeln!(s, "| {} | {} |", r.format, curve.join(" | "));
     }
 
-    let _ = writeln!(s, "\n## Commands\n");
-    for c in &b.commands {
-        let _ = writeln!(s, "- `{c}`");
-    }
-    let _ = writeln!(s, "\n## Machine\n");
-    for m in &b.machine {
-        let _ = writeln!(s, "- {m}");
-    }
+    write_commands_and_machine(&mut s, &b.commands, &b.machine);
     s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::table::assert_contains_all;
     use serde_json::json;
 
     #[test]
@@ -693,23 +628,19 @@ mod tests {
         };
         let t = render_kv(&bench);
         // Bytes, per token, perplexity ratio, KL, agreement, cosine, median decode speed.
-        assert!(t.contains("| f32 | 22.50 MiB | 90.00 MiB | 46080 | 5.0000 | 1.0000 | 0 | 100.0% | 1.000000 | 1.000000 | 66.0 | 32.0 | error [1] | 98.0 | - | - |"), "{t}");
-        assert!(t.contains("| int4g32 | 3.16 MiB | 12.66 MiB | 6480 | 5.5000 | 1.1000 | 1.07e-1 | 78.1% | 0.939527 | 0.698080 | 68.1 | 40.0 [2] | error [3] |"), "{t}");
-        assert!(
-            t.contains("- [1] page f32: chromium is not on PATH / more"),
-            "{t}"
+        assert_contains_all(
+            &t,
+            &[
+                "| f32 | 22.50 MiB | 90.00 MiB | 46080 | 5.0000 | 1.0000 | 0 | 100.0% | 1.000000 | 1.000000 | 66.0 | 32.0 | error [1] | 98.0 | - | - |",
+                "| int4g32 | 3.16 MiB | 12.66 MiB | 6480 | 5.5000 | 1.1000 | 1.07e-1 | 78.1% | 0.939527 | 0.698080 | 68.1 | 40.0 [2] | error [3] |",
+                "- [1] page f32: chromium is not on PATH / more",
+                "- [2] CLI generate int4g32: 1 of 3 runs, then: killed",
+                "the first 1024 predictions of its 5779 tokens",
+                "| KV | 0–127 | 128–255 |",
+                "| int4g32 | 1.09e-1 | 1.06e-1 |",
+                "T=0.8, top-p 0.95, seed 1",
+            ],
         );
-        assert!(
-            t.contains("- [2] CLI generate int4g32: 1 of 3 runs, then: killed"),
-            "{t}"
-        );
-        assert!(
-            t.contains("the first 1024 predictions of its 5779 tokens"),
-            "{t}"
-        );
-        assert!(t.contains("| KV | 0–127 | 128–255 |"), "{t}");
-        assert!(t.contains("| int4g32 | 1.09e-1 | 1.06e-1 |"), "{t}");
-        assert!(t.contains("T=0.8, top-p 0.95, seed 1"), "{t}");
     }
 
     #[test]

@@ -1,303 +1,22 @@
-//! `cargo xtask bench [kernels|e2e|kv|all]`: benchmarks, release builds only. Not part of
-//! `cargo xtask test`.
-//!
-//! - **kernels**: `edgefit-bench` (crates/bench) natively, then the same code built for wasm32
-//!   (simd128) in headless Chromium through `tests/bench/kernels.html`, served from
-//!   `target/bench/site` and driven by `tests/bench/run-kernels.mjs`. Each prints one table:
-//!   every edgefit kernel × weight format against candle-core f32, candle-core Q4_0 (`QMatMul`),
-//!   edgefit's scalar kernel and a streaming-read probe, all from the same run (one thread).
-//! - **e2e** `[--model PATH] [--threads 1,2]`: one GGUF end to end (default: the default
-//!   model; the Gemma 3 270M file works too), a fixed prompt (`tests/bench/prompt.txt`, ~65
-//!   tokens) and 128 greedy tokens, medians of a few runs: the `edgefit` CLI and native
-//!   llama.cpp (npm `node-llama-cpp`, prebuilt, CPU) at each thread count, the edgefit page
-//!   (`build/site`) and llama.cpp compiled to wasm (npm `@wllama/wllama`) in headless Chromium
-//!   at one thread (the page's build is single-threaded). Ratios compare with llama.cpp at the
-//!   same thread count. The llama.cpp peers are installed into `tests/bench/node_modules` on
-//!   first use (they are benchmark-only and large, so `cargo xtask setup` does not install
-//!   them). Beside the text table, `build/bench/e2e.json` holds one row per engine × runtime ×
-//!   weights × threads: `{engine, runtime, model, weights, threads, prefill_tok_s,
-//!   decode_tok_s, load_ms}` (medians; `error` instead for a row that could not run).
-//!
-//! - **kv**: every KV-cache format of the default model, accuracy and speed: see [`crate::bench_kv`].
-//!
-//! The tables are also written to `build/bench/`.
+//! `cargo xtask bench e2e [--model PATH] [--threads 1,2]`: one GGUF end to end, the edgefit CLI
+//! and page beside llama.cpp natively and in the browser (see [`crate::bench`]): plan the rows
+//! (engines × weights × threads), run each, collect medians, render the table and its JSON.
 
-use crate::util::{self, run, which};
-use crate::{bench_kv, bench_prune, build, serve, setup};
+use crate::bench::cmd::{json_lines, median_of, stdout_of};
+use crate::bench::machine::native_runtime;
+use crate::bench::options::Options;
+use crate::bench::page::{copy_bench_files, node};
+use crate::bench::table::{fmt_opt, save};
+use crate::util::{self, run};
+use crate::{build, serve, setup};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const WASM_TARGET: &str = "wasm32-unknown-unknown";
 /// Greedy tokens per e2e run (kernels.md's peer protocol).
 const E2E_TOKENS: usize = 128;
-
-/// Options after `bench [which]`.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Options {
-    /// Kernels: decode only, shorter budgets; kv: fewer tokens.
-    pub(crate) quick: bool,
-    /// E2e, kv: runs per row (the table shows medians).
-    pub(crate) runs: usize,
-    /// E2e: the thread counts the CLI and native llama.cpp run at (`--threads 1,2`).
-    pub(crate) threads: Vec<usize>,
-    /// E2e: the GGUF file (`--model PATH`; default [`setup::MODEL_PATH`]).
-    pub(crate) model: Option<PathBuf>,
-}
-
-pub fn bench(args: &[String]) -> Result<()> {
-    let (which, rest) = match args.split_first() {
-        Some((first, rest)) if !first.starts_with("--") => (first.as_str(), rest),
-        _ => ("all", args),
-    };
-    let opts = parse_options(rest)?;
-    if which != "e2e" && (opts.model.is_some() || opts.threads != [1]) {
-        bail!("--model and --threads are options of `bench e2e` only");
-    }
-    match which {
-        "kernels" => {
-            setup::setup()?;
-            kernels(&opts)
-        }
-        "e2e" => {
-            setup::setup()?;
-            e2e(&opts)
-        }
-        "kv" => {
-            setup::setup()?;
-            bench_kv::kv(&kv_options(&opts, rest))
-        }
-        "prune" => {
-            setup::setup()?;
-            bench_prune::prune(&kv_options(&opts, rest))
-        }
-        "all" => {
-            setup::setup()?;
-            kernels(&opts)?;
-            e2e(&opts)?;
-            bench_kv::kv(&kv_options(&opts, rest))?;
-            bench_prune::prune(&kv_options(&opts, rest))
-        }
-        other => {
-            bail!("unknown benchmark `{other}`: expected `kernels`, `e2e`, `kv`, `prune` or `all`")
-        }
-    }
-}
-
-/// The kv bench runs each format once unless `--runs N` says otherwise.
-fn kv_options(opts: &Options, rest: &[String]) -> Options {
-    let runs = if rest.iter().any(|a| a == "--runs") {
-        opts.runs
-    } else {
-        1
-    };
-    Options {
-        runs,
-        ..opts.clone()
-    }
-}
-
-fn parse_options(rest: &[String]) -> Result<Options> {
-    let mut opts = Options {
-        quick: false,
-        runs: 3,
-        threads: vec![1],
-        model: None,
-    };
-    let mut it = rest.iter();
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--quick" => opts.quick = true,
-            "--runs" => {
-                let v = it.next().context("`--runs` needs a number")?;
-                opts.runs = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n >= 1)
-                    .with_context(|| format!("`--runs {v}`: expected a number, 1 or more"))?;
-            }
-            "--threads" => {
-                let v = it.next().context("`--threads` needs a list such as 1,2")?;
-                opts.threads = parse_thread_list(v)?;
-            }
-            "--model" => {
-                let v = it.next().context("`--model` needs a GGUF file")?;
-                opts.model = Some(PathBuf::from(v));
-            }
-            other => bail!(
-                "unknown option `{other}` for bench: expected --quick, --runs N, --threads LIST \
-                 or --model PATH"
-            ),
-        }
-    }
-    Ok(opts)
-}
-
-/// `1,2`: distinct thread counts from 1 to 256, in the order given.
-fn parse_thread_list(v: &str) -> Result<Vec<usize>> {
-    let mut out = Vec::new();
-    for part in v.split(',') {
-        let n = part
-            .trim()
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=256).contains(n))
-            .with_context(|| {
-                format!("`--threads {v}`: `{part}` is not a thread count from 1 to 256")
-            })?;
-        if out.contains(&n) {
-            bail!("`--threads {v}`: {n} is listed twice");
-        }
-        out.push(n);
-    }
-    Ok(out)
-}
-
-fn cargo_in_root() -> Command {
-    let mut cmd = util::cargo();
-    cmd.current_dir(util::root());
-    cmd
-}
-
-/// Where the bench pages are assembled and served from.
-fn bench_site() -> PathBuf {
-    util::target_dir().join("bench/site")
-}
-
-/// Where the printed tables are saved.
-fn results_dir() -> Result<PathBuf> {
-    let dir = util::root().join("build/bench");
-    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    Ok(dir)
-}
-
-pub(crate) fn save(name: &str, text: &str) -> Result<()> {
-    let path = results_dir()?.join(name);
-    fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    println!("  (saved to {})", path.display());
-    Ok(())
-}
-
-/// Copies the static bench files of `tests/bench` into the served directory.
-fn copy_bench_files(files: &[&str]) -> Result<PathBuf> {
-    let site = bench_site();
-    fs::create_dir_all(&site).with_context(|| format!("creating {}", site.display()))?;
-    let src = util::root().join("tests/bench");
-    for f in files.iter().chain(&["index.html"]) {
-        fs::copy(src.join(f), site.join(f))
-            .with_context(|| format!("copying tests/bench/{f} to {}", site.display()))?;
-    }
-    Ok(site)
-}
-
-/// Runs a command with stderr shown live and returns its stdout.
-pub(crate) fn stdout_of(cmd: &mut Command) -> Result<String> {
-    let shown = util::display(cmd);
-    println!("  $ {shown}");
-    let out = cmd
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output()
-        .with_context(|| format!("could not start `{shown}`"))?;
-    if !out.status.success() {
-        bail!("`{shown}` failed ({})", out.status);
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-pub(crate) fn node(script: &str) -> Result<Command> {
-    let chromium =
-        which("chromium").context("`chromium` is not on PATH: run `cargo xtask setup`")?;
-    let mut cmd = Command::new("node");
-    cmd.current_dir(util::root())
-        .arg(script)
-        .env("CHROMIUM", chromium)
-        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
-    Ok(cmd)
-}
-
-// ---------------------------------------------------------------------------------------------
-// kernels
-
-fn kernels(opts: &Options) -> Result<()> {
-    println!("\n== bench kernels: native (release)");
-    run(cargo_in_root().args([
-        "build",
-        "--release",
-        "-p",
-        "edgefit-bench",
-        "--bin",
-        "edgefit-bench",
-    ]))?;
-    let exe = util::target_dir().join("release/edgefit-bench");
-    let mut cmd = Command::new(&exe);
-    // candle's CPU matmul sizes its thread pool from this: one thread, like everything else.
-    cmd.env("RAYON_NUM_THREADS", "1")
-        .env_remove("CANDLE_DEQUANTIZE_ALL");
-    if opts.quick {
-        cmd.arg("--quick");
-    }
-    let native = stdout_of(&mut cmd)?;
-    println!("\n{native}");
-    save("kernels-native.txt", &native)?;
-
-    println!("\n== bench kernels: wasm32 (release, simd128) in headless Chromium");
-    run(cargo_in_root().args([
-        "build",
-        "--release",
-        "-p",
-        "edgefit-bench",
-        "--lib",
-        "--target",
-        WASM_TARGET,
-    ]))?;
-    let wasm = util::target_dir().join(format!("{WASM_TARGET}/release/edgefit_bench.wasm"));
-    let site = copy_bench_files(&["kernels.html", "kernels.js"])?;
-    let pkg = site.join("pkg");
-    if pkg.exists() {
-        fs::remove_dir_all(&pkg)?;
-    }
-    // The module as wasm-bindgen leaves it: LLVM already optimized it at opt-level 3 (the site
-    // additionally runs wasm-opt; its effect on these loops is small).
-    run(Command::new("wasm-bindgen")
-        .args(["--target", "web", "--out-dir"])
-        .arg(&pkg)
-        .arg(&wasm))?;
-    let config = if opts.quick {
-        r#"{"ms":[1],"budget_ms":100,"min_samples":3,"slow_ms":300}"#
-    } else {
-        ""
-    };
-    let server = serve::start(&site, "127.0.0.1", 0)?;
-    let url = format!(
-        "{}kernels.html?config={}",
-        server.url(),
-        percent_encode(config)
-    );
-    let result = stdout_of(node("tests/bench/run-kernels.mjs")?.arg(&url));
-    drop(server);
-    let chromium = result?;
-    println!("\n{chromium}");
-    save("kernels-chromium.txt", &chromium)?;
-    Ok(())
-}
-
-fn percent_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
-// ---------------------------------------------------------------------------------------------
-// e2e
 
 /// One engine × runtime × weights × threads row: the runs' measurements, or why it could not
 /// run.
@@ -345,57 +64,6 @@ impl E2eRow {
         }
         v
     }
-}
-
-/// Median of the numeric field `key` (a `/`-separated path into nested objects) over `runs`,
-/// ignoring runs without it; `None` if no run has it.
-pub(crate) fn median_of(runs: &[Value], key: &str) -> Option<f64> {
-    let mut v: Vec<f64> = runs
-        .iter()
-        .filter_map(|r| get(r, key).and_then(Value::as_f64))
-        .filter(|x| x.is_finite())
-        .collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
-/// `v["a"]["b"]` for `"a/b"`.
-pub(crate) fn get<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('/').try_fold(v, |v, k| v.get(k))
-}
-
-/// Measurements of one table cell's column for one row: its runs, or why it could not run
-/// (the `kv` and `prune` benches).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Column {
-    pub(crate) runs: Vec<Value>,
-    pub(crate) error: Option<String>,
-}
-
-impl Column {
-    pub(crate) fn failed(why: impl Into<String>) -> Column {
-        Column {
-            runs: Vec::new(),
-            error: Some(why.into()),
-        }
-    }
-
-    /// Median of a numeric field (a `/`-separated path) over the runs.
-    pub(crate) fn median(&self, key: &str) -> Option<f64> {
-        median_of(&self.runs, key)
-    }
-}
-
-pub(crate) fn native_runtime() -> String {
-    format!("native {}", std::env::consts::ARCH)
 }
 
 /// The model an e2e run measures.
@@ -492,7 +160,7 @@ fn gguf_kind(path: &Path) -> String {
         .unwrap_or_else(|| "GGUF".into())
 }
 
-fn e2e(opts: &Options) -> Result<()> {
+pub(crate) fn e2e(opts: &Options) -> Result<()> {
     let root = util::root();
     let model = E2eModel::resolve(opts.model.as_deref())?;
     let prompt_file = root.join("tests/bench/prompt.txt");
@@ -761,10 +429,7 @@ fn e2e_browser(model: &E2eModel, prompt_file: &Path, runs: usize, peers: bool) -
         let out = stdout_of(&mut cmd);
         drop(edgefit);
         drop(peers_srv);
-        Ok(out?
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .collect())
+        Ok(json_lines(&out?))
     })();
     let lines = match result {
         Ok(lines) => lines,
@@ -838,10 +503,7 @@ fn e2e_llamacpp(
     });
     match result {
         Ok(out) => {
-            for v in out
-                .lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            {
+            for v in json_lines(&out) {
                 println!("    {}", summary(&v));
                 let ran = v.get("threads").and_then(Value::as_u64);
                 if ran != Some(threads as u64) {
@@ -882,13 +544,6 @@ fn wasm_sizes(dir: &Path) -> Result<Vec<(String, u64, Option<u64>)>> {
     }
     out.sort();
     Ok(out)
-}
-
-pub(crate) fn fmt_opt(v: Option<f64>, digits: usize) -> String {
-    match v {
-        Some(x) => format!("{x:.digits$}"),
-        None => "-".into(),
-    }
 }
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> String {
@@ -999,43 +654,6 @@ fn render_e2e(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    use crate::util::strings as s;
-
-    #[test]
-    fn options_parse() {
-        assert_eq!(
-            parse_options(&[]).unwrap(),
-            Options {
-                quick: false,
-                runs: 3,
-                threads: vec![1],
-                model: None,
-            }
-        );
-        let o = parse_options(&s(&["--quick", "--runs", "5"])).unwrap();
-        assert!(o.quick && o.runs == 5);
-        assert!(parse_options(&s(&["--runs", "0"])).is_err());
-        assert!(parse_options(&s(&["--fast"])).is_err());
-        assert!(bench(&s(&["nope"])).is_err());
-        assert_eq!(percent_encode(r#"{"a":1}"#), "%7B%22a%22%3A1%7D");
-        assert_eq!(kv_options(&o, &s(&["--quick"])).runs, 1);
-        assert_eq!(kv_options(&o, &s(&["--runs", "5"])).runs, 5);
-        let o = parse_options(&s(&["--threads", "1,2", "--model", "m.gguf"])).unwrap();
-        assert_eq!(o.threads, [1, 2]);
-        assert_eq!(o.model.as_deref(), Some(Path::new("m.gguf")));
-        for bad in ["0", "1,,2", "x", "257", "2,2", ""] {
-            let e = parse_options(&s(&["--threads", bad]))
-                .unwrap_err()
-                .to_string();
-            assert!(e.contains("--threads"), "{bad}: {e}");
-        }
-        assert!(parse_options(&s(&["--threads"])).is_err());
-        let e = bench(&s(&["kv", "--threads", "2"]))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("`bench e2e` only"), "{e}");
-    }
 
     #[test]
     fn gguf_kinds_come_from_the_file_name() {

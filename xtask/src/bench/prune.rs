@@ -26,15 +26,19 @@
 //! parameters, and activation vs magnitude importance at MLP 20%. A cell that cannot be
 //! measured shows `error [n]` with the reason in the notes; nothing is made up.
 
-use crate::bench::{fmt_opt, get, native_runtime, node, save, stdout_of, Column, Options};
-use crate::util::{self, run};
-use crate::{build, serve, setup};
+use crate::bench::cmd::{get, run_json};
+use crate::bench::machine::{field, host, notes};
+use crate::bench::options::Options;
+use crate::bench::page::{build_site_or_cli, page_column, site_runs};
+use crate::bench::table::{fmt_opt, save, write_commands_and_machine, Column, Notes};
+use crate::setup;
+use crate::util::{self, display};
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::fs;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -134,30 +138,56 @@ impl Drop for TempFiles {
     }
 }
 
+/// What every step of the prune bench reads.
+struct PruneRun<'a> {
+    root: PathBuf,
+    /// The release CLI.
+    exe: PathBuf,
+    opts: &'a Options,
+    /// The `--plans` file.
+    plans_file: PathBuf,
+    /// The pruned GGUFs, one per row, deleted when the run is dropped.
+    temp: TempFiles,
+}
+
 pub(crate) fn prune(opts: &Options) -> Result<()> {
     let started = Instant::now();
     let root = util::root();
     let exe = util::target_dir().join("release/edgefit");
 
     println!("\n== bench prune: release site and CLI");
-    let site_error = match build::build_site() {
-        Ok(()) => None,
-        Err(e) => {
-            println!("  ! the site did not build, the page column will show why: {e:#}");
-            run(util::cargo().current_dir(&root).args([
-                "build",
-                "--release",
-                "-p",
-                "edgefit-cli",
-            ]))?;
-            Some(format!("the site did not build: {e:#}"))
-        }
-    };
+    let site_error = build_site_or_cli(&root)?;
 
-    let native_runs = opts.runs.max(3);
+    let (mut bench, temp, plans_file) = plan(opts)?;
+    let run = PruneRun {
+        root,
+        exe,
+        opts,
+        plans_file,
+        temp,
+    };
+    prune_columns(&run, &mut bench);
+    estimate_columns(&run, &mut bench);
+    page_columns(&run, &mut bench, site_error)?;
+    drop(run);
+
+    bench.machine = machine(&bench);
+    let table = render_prune(&bench);
+    println!("\n{table}");
+    save("prune.md", &table)?;
+    println!(
+        "  (bench prune took {:.1} min)",
+        started.elapsed().as_secs_f64() / 60.0
+    );
+    Ok(())
+}
+
+/// The plan: one row per configuration, its `--plans` entry (written to a file for one
+/// `edgefit prune` process) and the temporary GGUF it is saved to.
+fn plan(opts: &Options) -> Result<(PruneBench, TempFiles, PathBuf)> {
     let mut bench = PruneBench {
         runs: opts.runs,
-        native_runs,
+        native_runs: opts.runs.max(3),
         quick: opts.quick,
         ..PruneBench::default()
     };
@@ -186,6 +216,17 @@ pub(crate) fn prune(opts: &Options) -> Result<()> {
     fs::write(&plans_file, serde_json::to_string_pretty(&plans)?)
         .with_context(|| format!("writing {}", plans_file.display()))?;
 
+    Ok((bench, temp, plans_file))
+}
+
+/// The prune column: one `edgefit prune --plans` process (load, calibrate, then per plan
+/// prune, score, save and time).
+fn prune_columns(run: &PruneRun, bench: &mut PruneBench) {
+    let root = run.root.clone();
+    let exe = run.exe.clone();
+    let plans_file = run.plans_file.clone();
+    let opts = run.opts;
+    let native_runs = bench.native_runs;
     // One process: load, calibrate, then per plan prune, score, save and time.
     println!("\n== bench prune: edgefit prune --plans (native, release)");
     let max_tokens: &[&str] = if opts.quick {
@@ -250,7 +291,13 @@ pub(crate) fn prune(opts: &Options) -> Result<()> {
             }
         }
     }
+}
 
+/// The estimate column: `edgefit estimate` on each pruned GGUF.
+fn estimate_columns(run: &PruneRun, bench: &mut PruneBench) {
+    let root = run.root.clone();
+    let exe = run.exe.clone();
+    let temp = &run.temp;
     // The estimator on each pruned GGUF.
     println!("\n== bench prune: edgefit estimate per pruned model ({DEVICE})");
     let prompt_tokens = bench
@@ -277,7 +324,8 @@ pub(crate) fn prune(opts: &Options) -> Result<()> {
         if let Some(p) = prompt_tokens {
             cmd.args(["--prompt-tokens", &format!("{p:.0}")]);
         }
-        row.estimate = match json_of(&mut cmd) {
+        let shown = display(&cmd);
+        row.estimate = match run_json(&mut cmd, &shown, false) {
             Ok(v) => Column {
                 runs: vec![v],
                 error: None,
@@ -285,7 +333,13 @@ pub(crate) fn prune(opts: &Options) -> Result<()> {
             Err(e) => Column::failed(format!("{e:#}")),
         };
     }
+}
 
+/// The page column: the real page in headless Chromium on each pruned GGUF (or why not).
+fn page_columns(run: &PruneRun, bench: &mut PruneBench, site_error: Option<String>) -> Result<()> {
+    let root = run.root.clone();
+    let opts = run.opts;
+    let temp = &run.temp;
     // The page in headless Chromium, one pruned GGUF after the other.
     println!("\n== bench prune: the edgefit page in headless Chromium (local GGUF files)");
     bench.commands.push(format!(
@@ -303,28 +357,24 @@ pub(crate) fn prune(opts: &Options) -> Result<()> {
     let page = match site_error {
         Some(why) => Err(anyhow::anyhow!(why)),
         None if models.is_empty() => Err(anyhow::anyhow!("no pruned model to load")),
-        None => page_runs(&root, &models, opts.runs),
+        None => site_runs(
+            &root,
+            "tests/bench/run-prune.mjs",
+            &root.join(PROMPT),
+            GEN_TOKENS,
+            opts.runs,
+            &[("MODELS", serde_json::to_string(&models)?)],
+        ),
     };
     match page {
         Ok(lines) => {
             for row in &mut bench.rows {
-                for v in lines
-                    .iter()
-                    .filter(|v| v.get("name").and_then(Value::as_str) == Some(&row.name))
-                {
-                    if let Some(err) = v.get("error").and_then(Value::as_str) {
-                        row.page.error = Some(err.to_string());
-                    } else {
-                        row.page.runs.push(v.clone());
-                    }
-                }
-                if row.page.runs.is_empty() && row.page.error.is_none() {
-                    row.page.error = Some(if row.prune.runs.is_empty() {
-                        "no pruned model (see the prune column)".into()
-                    } else {
-                        "run-prune.mjs printed no measurement".into()
-                    });
-                }
+                let missing = if row.prune.runs.is_empty() {
+                    "no pruned model (see the prune column)"
+                } else {
+                    "run-prune.mjs printed no measurement"
+                };
+                row.page = page_column(&lines, "name", &row.name, missing);
             }
         }
         Err(e) => {
@@ -334,16 +384,6 @@ pub(crate) fn prune(opts: &Options) -> Result<()> {
             }
         }
     }
-    drop(temp);
-
-    bench.machine = machine(&bench);
-    let table = render_prune(&bench);
-    println!("\n{table}");
-    save("prune.md", &table)?;
-    println!(
-        "  (bench prune took {:.1} min)",
-        started.elapsed().as_secs_f64() / 60.0
-    );
     Ok(())
 }
 
@@ -388,99 +428,21 @@ fn prune_lines(cmd: &mut Command, shown: &str) -> Result<Vec<Value>> {
     Ok(lines)
 }
 
-/// Runs `cmd` (stdout and stderr captured) and parses its last JSON line; a failure says the
-/// last line of its stderr.
-fn json_of(cmd: &mut Command) -> Result<Value> {
-    let shown = util::display(cmd);
-    println!("  $ {shown}");
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("could not start `{shown}`"))?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        let last = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        println!("    failed ({}): {last}", out.status);
-        anyhow::bail!("failed ({}): {last}", out.status);
-    }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str::<Value>(l).ok())
-        .context("printed no JSON")
-}
-
-/// Serves build/site and runs `tests/bench/run-prune.mjs`: its JSON lines.
-fn page_runs(root: &Path, models: &[Value], runs: usize) -> Result<Vec<Value>> {
-    let server = serve::start(&root.join("build/site"), "127.0.0.1", 0)?;
-    let mut cmd = node("tests/bench/run-prune.mjs")?;
-    cmd.env("EDGEFIT_URL", server.url())
-        .env("PROMPT_FILE", root.join(PROMPT))
-        .env("TOKENS", GEN_TOKENS.to_string())
-        .env("RUNS", runs.to_string())
-        .env("MODELS", serde_json::to_string(models)?);
-    let out = stdout_of(&mut cmd);
-    drop(server);
-    Ok(out?
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .collect())
-}
-
 /// The machine and runtimes, for the notes.
 fn machine(bench: &PruneBench) -> Vec<String> {
-    let cpu = fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get().to_string())
-        .unwrap_or_else(|_| "?".into());
-    let s = |v: &Value, k: &str| get(v, k).and_then(Value::as_str).unwrap_or("?").to_string();
-    let native = bench.rows.iter().find_map(|r| r.prune.runs.first());
-    let mut out = vec![match native {
+    let native = match bench.rows.iter().find_map(|r| r.prune.runs.first()) {
         Some(v) => format!(
-            "{} ({cpu}, {cores} cores), edgefit CLI: weights {} (embedding {}), kernel {}, KV {}",
-            native_runtime(),
-            s(v, "speed/weights"),
-            s(v, "speed/embedding"),
-            s(v, "speed/kernel"),
-            s(v, "speed/kv_format")
+            "{}, edgefit CLI: weights {} (embedding {}), kernel {}, KV {}",
+            host(),
+            field(v, "speed/weights"),
+            field(v, "speed/embedding"),
+            field(v, "speed/kernel"),
+            field(v, "speed/kv_format")
         ),
-        None => format!("{} ({cpu}, {cores} cores)", native_runtime()),
-    }];
-    if let Some(load) = fs::read_to_string("/proc/loadavg").ok().and_then(|l| {
-        l.split_whitespace()
-            .take(3)
-            .map(str::to_string)
-            .reduce(|a, b| a + " " + &b)
-    }) {
-        out.push(format!(
-            "load average (1, 5, 15 min) when the table was printed: {load} (the speed columns \
-             assume an otherwise idle machine)"
-        ));
-    }
+        None => host(),
+    };
     let page = bench.rows.iter().find_map(|r| r.page.runs.first());
-    out.push(match page {
-        Some(v) => format!(
-            "{}, edgefit page: weights {}, kernel {}, KV {}",
-            s(v, "runtime"),
-            s(v, "weights"),
-            s(v, "kernel"),
-            s(v, "kv_format")
-        ),
-        None => "Chromium: the page did not run (see the notes)".into(),
-    });
-    out
+    notes(native, page, true)
 }
 
 /// `9/3 h`, or `6–9/3 h` when layers differ: a per-layer field as one value or its range.
@@ -612,31 +574,7 @@ fn render_prune(b: &PruneBench) -> String {
          the prediction for what the measured × columns show here"
     );
 
-    let mut notes: Vec<String> = Vec::new();
-    let mut cell = |col: &Column, what: &str, name: &str, value: String| -> String {
-        let one_line = |e: &str| {
-            e.lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect::<Vec<_>>()
-                .join(" / ")
-        };
-        match &col.error {
-            Some(err) if col.runs.is_empty() => {
-                notes.push(format!("{what} {name}: {}", one_line(err)));
-                format!("error [{}]", notes.len())
-            }
-            Some(err) => {
-                notes.push(format!(
-                    "{what} {name}: {} run(s), then: {}",
-                    col.runs.len(),
-                    one_line(err)
-                ));
-                format!("{value} [{}]", notes.len())
-            }
-            None => value,
-        }
-    };
+    let mut notes = Notes::new();
 
     let _ = writeln!(
         s,
@@ -654,7 +592,7 @@ fn render_prune(b: &PruneBench) -> String {
         let native = num(r, "speed/decode_tok_s");
         let page = r.page.median("decode_tok_s");
         let est = r.estimate.median("latency/decode_tok_s");
-        let first = cell(
+        let first = notes.cell(
             &r.prune,
             "edgefit prune",
             &r.name,
@@ -665,8 +603,8 @@ fn render_prune(b: &PruneBench) -> String {
             Some(n) if n < GEN_TOKENS as f64 => format!("{} ({n:.0} tok)", fmt_opt(page, 1)),
             _ => fmt_opt(page, 1),
         };
-        let page_cell = cell(&r.page, "page", &r.name, page_value);
-        let est_cell = cell(&r.estimate, "estimate", &r.name, fmt_opt(est, 1));
+        let page_cell = notes.cell(&r.page, "page", &r.name, page_value);
+        let est_cell = notes.cell(&r.estimate, "estimate", &r.name, fmt_opt(est, 1));
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -783,30 +721,19 @@ fn render_prune(b: &PruneBench) -> String {
             ));
         }
     }
-    if !notes.is_empty() {
-        let _ = writeln!(s, "\n## Notes\n");
-        for (i, n) in notes.iter().enumerate() {
-            let _ = writeln!(s, "- [{}] {n}", i + 1);
-        }
-    }
+    notes.write(&mut s, "\n## Notes\n");
     let _ = writeln!(s, "\n## Plans\n");
     for r in &b.rows {
         let _ = writeln!(s, "- {}: `{}`", r.name, r.spec);
     }
-    let _ = writeln!(s, "\n## Commands\n");
-    for c in &b.commands {
-        let _ = writeln!(s, "- `{c}`");
-    }
-    let _ = writeln!(s, "\n## Machine\n");
-    for m in &b.machine {
-        let _ = writeln!(s, "- {m}");
-    }
+    write_commands_and_machine(&mut s, &b.commands, &b.machine);
     s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::table::assert_contains_all;
 
     fn shapes(n: usize, heads: u64, ffn: u64) -> Value {
         Value::Array(
@@ -884,42 +811,22 @@ mod tests {
             machine: vec!["native x86_64".into()],
         };
         let t = render_prune(&bench);
-        assert!(t.contains("| baseline | 30L 9/3h qk64 v64 ffn1536 | 134.52 M | 100.0% | 89.9 MB | 46080 | 5.000 | 1.000 | 60.0 | 1.00× | 45.0 | 1.00× | 120.0 | 1.00× |"), "{t}");
-        assert!(
-            t.contains("| MLP 20% | 30L 6–9/3h qk64 v64 ffn1229 | 118.60 M | 88.2% |"),
-            "{t}"
-        );
-        assert!(
-            t.contains("| 8.000 | 1.600 | 70.0 | 1.17× | 52.5 | 1.17× | 140.0 | 1.17× |"),
-            "{t}"
-        );
-        assert!(t.contains("| V dims 20% | error [1] | - | - |"), "{t}");
-        assert!(
-            t.contains("- [1] edgefit prune V dims 20%: out of memory / more"),
-            "{t}"
-        );
-        assert!(t.contains("| 52.5 (10 tok) [4] | 1.17× |"), "{t}");
-        assert!(
-            t.contains(
-                "- [5] page MLP 20% (magnitude): a run was retried once after: page.goto: Timeout"
-            ),
-            "{t}"
-        );
-        assert!(
-            t.contains("- [4] page MLP 20% (magnitude): 2 run(s), then: timeout"),
-            "{t}"
-        );
-        assert!(t.contains("**MLP 30% + V dims 25%** — 79.5% of the parameters, ppl 12.000 (2.400 × the baseline's)"), "{t}");
-        assert!(t.contains("activation ppl 8.000, magnitude ppl 1000.000 (baseline 5.000): activation is better by 125.00×"), "{t}");
-        assert!(
-            t.contains("the first 1024 predictions of its 5779 tokens"),
-            "{t}"
-        );
-        assert!(
-            t.contains(
-                "calibrated on 2048 tokens of models/calibration.txt (60 s, once for every row)"
-            ),
-            "{t}"
+        assert_contains_all(
+            &t,
+            &[
+                "| baseline | 30L 9/3h qk64 v64 ffn1536 | 134.52 M | 100.0% | 89.9 MB | 46080 | 5.000 | 1.000 | 60.0 | 1.00× | 45.0 | 1.00× | 120.0 | 1.00× |",
+                "| MLP 20% | 30L 6–9/3h qk64 v64 ffn1229 | 118.60 M | 88.2% |",
+                "| 8.000 | 1.600 | 70.0 | 1.17× | 52.5 | 1.17× | 140.0 | 1.17× |",
+                "| V dims 20% | error [1] | - | - |",
+                "- [1] edgefit prune V dims 20%: out of memory / more",
+                "| 52.5 (10 tok) [4] | 1.17× |",
+                "- [5] page MLP 20% (magnitude): a run was retried once after: page.goto: Timeout",
+                "- [4] page MLP 20% (magnitude): 2 run(s), then: timeout",
+                "**MLP 30% + V dims 25%** — 79.5% of the parameters, ppl 12.000 (2.400 × the baseline's)",
+                "activation ppl 8.000, magnitude ppl 1000.000 (baseline 5.000): activation is better by 125.00×",
+                "the first 1024 predictions of its 5779 tokens",
+                "calibrated on 2048 tokens of models/calibration.txt (60 s, once for every row)",
+            ],
         );
     }
 
