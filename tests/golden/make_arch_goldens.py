@@ -8,7 +8,7 @@ test-time dependency; the run is offline and takes about a minute):
     python3 -m venv /work/venv
     /work/venv/bin/pip install torch transformers accelerate safetensors tokenizers gguf numpy \
         sentencepiece protobuf
-    /work/venv/bin/python tests/golden/make_arch_goldens.py
+    /work/venv/bin/python tests/golden/make_arch_goldens.py [--only CASE ...]
 
 Last run with: Python 3.11.7, torch 2.15.0 (CPU), transformers 5.24.0, tokenizers 0.23.3,
 sentencepiece 0.2.3, protobuf 7.36.2, gguf 0.19.0, safetensors 0.8.0, numpy 2.4.6.
@@ -469,6 +469,13 @@ CASES = [
                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
         final_logit_softcapping=None, attn_logit_softcapping=None),
      ("spm", None), "v4", "gemma3", True, 6),
+    # Mistral with a window narrower than the prompts and the greedy continuation:
+    # transformers masks every layer with it (create_sliding_window_causal_mask).
+    ("mistral_swa", "mistral", dict(COMMON, head_dim=8, tie_word_embeddings=False,
+                                    sliding_window=4,
+                                    rope_parameters={"rope_type": "default",
+                                                     "rope_theta": 10000.0}),
+     ("bpe", "llama-bpe"), "v4", None, False, 9),
     ("phi3", "phi3", dict(COMMON, tie_word_embeddings=False,
                           rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                            "partial_rotary_factor": 0.5},
@@ -484,6 +491,7 @@ def make_config(model_type, kw):
     cfg.architectures = [{
         "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
         "gemma3_text": "Gemma3ForCausalLM", "gemma2": "Gemma2ForCausalLM", "phi3": "Phi3ForCausalLM",
+        "mistral": "MistralForCausalLM",
     }[model_type]]
     cfg.dtype = "float32"
     return cfg
@@ -506,8 +514,12 @@ def main():
     assert sp.get_piece_size() == VOCAB
     assert bpe.token_to_id("<|im_end|>") == 2 and bpe.token_to_id("<|endoftext|>") == 0
 
+    # `--only NAME ...`: regenerate those cases only (the others' files stay as they are).
+    only = sys.argv[sys.argv.index("--only") + 1:] if "--only" in sys.argv else None
     summary = []
     for name, mtype, kw, (kind, pre), style, garch, q8, seed in CASES:
+        if only is not None and name not in only:
+            continue
         d = os.path.join(OUT, name)
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
@@ -584,6 +596,15 @@ def main():
             if ds < 0.1:
                 sys.exit(f"llama3: RoPE scaling changes the logits by only {ds}")
             g["scaling_effect"] = f"max |logit diff| vs the same weights with plain RoPE: {ds:.3f}"
+        if name == "mistral_swa":
+            # The window is in effect: the same weights attending to every token differ.
+            full = make_config(mtype, dict(kw, sliding_window=None))
+            unmasked = AutoModelForCausalLM.from_pretrained(
+                d, config=full, attn_implementation="eager", dtype=torch.float32).eval()
+            dw = max_diff(loaded, unmasked, tok, kind)
+            if dw < 0.1:
+                sys.exit(f"mistral_swa: the sliding window changes the logits by only {dw}")
+            g["window_effect"] = f"max |logit diff| vs the same weights without the window: {dw:.3f}"
         if name == "llama3_rope_parameters":
             # The same weights as llama3: the logits must be identical; golden.json points there.
             ref = json.load(open(os.path.join(OUT, "llama3", "golden.json")))

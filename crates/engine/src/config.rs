@@ -86,6 +86,13 @@ pub struct Arch {
     pub fused: bool,
     /// Sliding-window layout of GGUF files ([`GgufSwa`]); `None`: no sliding layers in GGUF.
     pub gguf_swa: Option<GgufSwa>,
+    /// An HF `sliding_window` narrower than the context makes every layer slide, with the
+    /// global RoPE: transformers' Mistral and Phi-3 mask with it whenever it is set
+    /// (`create_sliding_window_causal_mask`). Elsewhere, without a [`GgufSwa`], a window is
+    /// refused, or ignored where transformers ignores it too (Qwen2 without
+    /// `use_sliding_window`). GGUF files do not use this: llama.cpp disables Phi-3's window, so
+    /// the two references differ and the GGUF loader refuses a narrower one.
+    pub every_layer_slides: bool,
     /// HF tensor names that differ from the LLaMA ones ([`crate::weights::LayerPart::hf_name`]).
     pub hf_names: &'static [(LayerPart, &'static str)],
     /// GGUF tensor names that differ from the LLaMA ones
@@ -116,6 +123,7 @@ const LLAMA: Arch = Arch {
     activation: Activation::Silu,
     fused: false,
     gguf_swa: None,
+    every_layer_slides: false,
     hf_names: &[],
     gguf_names: &[],
     gguf_partial_rope: false,
@@ -130,6 +138,7 @@ pub const ARCHS: [Arch; 6] = [
         name: "mistral",
         hf_class: "MistralForCausalLM",
         family: Family::Mistral,
+        every_layer_slides: true,
         ..LLAMA
     },
     Arch {
@@ -195,6 +204,7 @@ pub const ARCHS: [Arch; 6] = [
             (LayerPart::Up, "ffn_up.weight"),
         ],
         gguf_partial_rope: true,
+        every_layer_slides: true,
         exportable: false,
         ..LLAMA
     },

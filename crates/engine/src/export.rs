@@ -369,6 +369,13 @@ fn hf_tensors(model: &Model) -> Result<Vec<(String, Source<'_>)>> {
 /// RoPE) has no writer yet ([`crate::config::Arch::exportable`]).
 pub(crate) fn exportable(c: &LlamaConfig) -> Result<crate::config::Arch> {
     let arch = c.arch()?;
+    if arch.exportable && c.sliding_window.is_some() {
+        return Err(EngineError::Unsupported(format!(
+            "exporting `{}` with a sliding window ({} tokens): the writers do not write one, and without it the file would attend to every token",
+            arch.name,
+            c.sliding_window.unwrap_or(0)
+        )));
+    }
     if !arch.exportable {
         return Err(EngineError::Unsupported(format!(
             "exporting `{}` (its writer for Gemma-style norms, sliding layers and fused or partially rotated tensors is not implemented; only llama, mistral, qwen2 and qwen3 are written)",

@@ -290,7 +290,7 @@ pub fn load_hf_within(
         head_dim,
         ffn: hf.intermediate_size,
         vocab: hf.vocab_size,
-        context_length: hf.max_position_embeddings.unwrap_or(2048),
+        context_length: hf.max_position_embeddings.unwrap_or(DEFAULT_CONTEXT),
         rope_base: hf.rope.theta.unwrap_or(10_000.0),
         rope_scaling: hf.rope.scaling.clone(),
         rms_eps: hf.rms_norm_eps.unwrap_or(1e-5),
@@ -415,15 +415,28 @@ pub fn load_hf_within(
     Ok((Model::new(config, weights), tokenizer))
 }
 
+/// The context of a `config.json` without `max_position_embeddings`.
+const DEFAULT_CONTEXT: usize = 2048;
+
 /// The sliding window and which layers use it, from `sliding_window` with `layer_types`
 /// (transformers 5) or `sliding_window_pattern` (transformers 4 Gemma 3: layer `i` slides unless
 /// `(i + 1) % pattern == 0`). Only architectures with a GGUF sliding layout
-/// ([`Arch::gguf_swa`], Gemma 3) slide; a sliding window elsewhere is refused by the
-/// `use_sliding_window` check or ignored when that flag is absent, as transformers does for
-/// Qwen2/Mistral.
+/// ([`Arch::gguf_swa`], Gemma 3) or whose every layer slides with a window
+/// ([`Arch::every_layer_slides`], Mistral, Phi-3) slide; a sliding window elsewhere is refused by
+/// the `use_sliding_window` check or ignored when that flag is absent, as transformers does for
+/// Qwen2.
 fn sliding_layout(hf: &HfConfig, desc: Arch) -> Result<(Option<usize>, Vec<bool>)> {
     let n = hf.num_hidden_layers;
     let Some(swa) = desc.gguf_swa else {
+        if desc.every_layer_slides {
+            // Every layer slides when the window is narrower than the context (a window as
+            // wide as the context never leaves a key out: full attention exactly).
+            let context = hf.max_position_embeddings.unwrap_or(DEFAULT_CONTEXT);
+            return Ok(match hf.sliding_window {
+                Some(w) if w < context => (Some(w), vec![true; n]),
+                _ => (None, Vec::new()),
+            });
+        }
         if let Some(types) = &hf.layer_types {
             if types.iter().any(|t| t != "full_attention") {
                 return Err(EngineError::Unsupported(format!(

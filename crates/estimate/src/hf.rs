@@ -350,13 +350,23 @@ impl ModelSpec {
 
 /// Each layer's sliding window (Gemma 3): `sliding_window` on the layers `layer_types` marks
 /// `sliding_attention` (transformers 5), or, without `layer_types`, on every layer but each
-/// `sliding_window_pattern`-th (transformers 4; default 6). Other families: none (Mistral's and
-/// Qwen2's windows are not modelled; the engine refuses them).
+/// `sliding_window_pattern`-th (transformers 4; default 6). Mistral and Phi-3: every layer when
+/// the window is narrower than `max_position_embeddings` (transformers masks with it whenever
+/// it is set; the engine runs it the same). Other families: none (Qwen2's window needs
+/// `use_sliding_window`, which the engine refuses).
 fn sliding_windows(v: &Value, family: Family, n: u32) -> Result<Vec<Option<u32>>> {
     let none = vec![None; n as usize];
     let Some(w) = get_u32(v, "sliding_window")? else {
         return Ok(none);
     };
+    if matches!(family, Family::Mistral | Family::Phi3) {
+        let narrower = get_u32(v, "max_position_embeddings")?.is_none_or(|c| w < c);
+        return Ok(if narrower {
+            vec![Some(w); n as usize]
+        } else {
+            none
+        });
+    }
     if family != Family::Gemma3 {
         return Ok(none);
     }

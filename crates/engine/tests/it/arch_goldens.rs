@@ -125,6 +125,7 @@ fn every_implemented_architecture_matches_transformers() {
         ("gemma3", "gemma3"),
         ("gemma3_gguf", "gemma3_gguf"),
         ("phi3", "phi3"),
+        ("mistral_swa", "mistral_swa"),
     ];
     for (case, golden_case) in cases {
         let golden: serde_json::Value =
@@ -233,6 +234,44 @@ fn gemma3_sliding_layers_hold_their_window_and_the_estimated_bytes() {
             assert!(d <= budget, "{label} {format}: {d}");
         }
     }
+}
+
+/// Mistral with `sliding_window` = 4 below its context: every layer slides (transformers masks
+/// with the window whenever it is set; the goldens of `every_implemented_architecture_...`
+/// cover the logits, with prompts and greedy tokens past the window), the KV cache holds the
+/// window and the estimator counts the same bytes from the same `config.json`; exporting it is
+/// refused (the writers have no window to write).
+#[test]
+fn mistral_sliding_window_slides_every_layer_and_the_estimate_follows() {
+    use edgefit_estimate::{kv_bytes, KvFormat, ModelSpec};
+    let (mut model, tok) = from_hf("mistral_swa");
+    assert_eq!(model.config.sliding_window, Some(4));
+    assert_eq!(model.config.sliding_layers, [true, true]);
+    let spec = ModelSpec::from_hf_config("", &text("mistral_swa", "config.json")).unwrap();
+    assert!(spec.layers.iter().all(|l| l.sliding_window == Some(4)));
+    let tokens: Vec<u32> = (0..20).map(|i| 3 + (i * 7) % 300).collect();
+    for format in KvFormat::ALL.iter().copied() {
+        model.kv_format = format;
+        let mut cache = model.new_cache(256);
+        let mut fed = 0;
+        for piece in [9usize, 1, 10] {
+            model
+                .forward(&tokens[fed..fed + piece], &mut cache, Logits::Last)
+                .unwrap();
+            fed += piece;
+            assert_eq!(
+                cache.bytes(),
+                kv_bytes(&spec, format, fed as u64),
+                "{format} at {fed}"
+            );
+        }
+    }
+    let err =
+        edgefit_engine::export::hf_files(&model, &tok, edgefit_engine::export::ExportDType::F32)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+    assert!(err.contains("sliding window"), "{err}");
 }
 
 /// Top-10 logits per position and greedy tokens of `golden-q8_0.json` (the HF model holding
