@@ -13,25 +13,11 @@ use crate::config::LlamaConfig;
 use crate::error::{EngineError, Result};
 use crate::kv_cache::KvCache;
 use crate::model::{Logits, Model};
+pub use crate::platform::Platform;
 use crate::prune::{ActivationStats, PrunePlan, PruneReport};
 use crate::sampler::{Sampler, SamplerConfig};
 use crate::tokenizer::{TextStream, TextTokenizer, TokenizerInfo};
 use crate::weights::{LoadOptions, WeightsSummary};
-
-/// What the engine needs from where it runs.
-pub trait Platform {
-    /// Milliseconds from an arbitrary fixed origin, monotonic.
-    fn now_ms(&self) -> f64;
-    /// Peak memory of the process so far in bytes (peak RSS natively; the wasm linear memory
-    /// size in a browser, which only grows).
-    fn peak_bytes(&self) -> u64;
-    /// Bytes of heap in use right now, where the platform counts its allocations (the wasm
-    /// build's global allocator does; natively this is `None`). Unlike the peak, it falls when
-    /// memory is freed, so it shows what the engine holds between turns.
-    fn heap_bytes(&self) -> Option<u64> {
-        None
-    }
-}
 
 /// Settings of one generation.
 #[derive(Debug, Clone, Copy, PartialEq)]

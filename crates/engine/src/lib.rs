@@ -26,9 +26,14 @@ pub mod kv_cache;
 pub mod kv_eval;
 pub mod microbench;
 pub mod model;
+/// The native [`Platform`] at its earlier path ([`platform::NativePlatform`]).
 #[cfg(not(target_arch = "wasm32"))]
-pub mod native;
+pub mod native {
+    pub use crate::platform::{peak_rss_bytes, NativePlatform};
+}
+pub(crate) mod ops;
 pub mod perplexity;
+pub mod platform;
 pub mod prune;
 pub mod sampler;
 pub mod synthetic;
@@ -37,14 +42,14 @@ pub mod weights;
 
 pub use config::LlamaConfig;
 pub use engine::{
-    Engine, FinishReason, GenerateOptions, Metrics, ModelInfo, Platform, PrefillProgress,
-    PREFILL_CHUNK,
+    Engine, FinishReason, GenerateOptions, Metrics, ModelInfo, PrefillProgress, PREFILL_CHUNK,
 };
 pub use error::{EngineError, Result};
 pub use kv_cache::KvCache;
 pub use kv_eval::{kv_eval, KvEvalOptions, KvEvalReport, KvFormatEval};
 pub use model::{Logits, Model, ProbePoint};
 pub use perplexity::{perplexity, perplexity_of_text, PerplexityOptions, PerplexityReport};
+pub use platform::Platform;
 pub use prune::{
     collect_stats, limits, prune, ActivationStats, Allocation, Importance, LayerRatios,
     PruneLimits, PrunePlan, PruneReport,

@@ -49,7 +49,8 @@ use edgefit_kernels::{
     W4Matrix,
 };
 
-use crate::engine::{Engine, GenerateOptions, Platform, PREFILL_CHUNK};
+use crate::engine::{Engine, GenerateOptions, PREFILL_CHUNK};
+use crate::platform::Platform;
 use crate::sampler::SamplerConfig;
 use crate::synthetic;
 use crate::weights::LoadOptions;
@@ -480,7 +481,7 @@ impl MeasureRun {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
-    use crate::native::NativePlatform;
+    use crate::platform::NativePlatform;
     use std::cell::Cell;
 
     /// The engine platform of the overhead probe in these tests.

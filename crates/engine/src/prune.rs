@@ -106,8 +106,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{LayerShape, LlamaConfig};
 use crate::error::{EngineError, Result};
-use crate::kv_eval::cosine;
 use crate::model::{Logits, Model, ProbePoint};
+use crate::ops::cosine;
 use crate::weights::{LayerWeights, LoadOptions, Weights, WeightsFormat};
 
 /// How a unit's importance is measured (see the module docs for the formulas).
