@@ -14,6 +14,8 @@ use crate::error::{EngineError, Result};
 use crate::kv_cache::KvCache;
 use crate::model::{Logits, Model};
 pub use crate::platform::Platform;
+/// At its earlier path: [`crate::prune::merge_stats`].
+pub use crate::prune::merge_stats;
 use crate::prune::{ActivationStats, PrunePlan, PruneReport};
 use crate::sampler::{Sampler, SamplerConfig};
 use crate::tokenizer::{TextStream, TextTokenizer, TokenizerInfo};
@@ -602,7 +604,7 @@ impl Engine {
     /// [`collect_stats`](crate::prune::collect_stats) of the loaded (unpruned) model over
     /// `tokens`, to run a long calibration piece by piece: statistics of consecutive pieces,
     /// each a whole number of windows (the last may be shorter), merged with
-    /// [`merge_stats`] equal those of one run over all of them.
+    /// [`merge_stats`](crate::prune::merge_stats) equal those of one run over all of them.
     pub fn calibrate_tokens(&self, tokens: &[u32], window: usize) -> Result<ActivationStats> {
         crate::prune::collect_stats(self.unpruned_model(), tokens, window)
     }
@@ -714,50 +716,4 @@ fn rate(tokens: usize, ms: f64) -> f64 {
     } else {
         0.0
     }
-}
-
-/// Statistics of two consecutive calibration pieces as one ([`Engine::calibrate_tokens`]):
-/// sums add, block influence is averaged over all tokens. Errors when their shapes differ.
-pub fn merge_stats(a: ActivationStats, b: &ActivationStats) -> Result<ActivationStats> {
-    let fits = a.layers.len() == b.layers.len()
-        && a.layers.iter().zip(&b.layers).all(|(x, y)| {
-            x.attn_in.len() == y.attn_in.len()
-                && x.attn_out.len() == y.attn_out.len()
-                && x.mlp_in.len() == y.mlp_in.len()
-                && x.mlp_mid.len() == y.mlp_mid.len()
-        });
-    if !fits {
-        return Err(EngineError::Setting {
-            name: "calibration",
-            value: "statistics of differently shaped models".into(),
-            expected: "pieces collected on the same model".into(),
-        });
-    }
-    let tokens = a.tokens + b.tokens;
-    let (wa, wb) = if tokens == 0 {
-        (0.0, 0.0)
-    } else {
-        (
-            a.tokens as f64 / tokens as f64,
-            b.tokens as f64 / tokens as f64,
-        )
-    };
-    let add = |x: &mut Vec<f64>, y: &[f64]| {
-        for (p, q) in x.iter_mut().zip(y) {
-            *p += q;
-        }
-    };
-    let mut layers = a.layers;
-    for (x, y) in layers.iter_mut().zip(&b.layers) {
-        add(&mut x.attn_in, &y.attn_in);
-        add(&mut x.attn_out, &y.attn_out);
-        add(&mut x.mlp_in, &y.mlp_in);
-        add(&mut x.mlp_mid, &y.mlp_mid);
-        x.block_influence = x.block_influence * wa + y.block_influence * wb;
-    }
-    Ok(ActivationStats {
-        tokens,
-        windows: a.windows + b.windows,
-        layers,
-    })
 }
