@@ -14,9 +14,7 @@ use crate::error::{EngineError, Result};
 use crate::kv_cache::KvCache;
 use crate::model::{Logits, Model};
 pub use crate::platform::Platform;
-/// At its earlier path: [`crate::prune::merge_stats`].
-pub use crate::prune::merge_stats;
-use crate::prune::{ActivationStats, PrunePlan, PruneReport};
+use crate::prune::{ActivationStats, Calibration, PrunePlan, PruneReport};
 use crate::sampler::{Sampler, SamplerConfig};
 use crate::tokenizer::{TextStream, TextTokenizer, TokenizerInfo};
 use crate::weights::{LoadOptions, WeightsSummary};
@@ -607,6 +605,25 @@ impl Engine {
     /// [`merge_stats`](crate::prune::merge_stats) equal those of one run over all of them.
     pub fn calibrate_tokens(&self, tokens: &[u32], window: usize) -> Result<ActivationStats> {
         crate::prune::collect_stats(self.unpruned_model(), tokens, window)
+    }
+
+    /// Begins a calibration of the loaded (unpruned) model on the first `max_tokens` tokens of
+    /// `text` ([`calibration_tokens`](Self::calibration_tokens)) in windows of `window`, to run
+    /// with [`calibrate_step`](Self::calibrate_step) a few windows at a time.
+    pub fn begin_calibration(
+        &self,
+        text: &str,
+        max_tokens: usize,
+        window: usize,
+    ) -> Result<Calibration> {
+        let tokens = self.calibration_tokens(text, max_tokens)?;
+        Calibration::new(self.unpruned_model(), tokens, window)
+    }
+
+    /// Runs the next `windows` windows of `calibration` on the loaded (unpruned) model
+    /// ([`Calibration::step`]); returns the tokens run so far.
+    pub fn calibrate_step(&self, calibration: &mut Calibration, windows: usize) -> Result<usize> {
+        calibration.step(self.unpruned_model(), windows)
     }
 
     /// Prunes the loaded model as `plan` says (`stats` from [`calibrate`](Self::calibrate) for

@@ -51,8 +51,8 @@ pub use model::{Logits, Model, ProbePoint};
 pub use perplexity::{perplexity, perplexity_of_text, PerplexityOptions, PerplexityReport};
 pub use platform::Platform;
 pub use prune::{
-    collect_stats, limits, prune, ActivationStats, Allocation, Importance, LayerRatios,
-    PruneLimits, PrunePlan, PruneReport,
+    collect_stats, limits, prune, ActivationStats, Allocation, Calibration, Importance,
+    LayerRatios, PruneLimits, PrunePlan, PruneReport,
 };
 pub use sampler::{Sampler, SamplerConfig};
 pub use tokenizer::TextTokenizer;

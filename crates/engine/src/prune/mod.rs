@@ -120,7 +120,7 @@ use allocate::{align, keep_indices, removal_counts};
 use plan::{check_arch, check_plan, check_stats};
 pub use plan::{limits, PruneLimits};
 use score::LayerNorms;
-pub use stats::{collect_stats, merge_stats, ActivationStats, LayerStats};
+pub use stats::{collect_stats, merge_stats, ActivationStats, Calibration, LayerStats};
 use surgery::Work;
 
 /// How a unit's importance is measured (see the module docs for the formulas).

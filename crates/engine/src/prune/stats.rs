@@ -110,8 +110,92 @@ fn add_squares(acc: &mut [f64], v: &[f32]) {
     }
 }
 
+/// A calibration run a few windows at a time, so that a caller which must stay responsive (the
+/// page's worker) reports progress between pieces: each [`step`](Self::step) collects the
+/// statistics of the next windows ([`collect_stats`]) and merges them into the ones so far
+/// ([`merge_stats`]); once [`done`](Self::done), [`stats`](Self::stats) equals one
+/// [`collect_stats`] over all the tokens (sums regrouped, equal to rounding).
+#[derive(Debug, Clone)]
+pub struct Calibration {
+    tokens: Vec<u32>,
+    window: usize,
+    /// Tokens run so far.
+    next: usize,
+    stats: Option<ActivationStats>,
+}
+
+impl Calibration {
+    /// A calibration of `model` over `tokens` in windows of `window` tokens, nothing run yet.
+    /// No tokens, or a window of 0 or longer than the model's context, is an error.
+    pub fn new(model: &Model, tokens: Vec<u32>, window: usize) -> Result<Calibration> {
+        let context = model.config.context_length;
+        if tokens.is_empty() {
+            return Err(EngineError::Setting {
+                name: "calibration",
+                value: "no tokens".into(),
+                expected: "at least one calibration token".into(),
+            });
+        }
+        if window == 0 || window > context {
+            return Err(EngineError::Setting {
+                name: "window",
+                value: window.to_string(),
+                expected: format!("1..={context} (the model's context)"),
+            });
+        }
+        Ok(Calibration {
+            tokens,
+            window,
+            next: 0,
+            stats: None,
+        })
+    }
+
+    /// Runs the next `windows` windows (fewer at the end) on `model`, the one the calibration
+    /// began on, and returns the tokens run so far (all of them once done; nothing more runs
+    /// then). `windows` of 0 is an error.
+    pub fn step(&mut self, model: &Model, windows: usize) -> Result<usize> {
+        if windows == 0 {
+            return Err(EngineError::Setting {
+                name: "windows",
+                value: "0".into(),
+                expected: "at least 1".into(),
+            });
+        }
+        if !self.done() {
+            let end = self
+                .next
+                .saturating_add(windows.saturating_mul(self.window))
+                .min(self.tokens.len());
+            let piece = collect_stats(model, &self.tokens[self.next..end], self.window)?;
+            self.stats = Some(match self.stats.take() {
+                None => piece,
+                Some(acc) => merge_stats(acc, &piece)?,
+            });
+            self.next = end;
+        }
+        Ok(self.next)
+    }
+
+    /// Whether every token has run.
+    pub fn done(&self) -> bool {
+        self.next >= self.tokens.len()
+    }
+
+    /// The tokens the calibration runs.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// The statistics over all the tokens, once [`done`](Self::done); `None` before.
+    pub fn stats(&self) -> Option<&ActivationStats> {
+        self.stats.as_ref().filter(|_| self.done())
+    }
+}
+
 /// Statistics of two consecutive calibration pieces as one
-/// ([`Engine::calibrate_tokens`](crate::Engine::calibrate_tokens)): sums add, block influence is averaged over all tokens. Errors when their shapes differ.
+/// ([`Engine::calibrate_tokens`](crate::Engine::calibrate_tokens)): sums add, block influence
+/// is averaged over all tokens. Errors when their shapes differ.
 pub fn merge_stats(a: ActivationStats, b: &ActivationStats) -> Result<ActivationStats> {
     let fits = a.layers.len() == b.layers.len()
         && a.layers.iter().zip(&b.layers).all(|(x, y)| {
