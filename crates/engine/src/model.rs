@@ -1,16 +1,19 @@
-//! Weights of a decoder-only model and its forward pass, composed from block helpers keyed by
-//! what the weights hold (q/k/v biases, q/k norms), never by the architecture's name.
+//! The forward pass of a decoder-only model over its weights ([`crate::weights`], re-exported
+//! here), composed from block helpers keyed by what the weights hold (q/k/v biases, q/k norms,
+//! sandwich norms), never by the architecture's name; the numeric helpers (RMSNorm, RoPE,
+//! softmax, the activations) are in `crate::ops`.
 //!
 //! Every matrix is row-major with one row per output feature, so a linear layer is `y = x · Wᵀ`
 //! ([`edgefit_kernels::Matrix::matmul_t_with`]), in whatever format the weights were loaded in
 //! (w4g32 by default, see [`crate::weights`]). Integer formats read the input quantized to
-//! int16 per block of 32 ([`ActQ16`]); an input shared by several matrices (q/k/v, gate/up) is
+//! int16 per block of 32 ([`edgefit_kernels::ActQ16`]); an input shared by several matrices (q/k/v, gate/up) is
 //! quantized once.
 //!
 //! RoPE uses the GGUF llama layout: within each head, element pairs `(2i, 2i+1)` rotate by
 //! `pos · base^(−2i/d) / s_i`, with the divisors `s_i` of the config's RoPE scaling
-//! ([`LlamaConfig::rope_inv_freq`]; 1 without scaling). llama.cpp's converter permutes HF's q/k weights into that layout, and
-//! the safetensors loader applies the same permutation, so one rotation serves both sources.
+//! ([`LlamaConfig::rope_inv_freq`]; 1 without scaling). llama.cpp's converter permutes HF's
+//! q/k weights into that layout, and the safetensors loader applies the same permutation, so
+//! one rotation serves both sources.
 
 use edgefit_estimate::KvFormat;
 use std::sync::{Mutex, TryLockError};
