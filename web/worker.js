@@ -6,7 +6,8 @@
 // a MessageChannel (a task with no timer clamping, unlike setTimeout) so a `stop` message from
 // the page is handled between two of them. Every message shape lives in protocol.js.
 //
-// After every step it posts the engine's metrics with the estimator's bytes for the tokens the
+// After every step it posts the engine's metrics (`metricsSince`: a JS object whose token_ms holds
+// only the decode latencies since the last piece) with the estimator's bytes for the tokens the
 // KV cache holds (the wasm's kvBytes for the loaded model's ModelSpec and the run's KV format),
 // so the page shows the measured and the estimated KV bytes side by side as the cache grows.
 // The KV format chosen with set-kv-format, like the kernel, is applied again after every load.
@@ -478,7 +479,7 @@ async function generate(p) {
     // Stop is honoured between chunks (what was fed stays in the cache for the next turn).
     for (;;) {
       if (stopRequested) return postStopped();
-      const fed = JSON.parse(engine.prefillChunk());
+      const fed = engine.prefillChunk(); // a JS object {done, total}
       if (fed.done === fed.total) break;
       post(P.prefilling(fed.done, fed.total));
       await yieldToEventLoop();
@@ -491,17 +492,17 @@ async function generate(p) {
       }
       steps += 1;
       const text = engine.step();
-      const m = JSON.parse(engine.metrics());
+      // Only what is new: the metrics (a JS object, no JSON) with the decode latencies since the
+      // last piece, so a step costs the same at token 4000 as at token 1 (the page appends them).
+      const m = engine.metricsSince(sentMs);
+      const newMs = m.token_ms;
+      sentMs += newMs.length;
       if (text === undefined || text === null) {
-        const newMs = (m.token_ms ?? []).slice(sentMs);
         const est = kvEstimate(m);
         if (newMs.length) post(P.piece('', newMs, m, est));
         post(P.done(m.finish_reason === 'stop' ? 'stop' : 'length', m, est));
         return;
       }
-      const tokenMs = m.token_ms ?? [];
-      const newMs = tokenMs.slice(sentMs);
-      sentMs = tokenMs.length;
       // Every step: the cache's tokens and bytes (measured, and the estimator's) grow live.
       post(P.piece(text, newMs, m, kvEstimate(m)));
       await yieldToEventLoop();

@@ -30,9 +30,9 @@ pub fn build() -> Result<()> {
 pub fn build_site() -> Result<()> {
     let root = util::root();
     let site = root.join("build/site");
-    let pkg = Beside::start(simd_wasm()?, "pkg", true);
+    let pkg = Beside::start(simd_wasm()?, "pkg", true, Opt::Publish);
     // `cargo xtask serve` sends COOP/COEP, so the page there runs the threaded build if present.
-    let threads = threads_wasm()?.map(|w| Beside::start(w, "pkg-threads", true));
+    let threads = threads_wasm()?.map(|w| Beside::start(w, "pkg-threads", true, Opt::Publish));
     let pkg = pkg.finish_simd()?;
     let threads = threads.map(Beside::finish_simd).transpose()?;
     let mut pkgs = vec![(pkg.as_path(), "pkg")];
@@ -60,24 +60,48 @@ pub fn build_site() -> Result<()> {
 /// the page is relative.
 pub fn site() -> Result<()> {
     setup::setup_for_site()?;
-    site_only()
+    site_only(Opt::Publish, || Ok(()))
 }
 
 /// [`site`] and the release CLI, assuming setup is done (`cargo xtask test`'s step: the page's
-/// tests run against `dist/` and compare with the CLI).
+/// tests run against `dist/` and compare with the CLI). wasm-opt runs at [`Opt::Test`], and the
+/// CLI builds beside the last wasm-opt.
 pub fn site_and_cli() -> Result<()> {
-    site_only()?;
-    build_cli()
+    site_only(Opt::Test, build_cli)
 }
 
-fn site_only() -> Result<()> {
+/// How hard wasm-opt works on each module. npm's binaryen is itself wasm, one core: on the
+/// default build `-O3` took 156 s of CPU and `-O1` 29 s (`time`, 2026-12-01), for a module 7.5 %
+/// larger than `-O3`'s (6.04 vs 5.62 MB from 7.05 MB in; `-O2`: 110 s, 5.71 MB). LLVM has
+/// already optimized the code at opt-level 3, so what `-O3` adds is mostly size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Opt {
+    /// `-O3`: what `cargo xtask site`, `build` and `demo` publish or serve.
+    Publish,
+    /// `-O1`: `cargo xtask test`'s site, whose tests check what the page does, not its size;
+    /// the three modules' `-O3` would be about 6 of the cold run's minutes.
+    Test,
+}
+
+impl Opt {
+    fn flag(self) -> &'static str {
+        match self {
+            Opt::Publish => "-O3",
+            Opt::Test => "-O1",
+        }
+    }
+}
+
+/// `dist/`, with `beside_last` run while the last module is optimized.
+fn site_only(opt: Opt, beside_last: impl FnOnce() -> Result<()>) -> Result<()> {
     let dist = util::root().join("dist");
     // Each build's wasm-bindgen + wasm-opt runs beside the next cargo build ([`Beside`]).
-    let simd = Beside::start(simd_wasm()?, "pkg", true);
-    let baseline = Beside::start(baseline_wasm()?, "pkg-baseline", false);
-    let threads = threads_wasm()?.map(|w| Beside::start(w, "pkg-threads", true));
+    let simd = Beside::start(simd_wasm()?, "pkg", true, opt);
+    let baseline = Beside::start(baseline_wasm()?, "pkg-baseline", false, opt);
+    let threads = threads_wasm()?.map(|w| Beside::start(w, "pkg-threads", true, opt));
     let simd = simd.finish_simd()?;
     let baseline = baseline.finish()?;
+    beside_last()?;
     let threads = threads.map(Beside::finish_simd).transpose()?;
     let mut pkgs = vec![
         (simd.as_path(), "pkg"),
@@ -89,8 +113,9 @@ fn site_only() -> Result<()> {
     assemble(&dist, &pkgs)?;
     fs::write(dist.join(".nojekyll"), "")?;
     println!(
-        "== site: done: {} (serve it from any static host, under any path)",
-        dist.display()
+        "== site: done: {} (wasm-opt {}; serve it from any static host, under any path)",
+        dist.display(),
+        opt.flag()
     );
     Ok(())
 }
@@ -102,9 +127,9 @@ fn site_only() -> Result<()> {
 struct Beside(std::thread::JoinHandle<Result<PathBuf>>);
 
 impl Beside {
-    fn start(wasm: PathBuf, name: &'static str, simd: bool) -> Beside {
+    fn start(wasm: PathBuf, name: &'static str, simd: bool, opt: Opt) -> Beside {
         Beside(std::thread::spawn(move || {
-            bindgen_and_optimize(&wasm, name, simd)
+            bindgen_and_optimize(&wasm, name, simd, opt)
         }))
     }
 
@@ -331,17 +356,18 @@ fn build_cli() -> Result<()> {
 }
 
 /// Runs wasm-bindgen and wasm-opt on `wasm`, into `target/xtask/<name>`, unless that output
-/// was made from this same input (size + mtime stamp). `simd`: whether wasm-opt may accept
-/// SIMD instructions. Returns the pkg directory.
-fn bindgen_and_optimize(wasm: &Path, name: &str, simd: bool) -> Result<PathBuf> {
+/// was made from this same input at this `opt` (size + mtime stamp). `simd`: whether wasm-opt may
+/// accept SIMD instructions. Returns the pkg directory.
+fn bindgen_and_optimize(wasm: &Path, name: &str, simd: bool, opt: Opt) -> Result<PathBuf> {
     let root = util::root();
     let pkg = util::xtask_dir()?.join(name);
     let stamp = util::xtask_dir()?.join(format!("{name}.stamp"));
     let (size, mtime) = util::size_mtime(wasm)
         .with_context(|| format!("cargo did not produce {}", wasm.display()))?;
     let key = format!(
-        "{size} {mtime} wasm-bindgen {} simd {simd}",
-        setup::locked_wasm_bindgen_version()?
+        "{size} {mtime} wasm-bindgen {} simd {simd} wasm-opt {}",
+        setup::locked_wasm_bindgen_version()?,
+        opt.flag()
     );
     let bg = pkg.join("edgefit_wasm_bg.wasm");
     if bg.exists() && fs::read_to_string(&stamp).ok().as_deref() == Some(key.as_str()) {
@@ -371,12 +397,13 @@ fn bindgen_and_optimize(wasm: &Path, name: &str, simd: bool) -> Result<PathBuf> 
     let flags = wasm_opt_flags(&features)?;
     let before = fs::metadata(&bg)?.len();
     println!(
-        "== build: wasm-opt -O3 (features used by the module: {})",
+        "== build: wasm-opt {} (features used by the module: {})",
+        opt.flag(),
         features.join(", ")
     );
     let wasm_opt = root.join("node_modules/.bin/wasm-opt");
     run(Command::new(&wasm_opt)
-        .arg("-O3")
+        .arg(opt.flag())
         .args(&flags)
         .arg(&bg)
         .arg("-o")

@@ -80,13 +80,20 @@ pub struct Arch {
     pub post_norms: bool,
     /// The MLP activation.
     pub activation: Activation,
-    /// HF checkpoints fuse q, k, v into one `qkv_proj` and gate, up into one `gate_up_proj`
-    /// (Phi-3): the loader splits them by rows.
-    pub hf_fused: bool,
+    /// q, k, v are one tensor and gate, up another (Phi-3: HF `qkv_proj` / `gate_up_proj`,
+    /// GGUF `attn_qkv` / `ffn_up`, rows in that order): both loaders split them by rows
+    /// ([`crate::weights::fused_rows`]), block formats at row boundaries without re-rounding.
+    pub fused: bool,
     /// Sliding-window layout of GGUF files ([`GgufSwa`]); `None`: no sliding layers in GGUF.
     pub gguf_swa: Option<GgufSwa>,
     /// HF tensor names that differ from the LLaMA ones ([`crate::weights::LayerPart::hf_name`]).
     pub hf_names: &'static [(LayerPart, &'static str)],
+    /// GGUF tensor names that differ from the LLaMA ones
+    /// ([`crate::weights::LayerPart::gguf_name_in`]; fused parts name their common tensor).
+    pub gguf_names: &'static [(LayerPart, &'static str)],
+    /// GGUF `{arch}.rope.dimension_count` below the head size rotates only the first dims of
+    /// each head ([`LlamaConfig::rope_dim`]); elsewhere such a file is refused.
+    pub gguf_partial_rope: bool,
     /// HF `tie_word_embeddings` when the config does not say (transformers' default).
     pub tied_by_default: bool,
     /// The exporters write it (HF and GGUF). Architectures whose extra structure has no writer
@@ -107,9 +114,11 @@ const LLAMA: Arch = Arch {
     embed_scale: false,
     post_norms: false,
     activation: Activation::Silu,
-    hf_fused: false,
+    fused: false,
     gguf_swa: None,
     hf_names: &[],
+    gguf_names: &[],
+    gguf_partial_rope: false,
     tied_by_default: false,
     exportable: true,
 };
@@ -168,7 +177,7 @@ pub const ARCHS: [Arch; 6] = [
         hf_class: "Phi3ForCausalLM",
         family: Family::Phi3,
         gguf_rotate_half: true,
-        hf_fused: true,
+        fused: true,
         hf_names: &[
             (LayerPart::Q, "self_attn.qkv_proj.weight"),
             (LayerPart::K, "self_attn.qkv_proj.weight"),
@@ -176,6 +185,16 @@ pub const ARCHS: [Arch; 6] = [
             (LayerPart::Gate, "mlp.gate_up_proj.weight"),
             (LayerPart::Up, "mlp.gate_up_proj.weight"),
         ],
+        // llama.cpp's `LLM_ARCH_PHI3` tensors: `attn_qkv` {hidden, q + k + v} and `ffn_up`
+        // {hidden, 2·ffn} (its SWIGLU takes the first half as the gate).
+        gguf_names: &[
+            (LayerPart::Q, "attn_qkv.weight"),
+            (LayerPart::K, "attn_qkv.weight"),
+            (LayerPart::V, "attn_qkv.weight"),
+            (LayerPart::Gate, "ffn_up.weight"),
+            (LayerPart::Up, "ffn_up.weight"),
+        ],
+        gguf_partial_rope: true,
         exportable: false,
         ..LLAMA
     },

@@ -42,6 +42,9 @@ pub enum EngineError {
     )]
     ContextFull { needed: usize, limit: usize },
     /// `step` was called with no generation started.
+    /// The thread pool failed inside a forward pass ([`edgefit_kernels::Pool::check`]).
+    #[error("{0}")]
+    Threads(String),
     #[error("no generation in progress: call start first")]
     NotStarted,
     /// The model would need more memory than the budget allows (checked before any tensor is

@@ -5,7 +5,17 @@
 //! raw blocks (kept exactly by the default `auto` format, and Q4_0/Q4_1 by `w4g32`, Q8_0 by
 //! `q8_0`), F32 directly, F16, BF16 and the other ggml types (Q2_K, Q3_K, Q8_1, Q8_K) through
 //! candle's dequantization, which the model info then names as a conversion. Peak memory while
-//! loading is the converted model plus one tensor.
+//! loading is the converted model plus one tensor (plus, for a fused tensor, the part cut from
+//! it).
+//!
+//! Phi-3 (llama.cpp's `LLM_ARCH_PHI3`): `blk.N.attn_qkv.weight` holds the q, k, v rows and
+//! `blk.N.ffn_up.weight` the gate then up rows ([`crate::config::Arch::gguf_names`]); each
+//! part is cut from the fused tensor by rows ([`RawTensor::row_range`]: bytes of whole block
+//! rows, never re-rounded). `phi3.rope.dimension_count` below the head size is partial RoPE
+//! (NEOX order: the first dims of each head rotate), `phi3.attention.sliding_window` = 0 (or at
+//! least the context) is full attention, anything narrower is refused (llama.cpp ignores it,
+//! transformers applies it), and longrope (`rope_factors_long/short.weight`,
+//! `phi3.rope.scaling.attn_factor`) is refused naming it.
 //! Shapes are checked against the metadata, and byte counts against the file's length, before a
 //! tensor's bytes are read, so a hostile header cannot make the loader allocate more than the
 //! model it claims to be.
@@ -40,7 +50,7 @@ use crate::error::{EngineError, Result};
 use crate::hf::rotate_half_source_rows;
 use crate::model::{LayerPart, Model, TensorRole, Weights};
 use crate::tokenizer::{GgufTokenizerFields, TextTokenizer};
-use crate::weights::{LoadOptions, MemoryNeed, RawTensor, Source};
+use crate::weights::{fused_rows, LoadOptions, MemoryNeed, RawTensor, Source};
 
 /// The optional per-pair RoPE divisors ([`RopeScaling::Divisors`]), `head_dim / 2` f32s.
 pub(crate) const ROPE_FREQS: &str = "rope_freqs.weight";
@@ -91,9 +101,25 @@ fn load_parts<R: Read + Seek>(
     let arch = get_str(md, "general.architecture")?;
     let desc = Arch::named(&arch, "architecture")?;
     let key = |k: &str| format!("{arch}.{k}");
-    if desc.hf_fused {
+    // Longrope (Phi-3 128k, Phi-3.5): per-pair factors chosen by the sequence length and an
+    // attention factor, as llama.cpp's converter writes them. Not implemented: refused.
+    let mut longrope: Vec<&str> = content
+        .tensor_infos
+        .keys()
+        .filter(|n| n.contains("rope_factors_"))
+        .map(String::as_str)
+        .collect();
+    if !longrope.is_empty() {
+        longrope.sort_unstable();
         return Err(EngineError::Unsupported(format!(
-            "GGUF `{arch}` (its fused attn_qkv / ffn_up tensors are read from HF files only)"
+            "GGUF longrope RoPE scaling (tensors `{}`)",
+            longrope.join("`, `")
+        )));
+    }
+    if let Some(v) = opt_f32(md, &key("rope.scaling.attn_factor"))? {
+        return Err(EngineError::Unsupported(format!(
+            "GGUF `{}` = {v} (the attention factor of longrope / yarn RoPE scaling)",
+            key("rope.scaling.attn_factor")
         )));
     }
     for k in ["attn_logit_softcapping", "final_logit_softcapping"] {
@@ -154,10 +180,15 @@ fn load_parts<R: Read + Seek>(
         .map(|t| t.shape.dims().first().copied().unwrap_or(0))
         .ok_or_else(|| EngineError::tensor("token_embd.weight", "missing"))?;
     let n_layers = get_usize(md, &key("block_count"))?;
+    let context_length = get_usize(md, &key("context_length"))?;
     // Sliding layers as llama.cpp lays them out for this architecture ([`Arch::gguf_swa`]).
     let window = opt_usize(md, &key("attention.sliding_window"))?;
     let (sliding_window, sliding_layers, rope_local_base) = match (window, desc.gguf_swa) {
         (None, _) => (None, Vec::new(), None),
+        // 0 is "none" (Phi-3's converter writes it), and a window as wide as the context
+        // never leaves a key out (the KV cache holds at most the context): full attention
+        // exactly.
+        (Some(w), None) if w == 0 || w >= context_length => (None, Vec::new(), None),
         (Some(w), Some(swa)) => (
             Some(w),
             (0..n_layers)
@@ -172,6 +203,11 @@ fn load_parts<R: Read + Seek>(
             )))
         }
     };
+    // Partial RoPE: the first `r` dims of each head rotate (NEOX order, as HF's partial
+    // rotary), where the architecture has it ([`Arch::gguf_partial_rope`], Phi-3; refused
+    // elsewhere once the shape is known valid).
+    let rope_dims = opt_usize(md, &key("rope.dimension_count"))?;
+    let rope_dim = rope_dims.filter(|&r| desc.gguf_partial_rope && r != head_dim);
     let mut config = LlamaConfig {
         name: opt_str(md, "general.name").unwrap_or_default(),
         arch: arch.clone(),
@@ -182,7 +218,7 @@ fn load_parts<R: Read + Seek>(
         head_dim,
         ffn: get_usize(md, &key("feed_forward_length"))?,
         vocab: opt_usize(md, &key("vocab_size"))?.unwrap_or(embed_rows),
-        context_length: get_usize(md, &key("context_length"))?,
+        context_length,
         rope_base: opt_f32(md, &key("rope.freq_base"))?.unwrap_or(10_000.0),
         rope_scaling,
         rms_eps: opt_f32(md, &key("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-5),
@@ -198,21 +234,19 @@ fn load_parts<R: Read + Seek>(
         sliding_window,
         sliding_layers,
         rope_local_base,
-        rope_dim: None,
+        rope_dim,
         layers: None,
     };
     config.validate()?;
+    if let Some(r) = rope_dims.filter(|&r| r != head_dim && !desc.gguf_partial_rope) {
+        return Err(EngineError::Unsupported(format!(
+            "partial RoPE ({r} of {head_dim} dimensions per head) for `{arch}`"
+        )));
+    }
     if let Some(v) = opt_usize(md, &key("attention.value_length"))? {
         if v != head_dim {
             return Err(EngineError::Unsupported(format!(
                 "value head size {v} differs from key head size {head_dim}"
-            )));
-        }
-    }
-    if let Some(r) = opt_usize(md, &key("rope.dimension_count"))? {
-        if r != head_dim {
-            return Err(EngineError::Unsupported(format!(
-                "partial RoPE ({r} of {head_dim} dimensions per head)"
             )));
         }
     }
@@ -229,8 +263,15 @@ fn load_parts<R: Read + Seek>(
 
     memory_need(&content, &config, &options).check(memory_budget)?;
 
-    let per_layer = LayerPart::ALL.iter().filter(|p| p.present(&config)).count();
-    let total = 2 + usize::from(!config.tied_embeddings) + per_layer * config.n_layers;
+    // Tensors per layer in the file: fused parts share one ([`Arch::gguf_names`]).
+    let mut per_layer: Vec<String> = LayerPart::ALL
+        .iter()
+        .filter(|p| p.present(&config))
+        .map(|p| p.gguf_name_in(&desc, 0))
+        .collect();
+    per_layer.sort_unstable();
+    per_layer.dedup();
+    let total = 2 + usize::from(!config.tied_embeddings) + per_layer.len() * config.n_layers;
     let mut done = 0usize;
     let mut read = |name: String, rows: usize, cols: usize| -> Result<(String, RawTensor)> {
         let v = read_tensor(&content, reader, file_len, &name, rows, cols)?;
@@ -239,14 +280,37 @@ fn load_parts<R: Read + Seek>(
         Ok((name, v))
     };
     let shapes = config.layer_shapes();
+    let rope_dim = config.rope_dim;
+    // The fused tensor last read ([`Arch::fused`]), which the next parts slice again.
+    let mut fused: Option<(String, RawTensor)> = None;
     let weights = Weights::read_all(&config, options, |role, rows, cols| {
-        let (name, raw) = read(role.gguf_name(), rows, cols)?;
+        let name = tensor_name(&desc, role);
+        let fused_part = match role {
+            TensorRole::Layer(i, part) if desc.fused => {
+                shapes.get(i).and_then(|s| fused_rows(part, s))
+            }
+            _ => None,
+        };
+        let raw = match fused_part {
+            Some((range, all_rows)) => {
+                if fused.as_ref().is_none_or(|(n, _)| *n != name) {
+                    fused = Some(read(name.clone(), all_rows, cols)?);
+                }
+                match &fused {
+                    Some((_, t)) => t.row_range(&name, all_rows, cols, range)?,
+                    None => return Err(EngineError::tensor(&name, "missing")),
+                }
+            }
+            None => read(name.clone(), rows, cols)?.1,
+        };
         match role {
-            // NEOX-RoPE architectures keep HF's rotate-half order: into pairs, as the HF loader.
+            // NEOX-RoPE architectures keep HF's rotate-half order: into pairs, as the HF loader
+            // (over the first `rope_dim` dims of each head when only those rotate).
             TensorRole::Layer(i, part) if desc.gguf_rotate_half && part.along_qk() => {
                 let qk_dim = shapes.get(i).map_or(config.head_dim, |s| s.qk_dim);
                 let n_rows = if part.is_vector() { cols } else { rows };
-                let raw = raw.rows_permuted(&rotate_half_source_rows(n_rows, qk_dim));
+                let rot = rope_dim.unwrap_or(qk_dim);
+                let raw = raw.rows_permuted(&rotate_half_source_rows(n_rows, qk_dim, rot));
                 Ok((name, raw))
             }
             _ => Ok((name, raw)),
@@ -258,12 +322,25 @@ fn load_parts<R: Read + Seek>(
 /// The memory `config` needs loaded with `options` from this file: every matrix counted in the
 /// format its GGUF type is held in ([`MemoryNeed::of_sources`]).
 fn memory_need(content: &Content, config: &LlamaConfig, options: &LoadOptions) -> MemoryNeed {
+    let desc = config.arch().ok();
     MemoryNeed::of_sources(config, options, |role| {
+        let name = match &desc {
+            Some(d) => tensor_name(d, role),
+            None => role.gguf_name(),
+        };
         content
             .tensor_infos
-            .get(&role.gguf_name())
+            .get(&name)
             .map_or(Source::Float("f32"), |t| source_of(t.ggml_dtype))
     })
+}
+
+/// The GGUF name of `role` in architecture `desc` (fused parts name their common tensor).
+fn tensor_name(desc: &Arch, role: TensorRole) -> String {
+    match role {
+        TensorRole::Layer(i, part) => part.gguf_name_in(desc, i),
+        other => other.gguf_name(),
+    }
 }
 
 /// The memory preflight of a GGUF file's model loaded with `options`, from its header alone:

@@ -17,9 +17,9 @@ use safetensors::{Dtype, SafeTensors};
 
 use crate::config::{Arch, LayerShape, LlamaConfig};
 use crate::error::{EngineError, Result};
-use crate::model::{LayerPart, Model, TensorRole, Weights};
+use crate::model::{Model, TensorRole, Weights};
 use crate::tokenizer::TextTokenizer;
-use crate::weights::{LoadOptions, MemoryNeed, RawTensor};
+use crate::weights::{fused_rows, LoadOptions, MemoryNeed, RawTensor};
 
 struct HfConfig {
     model_type: Option<String>,
@@ -382,9 +382,7 @@ pub fn load_hf_within(
             TensorRole::Layer(i, part) => part.hf_name(&desc, i),
         };
         let w = match role {
-            TensorRole::Layer(i, part)
-                if desc.hf_fused && fused_rows(part, &shapes[i]).is_some() =>
-            {
+            TensorRole::Layer(i, part) if desc.fused && fused_rows(part, &shapes[i]).is_some() => {
                 let (range, total) = fused_rows(part, &shapes[i]).unwrap_or_default();
                 if fused.as_ref().is_none_or(|(n, _)| *n != name) {
                     fused = Some((name.clone(), read(&name, total, cols)?));
@@ -415,21 +413,6 @@ pub fn load_hf_within(
         Ok((name, RawTensor::F32(w)))
     })?;
     Ok((Model::new(config, weights), tokenizer))
-}
-
-/// The rows part `part` takes of its fused HF tensor (Phi-3: `qkv_proj` = q, k, v rows;
-/// `gate_up_proj` = gate, up rows), and that tensor's row count; `None` for unfused parts.
-fn fused_rows(part: LayerPart, s: &LayerShape) -> Option<(std::ops::Range<usize>, usize)> {
-    let (q, k, v) = (s.q_width(), s.k_width(), s.v_width());
-    let qkv = q + k + v;
-    Some(match part {
-        LayerPart::Q => (0..q, qkv),
-        LayerPart::K => (q..q + k, qkv),
-        LayerPart::V => (q + k..qkv, qkv),
-        LayerPart::Gate => (0..s.ffn, 2 * s.ffn),
-        LayerPart::Up => (s.ffn..2 * s.ffn, 2 * s.ffn),
-        _ => return None,
-    })
 }
 
 /// The sliding window and which layers use it, from `sliding_window` with `layer_types`
@@ -533,10 +516,12 @@ pub(crate) fn pairs_to_rotate_half(w: &[f32], head_dim: usize, cols: usize) -> V
 
 /// For the rows of a q/k tensor of `n_rows` rows (heads of `head_dim` rows; a bias or norm
 /// vector counts its entries as rows): the source row, in HF's rotate-half layout, of every
-/// row in the pair layout ([`rotate_half_to_pairs`]'s permutation).
-pub(crate) fn rotate_half_source_rows(n_rows: usize, head_dim: usize) -> Vec<usize> {
-    let half = head_dim / 2;
-    let mut src = vec![0; n_rows];
+/// row in the pair layout ([`rotate_half_to_pairs_partial`]'s permutation over the first `rot`
+/// rows of each head).
+pub(crate) fn rotate_half_source_rows(n_rows: usize, head_dim: usize, rot: usize) -> Vec<usize> {
+    // Only the first `rot` rows of each head rotate (partial RoPE); the rest stay in place.
+    let half = rot.min(head_dim) / 2;
+    let mut src: Vec<usize> = (0..n_rows).collect();
     for head in 0..n_rows / head_dim.max(1) {
         let base = head * head_dim;
         for i in 0..half {

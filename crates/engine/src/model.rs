@@ -384,6 +384,10 @@ impl Model {
             add_in_place(x, proj);
             probe(li, ProbePoint::BlockOut, x);
         }
+        // A pool thread that failed inside a region left its part undone: none of this pass
+        // is kept (the cache keeps its length), and the error names the thread.
+        pool.check()
+            .map_err(|e| crate::EngineError::Threads(e.to_string()))?;
         cache.commit(t_len);
 
         let rows = match which {
@@ -396,6 +400,8 @@ impl Model {
         let head = self.weights.output.as_ref().unwrap_or(&self.weights.embed);
         let mut logits = Vec::with_capacity(n_rows * c.vocab);
         pool.linear(k, prep, split, final_x, n_rows, &mut [(head, &mut logits)]);
+        pool.check()
+            .map_err(|e| crate::EngineError::Threads(e.to_string()))?;
         Ok(logits)
     }
 }

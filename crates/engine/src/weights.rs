@@ -29,6 +29,7 @@
 //! [`Weights::conversions`], and the model info lists them ([`WeightsSummary::converted`]).
 
 use std::fmt;
+use std::ops::Range;
 use std::str::FromStr;
 
 use edgefit_estimate::WeightFormat as HeldFormat;
@@ -325,6 +326,43 @@ impl RawTensor {
             RawTensor::Ggml(f, b) => RawTensor::Ggml(f, permute(&b, src)),
             RawTensor::Dequantized(s, v) => RawTensor::Dequantized(s, permute(&v, src)),
         }
+    }
+
+    /// Rows `range` of this tensor of `rows` rows (a part of a fused tensor: Phi-3's
+    /// `attn_qkv`, `ffn_up`). Block formats hold each row as whole blocks, so the part is a run
+    /// of bytes, never re-rounded; `cols` not a whole number of blocks is refused.
+    pub fn row_range(
+        &self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        range: Range<usize>,
+    ) -> Result<RawTensor> {
+        let block = match self {
+            RawTensor::F32(_) | RawTensor::Dequantized(..) => 1,
+            RawTensor::Q4_0(_) | RawTensor::Q4_1(_) | RawTensor::Q8_0(_) => 32,
+            RawTensor::Ggml(f, _) => f.block_values(),
+        };
+        if range.start > range.end || range.end > rows || !cols.is_multiple_of(block) {
+            return Err(EngineError::tensor(
+                name,
+                format!(
+                    "rows {range:?} of {rows} rows of {cols} values (blocks of {block}) are not whole blocks of rows"
+                ),
+            ));
+        }
+        fn part<T: Copy>(v: &[T], rows: usize, r: &Range<usize>) -> Vec<T> {
+            let row = v.len() / rows.max(1);
+            v[r.start * row..r.end * row].to_vec()
+        }
+        Ok(match self {
+            RawTensor::F32(v) => RawTensor::F32(part(v, rows, &range)),
+            RawTensor::Q4_0(b) => RawTensor::Q4_0(part(b, rows, &range)),
+            RawTensor::Q4_1(b) => RawTensor::Q4_1(part(b, rows, &range)),
+            RawTensor::Q8_0(b) => RawTensor::Q8_0(part(b, rows, &range)),
+            RawTensor::Ggml(f, b) => RawTensor::Ggml(*f, part(b, rows, &range)),
+            RawTensor::Dequantized(s, v) => RawTensor::Dequantized(*s, part(v, rows, &range)),
+        })
     }
 
     /// The values as f32 (`rows × cols`).
@@ -922,6 +960,24 @@ fn convert_matrix(
     Ok(out)
 }
 
+/// The rows part `part` takes of its fused tensor in a block of shape `s` ([`Arch::fused`]:
+/// `qkv` = q, k, v rows; `gate_up` = gate, up rows), and that tensor's row count; `None` for
+/// parts that are never fused.
+///
+/// [`Arch::fused`]: crate::config::Arch::fused
+pub(crate) fn fused_rows(part: LayerPart, s: &LayerShape) -> Option<(Range<usize>, usize)> {
+    let (q, k, v) = (s.q_width(), s.k_width(), s.v_width());
+    let qkv = q + k + v;
+    Some(match part {
+        LayerPart::Q => (0..q, qkv),
+        LayerPart::K => (q..q + k, qkv),
+        LayerPart::V => (q + k..qkv, qkv),
+        LayerPart::Gate => (0..s.ffn, 2 * s.ffn),
+        LayerPart::Up => (s.ffn..2 * s.ffn, 2 * s.ffn),
+        _ => return None,
+    })
+}
+
 /// A weight tensor of the model, named independently of any file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TensorRole {
@@ -1020,6 +1076,16 @@ impl LayerPart {
     /// The GGUF tensor name in block `layer` (`blk.3.attn_q.bias`).
     pub fn gguf_name(self, layer: usize) -> String {
         format!("blk.{layer}.{}", self.names().0)
+    }
+
+    /// The GGUF tensor name in block `layer` of architecture `arch`: [`gguf_name`](Self::gguf_name)
+    /// unless [`Arch::gguf_names`](crate::config::Arch::gguf_names) renames it (Phi-3's fused
+    /// `attn_qkv` for q, k and v).
+    pub fn gguf_name_in(self, arch: &crate::config::Arch, layer: usize) -> String {
+        match arch.gguf_names.iter().find(|(p, _)| *p == self) {
+            Some((_, n)) => format!("blk.{layer}.{n}"),
+            None => self.gguf_name(layer),
+        }
     }
 
     /// The HF safetensors name in block `layer` of architecture `arch`
@@ -1265,5 +1331,66 @@ pub fn human_bytes(b: u64) -> String {
         format!("{b} B")
     } else {
         format!("{v:.1} {}", units[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random but valid blocks: a finite f16 scale (and min) then the quants.
+    fn blocks(n: usize, block_bytes: usize, halves: usize, seed: u32) -> Vec<u8> {
+        let mut x = seed;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let mut out = Vec::with_capacity(n * block_bytes);
+        for _ in 0..n {
+            for _ in 0..halves {
+                let s = half::f16::from_f32((next() % 1000) as f32 / 1000.0 + 0.01);
+                out.extend_from_slice(&s.to_le_bytes());
+            }
+            out.extend((2 * halves..block_bytes).map(|_| next() as u8));
+        }
+        out
+    }
+
+    /// A part of a fused block tensor (rows `range`) is exactly those rows of the whole one
+    /// dequantized: the bytes of whole block rows move, nothing is re-rounded. Rows of 64
+    /// values (two blocks each), cut where q/k/v of a GQA block would be.
+    #[test]
+    fn fused_block_rows_split_exactly_at_row_boundaries() {
+        let (rows, cols) = (12, 64);
+        let cases = [
+            (RawTensor::Q8_0(blocks(rows * 2, 34, 1, 7)), "q8_0"),
+            (RawTensor::Q4_0(blocks(rows * 2, 18, 1, 8)), "q4_0"),
+            (RawTensor::Q4_1(blocks(rows * 2, 20, 2, 9)), "q4_1"),
+        ];
+        for (raw, what) in cases {
+            let whole = match &raw {
+                RawTensor::Q8_0(b) => RawTensor::Q8_0(b.clone()),
+                RawTensor::Q4_0(b) => RawTensor::Q4_0(b.clone()),
+                RawTensor::Q4_1(b) => RawTensor::Q4_1(b.clone()),
+                _ => unreachable!(),
+            }
+            .into_f32(what, rows, cols)
+            .unwrap();
+            for r in [0..8, 8..10, 10..12, 3..7] {
+                let part = raw
+                    .row_range(what, rows, cols, r.clone())
+                    .unwrap()
+                    .into_f32(what, r.len(), cols)
+                    .unwrap();
+                assert_eq!(part, whole[r.start * cols..r.end * cols], "{what} {r:?}");
+            }
+            assert!(raw.row_range(what, rows, cols, 10..13).is_err());
+        }
+        // Rows that are not whole blocks cannot be cut.
+        let raw = RawTensor::Q8_0(blocks(1, 34, 1, 3));
+        let err = raw.row_range("t", 2, 16, 0..1).unwrap_err().to_string();
+        assert!(err.contains("whole blocks"), "{err}");
     }
 }

@@ -4,7 +4,8 @@
 //! [`GgufMetadata::to_spec`]. Keys read, with `A` = `general.architecture`:
 //! `A.embedding_length`, `A.block_count`, `A.feed_forward_length`, `A.attention.head_count`,
 //! `A.attention.head_count_kv` (default: head_count), `A.attention.key_length` and
-//! `A.attention.value_length` (default: `A.rope.dimension_count`, else embedding/heads),
+//! `A.attention.value_length` (default: embedding/heads, llama.cpp's rule; never
+//! `A.rope.dimension_count`, which is the rotated part of a head: Phi-3's partial RoPE),
 //! `A.vocab_size` (else the length of `tokenizer.ggml.tokens`, else `token_embd.weight`'s second
 //! dimension), `A.context_length`.
 //!
@@ -12,7 +13,10 @@
 //! `blk.0.attn_q.bias` exists; and each layer's own shape when its tensors are listed (so a
 //! pruned GGUF, whose layers differ, is read correctly): heads = `attn_q` out-dim / key_length,
 //! KV heads = `attn_k` out-dim / key_length, V dim = `attn_v` out-dim / KV heads, MLP width =
-//! `ffn_down` in-dim. GGUF lists dims fastest-first: `[in_features, out_features]`.
+//! `ffn_down` in-dim. GGUF lists dims fastest-first: `[in_features, out_features]`. Fused
+//! tensors (Phi-3, llama.cpp's `LLM_ARCH_PHI3`): `attn_qkv` holds q, k and v rows and must be
+//! `heads · key_length + 2 · kv_heads · key_length` wide, `ffn_up` holds gate and up rows and
+//! must be `2 · ffn` wide; the bytes are those of the unfused matrices (the same rows).
 //!
 //! A GGUF written by edgefit's pruning (`edgefit.layers.*`, see the engine's `gguf` module) can
 //! differ in per-head Q/K dims between layers, which the tensor widths alone cannot tell apart
@@ -206,11 +210,7 @@ impl GgufMetadata {
         let ffn = self.req(&k("feed_forward_length"))?;
         let heads = self.req(&k("attention.head_count"))?;
         let kv_heads = self.uint(&k("attention.head_count_kv"))?.unwrap_or(heads);
-        let fallback_dim = match self.uint(&k("rope.dimension_count"))? {
-            Some(d) => d,
-            None if heads != 0 => hidden / heads,
-            None => 0,
-        };
+        let fallback_dim = hidden.checked_div(heads).unwrap_or(0);
         let key_len = self
             .uint(&k("attention.key_length"))?
             .unwrap_or(fallback_dim);
@@ -288,6 +288,35 @@ impl GgufMetadata {
                 Some(td) if td.dims.len() == 2 => to_u32(t("ffn_down"), td.dims[0])?,
                 _ => ffn,
             };
+            // Fused q/k/v and gate/up (Phi-3): the widths must be what the parts add up to.
+            let fused = [
+                (
+                    "attn_qkv",
+                    u64::from(h) * u64::from(key_len) + u64::from(hkv) * u64::from(key_len + dv),
+                ),
+                ("ffn_up", 2 * u64::from(inter)),
+            ];
+            for (part, want) in fused {
+                if part == "ffn_up" && self.tensor(&t("ffn_gate")).is_some() {
+                    continue;
+                }
+                if let Some(w) = self.out_dim(&t(part))? {
+                    if w != want {
+                        return Err(EstimateError::InvalidShape {
+                            model: name.to_string(),
+                            field: t(part),
+                            reason: format!(
+                                "fused width {w}, expected {want} (the parts it holds: {})",
+                                if part == "ffn_up" {
+                                    "gate and up"
+                                } else {
+                                    "q, k and v"
+                                }
+                            ),
+                        });
+                    }
+                }
+            }
             layers.push(LayerSpec {
                 num_heads: h,
                 num_kv_heads: hkv,
@@ -318,5 +347,73 @@ impl GgufMetadata {
         };
         spec.validate()?;
         Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Phi-3 header as llama.cpp's converter writes it (the tiny `phi3_gguf` fixture's shape:
+    /// hidden 32, 4 heads of 8, 2 KV heads, RoPE on 4 dims of each head, MLP 32, untied).
+    fn phi3(qkv_width: u64) -> GgufMetadata {
+        let mut kv = BTreeMap::new();
+        kv.insert(
+            "general.architecture".into(),
+            GgufValue::String("phi3".into()),
+        );
+        for (k, v) in [
+            ("phi3.embedding_length", 32),
+            ("phi3.block_count", 2),
+            ("phi3.feed_forward_length", 32),
+            ("phi3.attention.head_count", 4),
+            ("phi3.attention.head_count_kv", 2),
+            ("phi3.rope.dimension_count", 4),
+            ("phi3.context_length", 256),
+            ("phi3.attention.sliding_window", 0),
+        ] {
+            kv.insert(k.into(), GgufValue::Uint(v));
+        }
+        kv.insert("tokenizer.ggml.tokens".into(), GgufValue::ArrayLen(384));
+        let t = |name: &str, dims: &[u64]| GgufTensorInfo {
+            name: name.into(),
+            dims: dims.to_vec(),
+        };
+        let mut tensors = vec![
+            t("token_embd.weight", &[32, 384]),
+            t("output.weight", &[32, 384]),
+            t("output_norm.weight", &[32]),
+        ];
+        for i in 0..2 {
+            tensors.push(t(&format!("blk.{i}.attn_qkv.weight"), &[32, qkv_width]));
+            tensors.push(t(&format!("blk.{i}.attn_output.weight"), &[32, 32]));
+            tensors.push(t(&format!("blk.{i}.ffn_up.weight"), &[32, 64]));
+            tensors.push(t(&format!("blk.{i}.ffn_down.weight"), &[32, 32]));
+            tensors.push(t(&format!("blk.{i}.attn_norm.weight"), &[32]));
+            tensors.push(t(&format!("blk.{i}.ffn_norm.weight"), &[32]));
+        }
+        GgufMetadata { kv, tensors }
+    }
+
+    /// The head size is hidden / heads (8), not the rotated dims (4), and the fused tensors
+    /// count as the matrices they hold.
+    #[test]
+    fn phi3_fused_tensors_and_partial_rope_give_the_real_shape() {
+        let spec = phi3(64).to_spec("").unwrap();
+        assert_eq!(spec.family, Family::Phi3);
+        assert!(!spec.tie_word_embeddings);
+        for l in &spec.layers {
+            assert_eq!((l.num_heads, l.num_kv_heads), (4, 2));
+            assert_eq!((l.qk_head_dim, l.v_head_dim), (8, 8));
+            assert_eq!((l.intermediate_size, l.sliding_window), (32, None));
+        }
+        // 2 embeddings + per layer q/k/v/o + gate/up/down + 2 norms, + the final norm.
+        let per_layer = 32 * (32 + 16 + 16) + 32 * 32 + 3 * 32 * 32 + 2 * 32;
+        assert_eq!(spec.params().total, 2 * 384 * 32 + 2 * per_layer + 32);
+        let err = phi3(60).to_spec("").unwrap_err().to_string();
+        assert!(
+            err.contains("blk.0.attn_qkv.weight") && err.contains("60"),
+            "{err}"
+        );
     }
 }

@@ -23,6 +23,10 @@ pub enum KernelError {
     /// A thread could not be started.
     #[error("could not start a pool thread: {0}")]
     Spawn(String),
+    /// A pool thread failed inside a parallel region (a job panicked on it, or its Web Worker
+    /// stopped); the pool runs no more parallel work.
+    #[error("thread pool failed: {0}")]
+    PoolFailed(String),
     /// A value that must be finite is not.
     #[error("{what}: value {value} at index {index} is not finite")]
     NotFinite {

@@ -28,8 +28,19 @@
 //! and `Condvar` park on `memory.atomic.wait32` there, which browsers allow in workers (the
 //! engine itself runs in a worker, never on a page's main thread). Without a spawner installed,
 //! more than one thread is refused as in the other wasm builds.
+//!
+//! A job that fails on a worker never leaves the caller waiting. Natively a panicking job is
+//! caught on the worker (`catch_unwind`). On wasm32 a panic aborts: the Web Worker's instance
+//! traps and that thread never acknowledges its region, so its embedder (web/pool-worker.js)
+//! reports the loss through [`worker_lost`] on the same instance, which marks the worker lost
+//! (one atomic word per worker: joined the current region, lost); the caller waits only for
+//! the joined workers that are not lost. Either way the region ends, the pool records the
+//! failure for good (later regions run on the caller alone, their results correct) and
+//! [`Pool::check`] returns it as [`KernelError::PoolFailed`], which the engine turns into an
+//! error of the forward pass that met it and of every later one, until a new pool (another
+//! thread count, another model) replaces this one.
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -142,6 +153,15 @@ struct Shared {
     /// regions, under `busy`), read by workers only between joining through the gate and `done`.
     job: UnsafeCell<Option<*const Job>>,
     panicked: AtomicBool,
+    /// Per worker (thread `i` at `i − 1`): [`SLOT_JOINED`] while it runs the current region's
+    /// jobs, [`SLOT_LOST`] once its embedder reported it stopped ([`worker_lost`]).
+    slots: Box<[AtomicUsize]>,
+    /// Workers lost after joining the current region (they never acknowledge it).
+    lost: AtomicUsize,
+    /// The first failure, for good: 0, or `thread << 2 | FAIL_PANIC / FAIL_LOST`.
+    failure: AtomicUsize,
+    /// A worker's panic message (native; the wasm panic hook logs its own).
+    failure_msg: Mutex<String>,
     quit: AtomicBool,
     sleeping: AtomicUsize,
     lock: Mutex<()>,
@@ -222,6 +242,10 @@ impl Pool {
             gate: AtomicUsize::new(GATE_CLOSED),
             job: UnsafeCell::new(None),
             panicked: AtomicBool::new(false),
+            slots: (1..threads).map(|_| AtomicUsize::new(0)).collect(),
+            lost: AtomicUsize::new(0),
+            failure: AtomicUsize::new(0),
+            failure_msg: Mutex::new(String::new()),
             quit: AtomicBool::new(false),
             sleeping: AtomicUsize::new(0),
             lock: Mutex::new(()),
@@ -235,7 +259,7 @@ impl Pool {
         for i in 1..threads {
             let s = shared.clone();
             // On an error, dropping `handle` stops the workers started so far.
-            if let Some(t) = spawn(i, move || worker(&s))? {
+            if let Some(t) = spawn(i, move || worker(&s, i))? {
                 handle.threads.push(t);
             }
         }
@@ -250,13 +274,51 @@ impl Pool {
         self.threads
     }
 
+    /// The failure this pool met, if any: a job that panicked on a worker, or a worker lost
+    /// in a region ([`worker_lost`]). For good: the pool then runs every region on the caller
+    /// alone, and a new pool is needed to use the threads again.
+    ///
+    /// # Errors
+    /// [`KernelError::PoolFailed`] naming the thread and what happened.
+    pub fn check(&self) -> Result<()> {
+        let Some(s) = self.inner.as_ref().map(|h| &*h.shared) else {
+            return Ok(());
+        };
+        let f = s.failure.load(Ordering::SeqCst);
+        if f == 0 {
+            return Ok(());
+        }
+        let (thread, kind) = (f >> 2, f & 3);
+        let what = if kind == FAIL_PANIC {
+            let msg = s.failure_msg.lock().unwrap_or_else(|e| e.into_inner());
+            format!("a job panicked on it ({msg})")
+        } else {
+            "it stopped inside a parallel region (its Web Worker's wasm trapped: a panic or an \
+             engine bug, whose message is in the browser console)"
+                .to_string()
+        };
+        Err(KernelError::PoolFailed(format!(
+            "pool thread {thread} of {}: {what}; this pool runs no more parallel work: load \
+             the model again or choose another thread count",
+            self.threads
+        )))
+    }
+
     /// Runs `f(i)` for every `i in 0..jobs` across the pool (the calling thread included) and
     /// returns when all have run. No allocation.
     ///
+    /// A job that panics on a worker, or a worker lost inside the region ([`worker_lost`]),
+    /// ends the region without the jobs that did not finish: [`check`](Self::check) says so
+    /// from then on, and every later region runs on the caller alone.
+    ///
     /// # Panics
-    /// If a job panics (on a worker: after every other job finished).
+    /// If a job panics on the calling thread (after the workers that joined finished).
     pub fn run(&self, jobs: usize, f: &(dyn Fn(usize) + Sync)) {
-        let Some(handle) = self.inner.as_ref().filter(|_| jobs > 1) else {
+        let handle = self
+            .inner
+            .as_ref()
+            .filter(|h| jobs > 1 && h.shared.failure.load(Ordering::Relaxed) == 0);
+        let Some(handle) = handle else {
             for i in 0..jobs {
                 f(i);
             }
@@ -274,6 +336,7 @@ impl Pool {
         s.jobs.store(jobs, Ordering::Relaxed);
         s.next.store(0, Ordering::Relaxed);
         s.done.store(0, Ordering::Relaxed);
+        s.lost.store(0, Ordering::Relaxed);
         s.panicked.store(false, Ordering::Relaxed);
         let epoch = s.epoch.load(Ordering::Relaxed).wrapping_add(1);
         // Open the gate for the new epoch (no worker is inside: the last region's gate was
@@ -287,11 +350,14 @@ impl Pool {
         struct Wait<'a>(&'a Shared);
         impl Drop for Wait<'_> {
             fn drop(&mut self) {
-                // Close the gate: no worker joins from now on; wait for those that did.
+                // Close the gate: no worker joins from now on; wait for those that did and
+                // are not lost (a lost worker never touches the job again).
                 let joined =
                     (self.0.gate.fetch_or(GATE_CLOSED, Ordering::SeqCst) & GATE_JOINED) >> 1;
                 let mut spins = 0usize;
-                while self.0.done.load(Ordering::Acquire) < joined {
+                while self.0.done.load(Ordering::Acquire) + self.0.lost.load(Ordering::SeqCst)
+                    < joined
+                {
                     spins += 1;
                     if spins < SPINS {
                         std::hint::spin_loop();
@@ -313,9 +379,6 @@ impl Pool {
             f(i);
         }
         drop(wait);
-        if s.panicked.load(Ordering::Relaxed) {
-            panic!("a pool thread panicked while running a job");
-        }
     }
 
     /// `y = x · Wᵀ` for every `(w, out)` reading the same input `x` (`m × cols`), which is
@@ -450,6 +513,53 @@ pub(crate) fn split(n: usize, jobs: usize, j: usize) -> Range<usize> {
     at(j)..at(j + 1)
 }
 
+/// A worker's slot bits ([`Shared::slots`]).
+const SLOT_JOINED: usize = 1;
+const SLOT_LOST: usize = 2;
+/// [`Shared::failure`] kinds.
+const FAIL_PANIC: usize = 1;
+const FAIL_LOST: usize = 2;
+
+thread_local! {
+    /// The pool and thread index of the worker loop running on this thread, for
+    /// [`worker_lost`].
+    static CURRENT: Cell<Option<(*const Shared, usize)>> = const { Cell::new(None) };
+}
+
+/// Records the first failure of the pool (`thread`, `kind`).
+fn fail(s: &Shared, thread: usize, kind: usize) {
+    let _ = s
+        .failure
+        .compare_exchange(0, thread << 2 | kind, Ordering::SeqCst, Ordering::SeqCst);
+}
+
+/// Reports that the pool worker of this thread stopped and will never run again: on wasm32 the
+/// embedder calls it on the worker's own instance after the pool's closure threw (the wasm
+/// trapped, which no `catch_unwind` sees). The region the worker was in then ends without it
+/// (its caller stops waiting for it), and the pool fails for good ([`Pool::check`]). Returns
+/// whether this thread ran a pool worker. Only atomics: nothing here allocates or locks, so it
+/// runs even when the trap left a lock of the instance held.
+///
+/// The caller must not run the worker's code on this thread again.
+pub fn worker_lost() -> bool {
+    let Some((s, i)) = CURRENT.with(Cell::get) else {
+        return false;
+    };
+    // SAFETY: the worker loop that set CURRENT holds an `Arc<Shared>` (its closure's) that a
+    // trap never drops, so the pointee is alive; the loop never runs again (the contract).
+    let s = unsafe { &*s };
+    fail(s, i, FAIL_LOST);
+    let Some(slot) = s.slots.get(i.wrapping_sub(1)) else {
+        return false;
+    };
+    let prev = slot.fetch_or(SLOT_LOST, Ordering::SeqCst);
+    if prev & SLOT_JOINED != 0 && prev & SLOT_LOST == 0 {
+        // It joined the current region and will never acknowledge it.
+        s.lost.fetch_add(1, Ordering::SeqCst);
+    }
+    true
+}
+
 /// The gate's closed bit, its joined-workers field and where its epoch starts.
 const GATE_CLOSED: usize = 1;
 const GATE_EPOCH_SHIFT: u32 = 16;
@@ -544,8 +654,11 @@ fn spawn(
     }
 }
 
-/// A worker: waits for each new epoch, takes job indices until none are left, acknowledges.
-fn worker(s: &Shared) {
+/// Worker `index` (1-based: 0 is the caller): waits for each new epoch, takes job indices
+/// until none are left, acknowledges.
+fn worker(s: &Shared, index: usize) {
+    CURRENT.with(|c| c.set(Some((s as *const Shared, index))));
+    let slot = &s.slots[index - 1];
     let mut seen = 0usize;
     loop {
         let mut spins = 0usize;
@@ -574,6 +687,8 @@ fn worker(s: &Shared) {
             // The caller already took every index and closed the region without this worker.
             continue;
         }
+        // Joined: from here until `done`, a loss reported for this thread counts in `lost`.
+        slot.store(SLOT_JOINED, Ordering::SeqCst);
         // SAFETY: the caller wrote the job before opening the gate and keeps it alive until
         // every worker that joined acknowledges below.
         let job = unsafe { *s.job.get() };
@@ -586,11 +701,25 @@ fn worker(s: &Shared) {
                 }
                 // SAFETY: see above.
                 let f = unsafe { &*job };
-                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i))).is_err() {
-                    s.panicked.store(true, Ordering::Relaxed);
+                if let Err(e) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i))) {
+                    if !s.panicked.swap(true, Ordering::Relaxed) {
+                        let msg = e
+                            .downcast_ref::<&str>()
+                            .map(|m| m.to_string())
+                            .or_else(|| e.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "no message".into());
+                        if s.failure.load(Ordering::SeqCst) == 0 {
+                            *s.failure_msg.lock().unwrap_or_else(|e| e.into_inner()) =
+                                format!("job {i}: {msg}");
+                        }
+                        fail(s, index, FAIL_PANIC);
+                    }
+                    // The other jobs of this region still run (on the caller and the other
+                    // workers); the region ends, and the pool reports the failure.
                 }
             }
         }
+        slot.store(0, Ordering::SeqCst);
         s.done.fetch_add(1, Ordering::Release);
     }
 }
@@ -668,18 +797,124 @@ mod tests {
         }
     }
 
+    /// Runs `body` on a thread of its own and fails if it does not finish within `secs`.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn within<T: Send + 'static>(secs: u64, body: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(body());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(secs))
+            .expect("the pool hung (or the body panicked)")
+    }
+
+    /// Whether this thread is a pool worker (not the caller).
+    #[cfg(not(target_arch = "wasm32"))]
+    fn on_worker() -> bool {
+        std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("edgefit-pool-"))
+    }
+
+    /// A job that panics on a worker ends its region (no hang) and the pool reports it as an
+    /// error naming the thread and the panic, for good; later regions still run every job
+    /// (on the caller).
     #[cfg(not(target_arch = "wasm32"))]
     #[test]
-    fn a_panicking_job_panics_the_caller_and_the_pool_still_works() {
-        let pool = Pool::new(2).expect("pool");
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            pool.run(4, &|i| assert!(i != 3, "job 3"));
-        }));
-        assert!(r.is_err());
-        let count = AtomicUsize::new(0);
-        pool.run(8, &|_| {
-            count.fetch_add(1, Ordering::Relaxed);
+    fn a_job_panicking_on_a_worker_is_an_error_not_a_hang() {
+        let err = within(20, || {
+            let pool = Pool::new(2).expect("pool");
+            assert_eq!(pool.check(), Ok(()));
+            // Until a worker has taken a job (it normally takes some of the first region's).
+            for _ in 0..1000 {
+                pool.run(64, &|i| {
+                    if on_worker() {
+                        panic!("job {i} on a worker");
+                    }
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                });
+                if pool.check().is_err() {
+                    break;
+                }
+            }
+            let err = pool.check().unwrap_err();
+            let count = AtomicUsize::new(0);
+            pool.run(8, &|_| {
+                count.fetch_add(1, Ordering::Relaxed);
+            });
+            assert_eq!(count.load(Ordering::Relaxed), 8);
+            assert_eq!(
+                pool.check().map_err(|e| e.to_string()),
+                Err(err.to_string())
+            );
+            err
         });
-        assert_eq!(count.load(Ordering::Relaxed), 8);
+        let msg = err.to_string();
+        assert!(matches!(err, KernelError::PoolFailed(_)), "{msg}");
+        assert!(
+            msg.contains("pool thread 1 of 2") && msg.contains("on a worker"),
+            "{msg}"
+        );
+    }
+
+    /// A job panicking on the caller's thread panics the caller, after the workers that
+    /// joined finished, and leaves the pool working.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn a_job_panicking_on_the_caller_panics_it_and_the_pool_still_works() {
+        within(20, || {
+            let pool = Pool::new(2).expect("pool");
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                pool.run(4, &|_| {
+                    assert!(on_worker(), "a job on the caller");
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                });
+            }));
+            assert!(r.is_err());
+            assert_eq!(pool.check(), Ok(()));
+            let count = AtomicUsize::new(0);
+            pool.run(8, &|_| {
+                count.fetch_add(1, Ordering::Relaxed);
+            });
+            assert_eq!(count.load(Ordering::Relaxed), 8);
+        });
+    }
+
+    /// What web/pool-worker.js does when a Web Worker's wasm traps inside a job (the thread
+    /// never returns): here the job reports [`worker_lost`] and then blocks for good, as a
+    /// trapped worker would. The caller must not wait for it: the region ends, the pool
+    /// reports the lost thread, and later regions run on the caller.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn a_worker_lost_inside_a_region_ends_it_with_an_error_not_a_hang() {
+        assert!(!worker_lost(), "not a pool thread");
+        let msg = within(20, || {
+            let pool = Pool::new(3).expect("pool");
+            for _ in 0..1000 {
+                pool.run(64, &|_| {
+                    if on_worker() {
+                        assert!(worker_lost());
+                        loop {
+                            std::thread::park();
+                        }
+                    }
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                });
+                if pool.check().is_err() {
+                    break;
+                }
+            }
+            let count = AtomicUsize::new(0);
+            pool.run(8, &|_| {
+                count.fetch_add(1, Ordering::Relaxed);
+            });
+            assert_eq!(count.load(Ordering::Relaxed), 8);
+            let msg = pool.check().unwrap_err().to_string();
+            // Dropping the pool would join the blocked worker: leak it instead (the test
+            // process ends).
+            std::mem::forget(pool);
+            msg
+        });
+        assert!(msg.contains("stopped inside a parallel region"), "{msg}");
     }
 }

@@ -271,6 +271,15 @@ pub mod threads {
         let f = unsafe { Box::from_raw(ptr as *mut Work) };
         f();
     }
+
+    /// Called by `web/pool-worker.js` on this same instance when [`pool_worker_entry`] threw
+    /// (the wasm trapped: a panic aborts on wasm32): marks this thread's pool worker lost, so
+    /// the region it was in ends with an error instead of the engine waiting for it forever
+    /// ([`edgefit_kernels::pool::worker_lost`]). Returns whether this thread ran a pool worker.
+    #[wasm_bindgen(js_name = poolWorkerLost)]
+    pub fn pool_worker_lost() -> bool {
+        edgefit_kernels::pool::worker_lost()
+    }
 }
 
 /// A loaded model with its tokenizer, KV cache and generation state, and for pruning: the
@@ -402,13 +411,13 @@ impl Engine {
     }
 
     /// Feeds the next chunk of the prompt (`edgefit_engine::PREFILL_CHUNK` tokens) and returns
-    /// the prefill's progress as JSON `{"done": n, "total": m}` (prompt tokens fed, of all);
+    /// the prefill's progress as a JS object `{done: n, total: m}` (prompt tokens fed, of all);
     /// once `done == total`, `step()` samples the first token. Lets the worker report the
     /// prefill's progress and stop between chunks.
     #[wasm_bindgen(js_name = prefillChunk)]
-    pub fn prefill_chunk(&mut self) -> Result<String, JsError> {
+    pub fn prefill_chunk(&mut self) -> Result<JsValue, JsError> {
         let progress = self.inner.prefill_chunk().map_err(js_err)?;
-        serde_json::to_string(&progress).map_err(js_err)
+        to_js(&progress)
     }
 
     /// The estimator's `ModelSpec` of the loaded model as JSON (feed it to [`estimate`]).
@@ -546,6 +555,52 @@ impl Engine {
     pub fn metrics(&self) -> Result<String, JsError> {
         serde_json::to_string(self.inner.metrics()).map_err(js_err)
     }
+
+    /// The metrics as a JS object whose `token_ms` holds only the entries from index `from` on
+    /// (the decode steps since the caller last asked; empty when `from` is past the end). What
+    /// the worker sends after every token: the cost is the new entries, not every token so far,
+    /// so a generation of n tokens costs O(n) rather than the O(n²) of `metrics()` per step.
+    /// The caller appends the entries to what it has: equal to `metrics().token_ms` when it asks
+    /// from the length it holds (tests/web/token-ms.test.mjs).
+    #[wasm_bindgen(js_name = metricsSince)]
+    pub fn metrics_since(&self, from: u32) -> Result<JsValue, JsError> {
+        let m = self.inner.metrics();
+        // Every field but token_ms, spelled out (no `..`): a field added to Metrics fails to
+        // compile here instead of going missing from the page.
+        let since = edgefit_engine::Metrics {
+            load_ms: m.load_ms,
+            prompt_tokens: m.prompt_tokens,
+            reused_tokens: m.reused_tokens,
+            generated_tokens: m.generated_tokens,
+            ttft_ms: m.ttft_ms,
+            prefill_tok_s: m.prefill_tok_s,
+            decode_tok_s: m.decode_tok_s,
+            weights_bytes: m.weights_bytes,
+            weights: m.weights.clone(),
+            embedding: m.embedding.clone(),
+            kernel: m.kernel.clone(),
+            threads: m.threads,
+            kv_format: m.kv_format.clone(),
+            kv_tokens: m.kv_tokens,
+            kv_bytes: m.kv_bytes,
+            kv_reserved_bytes: m.kv_reserved_bytes,
+            kv_limit: m.kv_limit,
+            peak_bytes: m.peak_bytes,
+            heap_bytes: m.heap_bytes,
+            finish_reason: m.finish_reason,
+            token_ms: m.token_ms.get(from as usize..).unwrap_or_default().to_vec(),
+        };
+        to_js(&since)
+    }
+}
+
+/// A Rust value as a plain JS value, shaped as its JSON would be: `None` is `null` (not
+/// `undefined`), maps are objects (not `Map`s), integers are numbers.
+fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue, JsError> {
+    let ser = serde_wasm_bindgen::Serializer::new()
+        .serialize_missing_as_null(true)
+        .serialize_maps_as_objects(true);
+    value.serialize(&ser).map_err(js_err)
 }
 
 /// `[{id, name}]` as JSON, with each name looked up by `name_of` (empty if the lookup fails).

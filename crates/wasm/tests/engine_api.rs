@@ -20,6 +20,11 @@ fn json(s: &str) -> serde_json::Value {
     serde_json::from_str(s).expect("valid JSON")
 }
 
+/// A JS value the facade returns (serde-wasm-bindgen) read back as JSON.
+fn value(v: wasm_bindgen::JsValue) -> serde_json::Value {
+    serde_wasm_bindgen::from_value(v).expect("a plain JS value")
+}
+
 #[wasm_bindgen_test]
 fn loads_and_reports_the_shape() {
     let e = engine();
@@ -374,7 +379,7 @@ fn the_prefill_runs_in_chunks_with_progress() {
         .unwrap();
     let mut calls = 0;
     loop {
-        let p = json(&e.prefill_chunk().unwrap_or_else(|_| panic!("prefillChunk")));
+        let p = value(e.prefill_chunk().unwrap_or_else(|_| panic!("prefillChunk")));
         calls += 1;
         assert_eq!(p["total"].as_u64(), Some(total));
         let done = p["done"].as_u64().unwrap();
@@ -429,4 +434,69 @@ fn compares_a_run_with_its_estimate() {
         edgefit_wasm::comparison_deployment("{}", "[]").is_err(),
         "a run without tokens is refused"
     );
+}
+
+#[wasm_bindgen_test]
+fn metrics_since_sends_only_the_new_token_ms() {
+    let mut e = engine();
+    e.start("the cat", false, 6, 0.0, 1.0, 0, None)
+        .unwrap_or_else(|_| panic!("start"));
+    // What the worker does: after each step ask from the entries it holds and append them.
+    let mut held: Vec<f64> = Vec::new();
+    let last = loop {
+        let more = e.step().unwrap_or_else(|_| panic!("step")).is_some();
+        let m = value(
+            e.metrics_since(held.len() as u32)
+                .unwrap_or_else(|_| panic!("metricsSince")),
+        );
+        let new = m["token_ms"]
+            .as_array()
+            .expect("token_ms is an array")
+            .clone();
+        assert!(new.len() <= 1, "one step adds at most one entry: {m}");
+        held.extend(new.iter().map(|x| x.as_f64().expect("a number")));
+        if !more {
+            break m;
+        }
+    };
+    // From 0: the whole list, through the same serializer (exactly the same f64s).
+    let whole = value(
+        e.metrics_since(0)
+            .unwrap_or_else(|_| panic!("metricsSince")),
+    );
+    let whole_ms: Vec<f64> = whole["token_ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert!(!whole_ms.is_empty());
+    assert_eq!(held, whole_ms, "the appended entries are the whole list");
+    // The JSON metrics() holds the same list (serde_json's text round trip may move a last digit).
+    let full = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
+    let json_ms = full["token_ms"].as_array().unwrap();
+    assert_eq!(json_ms.len(), held.len());
+    for (a, b) in held.iter().zip(json_ms) {
+        let b = b.as_f64().unwrap();
+        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
+    }
+    // Every other field is the full metrics' (finish_reason a string or null, as in the JSON),
+    // and the object has exactly the JSON's keys.
+    let strip = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        let o = v.as_object_mut().unwrap();
+        o.remove("token_ms");
+        o.remove("heap_bytes");
+        v
+    };
+    assert_eq!(strip(&last), strip(&whole));
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&last), keys(&full));
+    assert!(last["finish_reason"].is_string(), "{last}");
+    // Asked from past the end: no entries, not an error.
+    let past = value(
+        e.metrics_since(10_000)
+            .unwrap_or_else(|_| panic!("metricsSince")),
+    );
+    assert_eq!(past["token_ms"], serde_json::json!([]));
 }
