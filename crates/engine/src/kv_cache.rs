@@ -19,11 +19,11 @@
 //! (a test checks it for every format at many lengths), which is `len × kv_bytes_per_token` for
 //! every format but `kivi4`.
 //!
-//! Attention never dequantizes the cache into a copy: [`KvCache::scores`] computes `q · k_j` for
+//! Attention never dequantizes the cache into a copy: `KvCache::scores` computes `q · k_j` for
 //! every held token from the stored form with the kernels of [`edgefit_kernels::attn`] (int8: an
 //! unscaled dot product per token, the scale applied once per token; kivi4: `q` multiplied by
 //! the block's channel scales once per block, so each token is one unscaled 4-bit dot product
-//! plus a per-block constant), and [`KvCache::add_weighted_values`] accumulates `Σ p_j v_j`
+//! plus a per-block constant), and `KvCache::add_weighted_values` accumulates `Σ p_j v_j`
 //! (int8: the probability and the scale folded into one factor per token).
 //!
 //! Growth: the cache grows in chunks of [`GROW_TOKENS`] tokens rather than being preallocated to

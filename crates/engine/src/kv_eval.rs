@@ -24,9 +24,10 @@
 use edgefit_estimate::KvFormat;
 use serde::Serialize;
 
-use crate::engine::Platform;
 use crate::error::{EngineError, Result};
 use crate::model::{Logits, Model, ProbePoint};
+use crate::ops::{cosine, kl_divergence, log_softmax};
+use crate::platform::Platform;
 use crate::sampler::{Sampler, SamplerConfig};
 
 /// Settings of a KV-format evaluation.
@@ -272,23 +273,6 @@ impl Run {
     }
 }
 
-/// `ln softmax(x)` in f64 (maximum subtracted first).
-fn log_softmax(x: &[f32]) -> Vec<f64> {
-    let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v)) as f64;
-    let lse = x.iter().map(|&v| (v as f64 - max).exp()).sum::<f64>().ln() + max;
-    x.iter().map(|&v| v as f64 - lse).collect()
-}
-
-/// `KL(P ‖ Q) = Σ p (ln p − ln q)` from log-probabilities; never negative beyond rounding.
-fn kl_divergence(log_p: &[f64], log_q: &[f64]) -> f64 {
-    log_p
-        .iter()
-        .zip(log_q)
-        .map(|(&lp, &lq)| lp.exp() * (lp - lq))
-        .sum::<f64>()
-        .max(0.0)
-}
-
 fn argmax(x: &[f64]) -> usize {
     x.iter()
         .enumerate()
@@ -302,40 +286,12 @@ fn argmax(x: &[f64]) -> usize {
         .0
 }
 
-/// Cosine similarity in f64; 1 for two zero vectors, 0 if only one is zero (also the block
-/// influence of [`crate::prune`]).
-pub(crate) fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let (mut ab, mut aa, mut bb) = (0.0f64, 0.0f64, 0.0f64);
-    for (&x, &y) in a.iter().zip(b) {
-        let (x, y) = (x as f64, y as f64);
-        ab += x * y;
-        aa += x * x;
-        bb += y * y;
-    }
-    if aa == 0.0 && bb == 0.0 {
-        1.0
-    } else if aa == 0.0 || bb == 0.0 {
-        0.0
-    } else {
-        ab / (aa.sqrt() * bb.sqrt())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn kl_cosine_and_log_softmax_by_hand() {
-        let p = log_softmax(&[0.0, 0.0]);
-        assert!((p[0] - 0.5f64.ln()).abs() < 1e-12);
-        assert_eq!(kl_divergence(&p, &p), 0.0);
-        let q = log_softmax(&[(3.0f32).ln(), 0.0]); // q = (0.75, 0.25)
-        let want = 0.5 * (0.5f64 / 0.75).ln() + 0.5 * (0.5f64 / 0.25).ln();
-        assert!((kl_divergence(&p, &q) - want).abs() < 1e-7);
-        assert!((cosine(&[1.0, 0.0], &[1.0, 1.0]) - 0.5f64.sqrt()).abs() < 1e-12);
-        assert_eq!(cosine(&[0.0; 3], &[0.0; 3]), 1.0);
-        assert_eq!(cosine(&[0.0; 3], &[1.0; 3]), 0.0);
+    fn argmax_by_hand() {
         assert_eq!(argmax(&[0.1, 0.7, 0.2]), 1);
     }
 

@@ -1,20 +1,46 @@
 //! # edgefit-engine
 //!
-//! Owns running a real LLaMA-family model: loading it (GGUF through candle-core's reader, or the
-//! HF layout of `config.json` + `tokenizer.json` + safetensors), its tokenizer (built with the
-//! `tokenizers` crate from the file's own fields) and chat template, the forward pass (RMSNorm,
-//! RoPE, grouped-query attention, SwiGLU, tied embeddings), the KV cache, sampling, and
-//! generation one token at a time with measurements (load time, TTFT, prefill and decode
-//! tokens/s, weight, KV and peak bytes).
+//! Owns running a real decoder-only model (the LLaMA family and the other architectures of
+//! [`config::ARCHS`]): loading it (GGUF through candle-core's reader, or the HF layout of
+//! `config.json` + `tokenizer.json` + safetensors), its tokenizer (built with the `tokenizers`
+//! crate from the file's own fields) and chat template, the forward pass (RMSNorm, RoPE,
+//! grouped-query attention, gated MLP, tied embeddings), the KV cache, sampling, and generation
+//! one token at a time with measurements (load time, TTFT, prefill and decode tokens/s,
+//! weight, KV and peak bytes); and what is built on those: perplexity, the KV formats'
+//! accuracy, structured pruning, export to GGUF and HF files, and the micro-benchmarks of the
+//! `this-browser` device profile.
 //!
 //! It exists so the page and the CLI show what a model *really* does next to what the estimator
-//! predicts: the same engine runs natively and in the browser (wasm32, one thread). Linear
-//! algebra goes through `edgefit-kernels`; time and memory readings come from an injected
-//! [`Platform`], so nothing here reads a clock on its own.
+//! predicts: the same engine runs natively and in the browser (wasm32). Linear algebra goes
+//! through `edgefit-kernels`; time and memory readings come from an injected [`Platform`], so
+//! nothing here reads a clock on its own.
 //!
 //! Weights load into the w4a16 format by default (4-bit weights with fp16 group scales, 16-bit
 //! activations; GGUF Q4_0/Q4_1 tensors are kept without re-rounding), or f32/f16/int8 on request
-//! ([`LoadOptions`]); the KV cache is f32 until issue 5 adds quantized formats.
+//! ([`LoadOptions`]); the KV cache holds any of the estimator's KV formats (f32, f16, k8v16,
+//! int8, int4g32, kivi4; [`KvCache`]), [`edgefit_estimate::DEFAULT_KV_FORMAT`] for generation
+//! unless [`Engine::set_kv_format`] says otherwise.
+//!
+//! # Modules
+//! | module | what |
+//! |---|---|
+//! | `engine/` | [`Engine`]: the lifecycle (load, settings, calibration, prune and restore) in `mod.rs`; one generation in `session.rs`, kept turns in `conversation.rs`, [`Metrics`] in `metrics.rs` |
+//! | [`config`] | a model's shape, validated before any tensor is read, and the architecture table |
+//! | [`gguf`], [`hf`] | the two loaders |
+//! | [`weights`] | weight formats, the tensor table, one weight-assembly routine, the memory preflight |
+//! | [`tokenizer`] | text ↔ token ids and the chat template |
+//! | [`model`] | the forward pass |
+//! | [`kv_cache`] | the KV cache in every KV format, with the attention products that read them |
+//! | [`sampler`] | greedy, temperature, top-p |
+//! | [`perplexity`](mod@perplexity), [`kv_eval`](mod@kv_eval) | quality measurements: perplexity, the KV formats against f32 |
+//! | `prune/` | structured pruning ([`prune()`]): plan checks, calibration statistics and the stepper the page runs, scores, allocation, layer surgery |
+//! | [`export`] | writing a (pruned) model as GGUF or HF files |
+//! | [`microbench`] | the probes of the `this-browser` device profile |
+//! | [`synthetic`] | a tiny random model, as GGUF and HF files, for tests |
+//! | [`platform`], `ops`, [`error`] | leaves: the clock and memory readings, the numeric helpers, the error type |
+//!
+//! No module imports itself through a cycle (`tests/it/layering.rs` reads the `crate::` paths),
+//! except `config` ↔ `weights` (the architecture table names tensor parts; see that test).
 
 pub mod config;
 pub mod engine;
@@ -26,9 +52,14 @@ pub mod kv_cache;
 pub mod kv_eval;
 pub mod microbench;
 pub mod model;
+/// The native [`Platform`] at its earlier path ([`platform::NativePlatform`]).
 #[cfg(not(target_arch = "wasm32"))]
-pub mod native;
+pub mod native {
+    pub use crate::platform::{peak_rss_bytes, NativePlatform};
+}
+pub(crate) mod ops;
 pub mod perplexity;
+pub mod platform;
 pub mod prune;
 pub mod sampler;
 pub mod synthetic;
@@ -37,17 +68,17 @@ pub mod weights;
 
 pub use config::LlamaConfig;
 pub use engine::{
-    Engine, FinishReason, GenerateOptions, Metrics, ModelInfo, Platform, PrefillProgress,
-    PREFILL_CHUNK,
+    Engine, FinishReason, GenerateOptions, Metrics, ModelInfo, PrefillProgress, PREFILL_CHUNK,
 };
 pub use error::{EngineError, Result};
 pub use kv_cache::KvCache;
 pub use kv_eval::{kv_eval, KvEvalOptions, KvEvalReport, KvFormatEval};
 pub use model::{Logits, Model, ProbePoint};
 pub use perplexity::{perplexity, perplexity_of_text, PerplexityOptions, PerplexityReport};
+pub use platform::Platform;
 pub use prune::{
-    collect_stats, limits, prune, ActivationStats, Allocation, Importance, LayerRatios,
-    PruneLimits, PrunePlan, PruneReport,
+    collect_stats, limits, prune, ActivationStats, Allocation, Calibration, Importance,
+    LayerRatios, PruneLimits, PrunePlan, PruneReport,
 };
 pub use sampler::{Sampler, SamplerConfig};
 pub use tokenizer::TextTokenizer;

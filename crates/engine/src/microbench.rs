@@ -38,7 +38,7 @@
 //! in wasm32 (`performance.now()`) and natively, and tests can drive it with a fake clock. Each
 //! probe times batches of calls (a batch lasts at least [`MicrobenchConfig::batch_ms`], so a
 //! coarse browser clock — 0.1 ms in a tab that is not cross-origin isolated — still reads a
-//! meaningful interval) and keeps the median batch (see [`median_ms_per_call`]: a run of the
+//! meaningful interval) and keeps the median batch (see `median_ms_per_call`: a run of the
 //! engine meets the same interruptions as a typical batch, so the best one is optimistic).
 
 use std::hint::black_box;
@@ -49,7 +49,8 @@ use edgefit_kernels::{
     W4Matrix,
 };
 
-use crate::engine::{Engine, GenerateOptions, Platform, PREFILL_CHUNK};
+use crate::engine::{Engine, GenerateOptions, PREFILL_CHUNK};
+use crate::platform::Platform;
 use crate::sampler::SamplerConfig;
 use crate::synthetic;
 use crate::weights::LoadOptions;
@@ -480,7 +481,7 @@ impl MeasureRun {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
-    use crate::native::NativePlatform;
+    use crate::platform::NativePlatform;
     use std::cell::Cell;
 
     /// The engine platform of the overhead probe in these tests.

@@ -1,16 +1,19 @@
-//! Weights of a decoder-only model and its forward pass, composed from block helpers keyed by
-//! what the weights hold (q/k/v biases, q/k norms), never by the architecture's name.
+//! The forward pass of a decoder-only model over its weights ([`crate::weights`], re-exported
+//! here), composed from block helpers keyed by what the weights hold (q/k/v biases, q/k norms,
+//! sandwich norms), never by the architecture's name; the numeric helpers (RMSNorm, RoPE,
+//! softmax, the activations) are in `crate::ops`.
 //!
 //! Every matrix is row-major with one row per output feature, so a linear layer is `y = x · Wᵀ`
 //! ([`edgefit_kernels::Matrix::matmul_t_with`]), in whatever format the weights were loaded in
 //! (w4g32 by default, see [`crate::weights`]). Integer formats read the input quantized to
-//! int16 per block of 32 ([`ActQ16`]); an input shared by several matrices (q/k/v, gate/up) is
+//! int16 per block of 32 ([`edgefit_kernels::ActQ16`]); an input shared by several matrices (q/k/v, gate/up) is
 //! quantized once.
 //!
 //! RoPE uses the GGUF llama layout: within each head, element pairs `(2i, 2i+1)` rotate by
 //! `pos · base^(−2i/d) / s_i`, with the divisors `s_i` of the config's RoPE scaling
-//! ([`LlamaConfig::rope_inv_freq`]; 1 without scaling). llama.cpp's converter permutes HF's q/k weights into that layout, and
-//! the safetensors loader applies the same permutation, so one rotation serves both sources.
+//! ([`LlamaConfig::rope_inv_freq`]; 1 without scaling). llama.cpp's converter permutes HF's
+//! q/k weights into that layout, and the safetensors loader applies the same permutation, so
+//! one rotation serves both sources.
 
 use edgefit_estimate::KvFormat;
 use std::sync::{Mutex, TryLockError};
@@ -20,6 +23,9 @@ use edgefit_kernels::{Kernel, Matrix, Pool, Prepared};
 use crate::config::{Activation, LayerShape, LlamaConfig};
 use crate::error::Result;
 use crate::kv_cache::KvCache;
+use crate::ops::{
+    add_bias, add_in_place, gelu_tanh, rms_norm, rms_norm_in_place, rope, silu, softmax,
+};
 pub use crate::weights::{LayerPart, LayerWeights, TensorRole, Weights};
 
 /// Which logits a forward pass returns.
@@ -397,169 +403,5 @@ impl Model {
         pool.check()
             .map_err(|e| crate::EngineError::Threads(e.to_string()))?;
         Ok(logits)
-    }
-}
-
-/// `out = x / sqrt(mean(x²) + eps) · w`, row by row (`w.len()` values per row).
-fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
-    let n = w.len();
-    for (row, o) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
-        let ms = row.iter().map(|v| v * v).sum::<f32>() / n as f32;
-        let inv = 1.0 / (ms + eps).sqrt();
-        for ((o, v), g) in o.iter_mut().zip(row).zip(w) {
-            *o = v * inv * g;
-        }
-    }
-}
-
-/// `x = x / sqrt(mean(x²) + eps) · w` over every `w.len()` values (each head of q or k for
-/// QK-norm).
-fn rms_norm_in_place(x: &mut [f32], w: &[f32], eps: f32) {
-    let n = w.len();
-    for row in x.chunks_exact_mut(n) {
-        let ms = row.iter().map(|v| v * v).sum::<f32>() / n as f32;
-        let inv = 1.0 / (ms + eps).sqrt();
-        for (v, g) in row.iter_mut().zip(w) {
-            *v = *v * inv * g;
-        }
-    }
-}
-
-/// Adds `b` to every row of `x` (`b.len()` values per row).
-fn add_bias(x: &mut [f32], b: &[f32]) {
-    for row in x.chunks_exact_mut(b.len()) {
-        add_in_place(row, b);
-    }
-}
-
-/// Rotates adjacent pairs `(2i, 2i+1)` of every head of every row (GGUF llama layout); with
-/// `cos`/`sin` holding `r < head_dim/2` pairs per row (partial RoPE), only the first `r`
-/// pairs of each head rotate and the rest pass through.
-fn rope(x: &mut [f32], width: usize, head_dim: usize, cos: &[f32], sin: &[f32]) {
-    let rows = x.len() / width.max(1);
-    let half = cos.len() / rows.max(1);
-    for (t, row) in x.chunks_exact_mut(width).enumerate() {
-        let (c, s) = (
-            &cos[t * half..(t + 1) * half],
-            &sin[t * half..(t + 1) * half],
-        );
-        for head in row.chunks_exact_mut(head_dim) {
-            for i in 0..half {
-                let (a, b) = (head[2 * i], head[2 * i + 1]);
-                head[2 * i] = a * c[i] - b * s[i];
-                head[2 * i + 1] = a * s[i] + b * c[i];
-            }
-        }
-    }
-}
-
-/// In-place numerically stable softmax.
-pub(crate) fn softmax(x: &mut [f32]) {
-    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0.0;
-    for v in x.iter_mut() {
-        *v = exp_f32(*v - max);
-        sum += *v;
-    }
-    let inv = 1.0 / sum;
-    for v in x.iter_mut() {
-        *v *= inv;
-    }
-}
-
-fn silu(x: f32) -> f32 {
-    x / (1.0 + exp_f32(-x))
-}
-
-/// `gelu(x) = x/2 · (1 + tanh(u))`, `u = √(2/π) · (x + 0.044715 x³)`, with
-/// `1 + tanh(u) = 2 − 2/(e^{2u} + 1)` (exact at both ends: e^{2u} overflows to ∞ → 2, underflows
-/// to 0 → 0).
-fn gelu_tanh(x: f32) -> f32 {
-    const C: f32 = 0.797_884_6; // √(2/π)
-    let u = C * (x + 0.044_715 * x * x * x);
-    x * (1.0 - 1.0 / (exp_f32(2.0 * u) + 1.0))
-}
-
-/// `e^x` in f32 within a few ulp, branch-free so the SiLU and softmax loops vectorise (wasm has
-/// no `exp` instruction: `f32::exp` there is a libm call per value, ~4% of a decode step).
-/// Cody–Waite reduction `x = n·ln2 + r`, `|r| ≤ ln2/2`, then the classic Cephes `expf`
-/// polynomial for `e^r`, scaled by `2^n` through the exponent bits. Inputs are clamped to
-/// [−87.3, 88.7] (results from ~1.2e−38 up to infinity), NaN stays NaN.
-#[inline]
-fn exp_f32(x: f32) -> f32 {
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    let x = x.clamp(-87.336_55, 88.722_83);
-    let n = (x * std::f32::consts::LOG2_E).round_ties_even();
-    let r = (x - n * LN2_HI) - n * LN2_LO;
-    let mut p = 1.987_569_1e-4_f32;
-    p = p * r + 1.398_199_9e-3;
-    p = p * r + 8.333_452e-3;
-    p = p * r + 4.166_579_6e-2;
-    p = p * r + 1.666_666_5e-1;
-    p = p * r + 0.5;
-    let y = p * r * r + r + 1.0;
-    // n ∈ [−126, 128]; 128 gives the bits of +infinity.
-    y * f32::from_bits(((n as i32 + 127) as u32) << 23)
-}
-
-fn add_in_place(x: &mut [f32], y: &[f32]) {
-    for (a, b) in x.iter_mut().zip(y) {
-        *a += b;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rope_at_position_zero_is_identity_and_preserves_norm() {
-        let hd = 8;
-        let mut x: Vec<f32> = (0..16).map(|i| i as f32 * 0.1 - 0.5).collect();
-        let orig = x.clone();
-        let cos = vec![1.0; 4];
-        let sin = vec![0.0; 4];
-        rope(&mut x, 16, hd, &cos, &sin);
-        assert_eq!(x, orig);
-        let (s, c) = 0.7f32.sin_cos();
-        let cos = vec![c; 4];
-        let sin = vec![s; 4];
-        rope(&mut x, 16, hd, &cos, &sin);
-        let n0: f32 = orig.iter().map(|v| v * v).sum();
-        let n1: f32 = x.iter().map(|v| v * v).sum();
-        assert!((n0 - n1).abs() < 1e-5);
-        // Pair (0, 1) rotated by 0.7 rad.
-        assert!((x[0] - (orig[0] * c - orig[1] * s)).abs() < 1e-6);
-    }
-
-    #[test]
-    fn exp_f32_is_within_a_few_ulp_of_exp() {
-        let mut worst = 0.0f64;
-        for i in 0..=200_000 {
-            let x = -87.0 + 175.0 * i as f32 / 200_000.0;
-            let want = (x as f64).exp();
-            let got = exp_f32(x) as f64;
-            worst = worst.max(((got - want) / want).abs());
-        }
-        assert!(worst < 4.0 * f32::EPSILON as f64, "relative error {worst}");
-        assert_eq!(exp_f32(0.0), 1.0);
-        assert!(exp_f32(f32::NAN).is_nan());
-        assert_eq!(exp_f32(1000.0), f32::INFINITY);
-        assert!(exp_f32(-1000.0) < 1.2e-38);
-        assert_eq!(silu(-1000.0), 0.0);
-        assert_eq!(silu(1000.0), 1000.0);
-    }
-
-    #[test]
-    fn softmax_sums_to_one_and_is_shift_invariant() {
-        let mut a = vec![1.0, 2.0, 3.0, -1000.0];
-        let mut b = vec![101.0, 102.0, 103.0, -900.0];
-        softmax(&mut a);
-        softmax(&mut b);
-        assert!((a.iter().sum::<f32>() - 1.0).abs() < 1e-6);
-        for (x, y) in a.iter().zip(&b) {
-            assert!((x - y).abs() < 1e-6);
-        }
     }
 }

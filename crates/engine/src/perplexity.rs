@@ -25,9 +25,9 @@
 
 use serde::Serialize;
 
-use crate::engine::Platform;
 use crate::error::{EngineError, Result};
 use crate::model::{Logits, Model};
+use crate::platform::Platform;
 use crate::tokenizer::TextTokenizer;
 
 /// Inputs fed through the model per forward call unless told otherwise.

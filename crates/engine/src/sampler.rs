@@ -5,7 +5,7 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{EngineError, Result};
-use crate::model::softmax;
+use crate::ops::softmax;
 
 /// How to pick the next token. `temperature == 0` means greedy (argmax, lowest id on ties).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -1,5 +1,6 @@
-//! A tiny random LLaMA model, written as real GGUF and HF files, for tests that must not depend
-//! on a downloaded model (the wasm tests in Node and Chromium, loader tests). It has a real
+//! A tiny random LLaMA model (or one of any architecture of [`crate::config::ARCHS`],
+//! [`model_of`]), written as real GGUF and HF files, for tests that must not depend on a
+//! downloaded model (the wasm tests in Node and Chromium, loader tests). It has a real
 //! byte-level BPE tokenizer (256 byte tokens, three merges, ChatML special tokens) and a ChatML
 //! chat template; its weights are deterministic pseudo-random numbers, so it generates noise,
 //! but every code path of loading, tokenizing, the forward pass and generation runs.

@@ -287,22 +287,7 @@ pub mod threads {
 #[wasm_bindgen]
 pub struct Engine {
     inner: edgefit_engine::Engine,
-    calibration: Option<Calibration>,
-}
-
-/// A calibration run in progress or done (`next == tokens.len()`).
-struct Calibration {
-    tokens: Vec<u32>,
-    window: usize,
-    /// Tokens run so far.
-    next: usize,
-    stats: Option<edgefit_engine::ActivationStats>,
-}
-
-impl Calibration {
-    fn done(&self) -> bool {
-        self.next >= self.tokens.len()
-    }
+    calibration: Option<edgefit_engine::Calibration>,
 }
 
 /// A whole number from JS in `1..=max`, or an error naming `name`.
@@ -455,17 +440,12 @@ impl Engine {
         let max_tokens = count("maxTokens", max_tokens, 1 << 24)?;
         let context = self.inner.unpruned_model().config.context_length;
         let window = count("window", window, context)?;
-        let tokens = self
+        let calibration = self
             .inner
-            .calibration_tokens(text, max_tokens)
+            .begin_calibration(text, max_tokens, window)
             .map_err(js_err)?;
-        let n = tokens.len() as u32;
-        self.calibration = Some(Calibration {
-            tokens,
-            window,
-            next: 0,
-            stats: None,
-        });
+        let n = calibration.tokens().len() as u32;
+        self.calibration = Some(calibration);
         Ok(n)
     }
 
@@ -479,19 +459,8 @@ impl Engine {
             .calibration
             .as_mut()
             .ok_or_else(|| JsError::new("no calibration begun: call calibrateBegin first"))?;
-        if !cal.done() {
-            let end = (cal.next + windows * cal.window).min(cal.tokens.len());
-            let piece = self
-                .inner
-                .calibrate_tokens(&cal.tokens[cal.next..end], cal.window)
-                .map_err(js_err)?;
-            cal.stats = Some(match cal.stats.take() {
-                None => piece,
-                Some(acc) => edgefit_engine::engine::merge_stats(acc, &piece).map_err(js_err)?,
-            });
-            cal.next = end;
-        }
-        Ok(cal.next as u32)
+        let ran = self.inner.calibrate_step(cal, windows).map_err(js_err)?;
+        Ok(ran as u32)
     }
 
     /// Tokens of the finished calibration the next activation-aware prune uses (0 when none
@@ -499,7 +468,7 @@ impl Engine {
     #[wasm_bindgen(js_name = calibrationTokens)]
     pub fn calibration_tokens(&self) -> u32 {
         match &self.calibration {
-            Some(c) if c.done() => c.tokens.len() as u32,
+            Some(c) if c.done() => c.tokens().len() as u32,
             _ => 0,
         }
     }
@@ -513,10 +482,7 @@ impl Engine {
     pub fn prune(&mut self, plan_json: &str) -> Result<String, JsError> {
         let plan: edgefit_engine::PrunePlan =
             serde_json::from_str(plan_json).map_err(|e| JsError::new(&format!("plan: {e}")))?;
-        let stats = match &self.calibration {
-            Some(c) if c.done() => c.stats.as_ref(),
-            _ => None,
-        };
+        let stats = self.calibration.as_ref().and_then(|c| c.stats());
         let report = self.inner.prune(&plan, stats).map_err(js_err)?;
         serde_json::to_string(&report).map_err(js_err)
     }

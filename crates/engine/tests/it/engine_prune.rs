@@ -3,8 +3,8 @@
 // one back. Native only (the native clock).
 #![cfg(not(target_arch = "wasm32"))]
 
-use edgefit_engine::engine::merge_stats;
 use edgefit_engine::native::NativePlatform;
+use edgefit_engine::prune::merge_stats;
 use edgefit_engine::synthetic::{gguf_bytes, SyntheticDType};
 use edgefit_engine::{Engine, GenerateOptions, Importance, LayerRatios, LoadOptions, PrunePlan};
 
@@ -48,6 +48,42 @@ fn calibration_in_pieces_equals_one_run() {
     let all = e.calibrate(&text, 100, 16).unwrap();
     assert_eq!(all, whole);
     assert!(e.calibration_tokens("", 10).is_err());
+}
+
+#[test]
+fn the_calibration_stepper_equals_one_run_and_refuses_bad_settings() {
+    let e = engine();
+    let text = TEXT.repeat(4);
+    let whole = e.calibrate(&text, 100, 16).unwrap();
+    let mut cal = e.begin_calibration(&text, 100, 16).unwrap();
+    assert_eq!(cal.tokens().len(), whole.tokens);
+    assert!(cal.stats().is_none() && !cal.done());
+    let mut ran = Vec::new();
+    for windows in [1, 2, 1, 100, 5] {
+        ran.push(e.calibrate_step(&mut cal, windows).unwrap());
+        assert_eq!(cal.done(), cal.stats().is_some());
+    }
+    // 16, then 2·16 more, 16 more, then the rest; a finished calibration runs nothing more.
+    let n = whole.tokens;
+    assert_eq!(ran, [16, 48, 64, n, n]);
+    let stats = cal.stats().unwrap();
+    assert_eq!((stats.tokens, stats.windows), (whole.tokens, whole.windows));
+    for (a, b) in stats.layers.iter().zip(&whole.layers) {
+        let close = |x: &[f64], y: &[f64]| {
+            x.iter()
+                .zip(y)
+                .all(|(p, q)| (p - q).abs() <= 1e-9 * q.abs().max(1.0))
+        };
+        assert!(close(&a.attn_in, &b.attn_in) && close(&a.attn_out, &b.attn_out));
+        assert!(close(&a.mlp_in, &b.mlp_in) && close(&a.mlp_mid, &b.mlp_mid));
+        assert!((a.block_influence - b.block_influence).abs() < 1e-12);
+    }
+    let context = e.unpruned_model().config.context_length;
+    assert!(e.begin_calibration(&text, 100, 0).is_err());
+    assert!(e.begin_calibration(&text, 100, context + 1).is_err());
+    assert!(e.begin_calibration("", 100, 16).is_err());
+    let mut cal = e.begin_calibration(&text, 100, 16).unwrap();
+    assert!(e.calibrate_step(&mut cal, 0).is_err());
 }
 
 #[test]

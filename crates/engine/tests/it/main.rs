@@ -16,6 +16,7 @@ mod gemma3_270m;
 mod ggml_formats;
 mod golden;
 mod hostile;
+mod layering;
 mod loaders;
 mod perplexity;
 mod prefill;
