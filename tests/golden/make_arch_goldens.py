@@ -586,25 +586,22 @@ def main():
         if garch:
             g["gguf"] = ("model.gguf holds the same f32 weights in llama.cpp's layout: these "
                          "logits and greedy tokens are its goldens too")
-        if name == "llama3":
-            # The scaling is in effect: the same weights with plain RoPE give other logits.
-            plain = make_config(mtype, dict(kw, rope_parameters={
-                "rope_type": "default", "rope_theta": LLAMA3_ROPE["rope_theta"]}))
-            unscaled = AutoModelForCausalLM.from_pretrained(
-                d, config=plain, attn_implementation="eager", dtype=torch.float32).eval()
-            ds = max_diff(loaded, unscaled, tok, kind)
-            if ds < 0.1:
-                sys.exit(f"llama3: RoPE scaling changes the logits by only {ds}")
-            g["scaling_effect"] = f"max |logit diff| vs the same weights with plain RoPE: {ds:.3f}"
-        if name == "mistral_swa":
-            # The window is in effect: the same weights attending to every token differ.
-            full = make_config(mtype, dict(kw, sliding_window=None))
-            unmasked = AutoModelForCausalLM.from_pretrained(
-                d, config=full, attn_implementation="eager", dtype=torch.float32).eval()
-            dw = max_diff(loaded, unmasked, tok, kind)
-            if dw < 0.1:
-                sys.exit(f"mistral_swa: the sliding window changes the logits by only {dw}")
-            g["window_effect"] = f"max |logit diff| vs the same weights without the window: {dw:.3f}"
+        # A feature the case exists for is in effect: the same weights without it give other
+        # logits (by at least 0.1).
+        effect = {
+            "llama3": ("scaling_effect", "with plain RoPE", dict(rope_parameters={
+                "rope_type": "default", "rope_theta": LLAMA3_ROPE["rope_theta"]})),
+            "mistral_swa": ("window_effect", "without the window", dict(sliding_window=None)),
+        }.get(name)
+        if effect:
+            key, without, override = effect
+            other = AutoModelForCausalLM.from_pretrained(
+                d, config=make_config(mtype, dict(kw, **override)), attn_implementation="eager",
+                dtype=torch.float32).eval()
+            de = max_diff(loaded, other, tok, kind)
+            if de < 0.1:
+                sys.exit(f"{name}: the same weights {without} change the logits by only {de}")
+            g[key] = f"max |logit diff| vs the same weights {without}: {de:.3f}"
         if name == "llama3_rope_parameters":
             # The same weights as llama3: the logits must be identical; golden.json points there.
             ref = json.load(open(os.path.join(OUT, "llama3", "golden.json")))
