@@ -116,10 +116,11 @@ impl ActQ16 {
 /// `y` to an integer, ties to even (IEEE round-to-nearest, the only mode Rust runs in), and the
 /// subtraction is exact. On x86-64 without SSE4.1 (the CLI's baseline) `round_ties_even` is a
 /// call to libm's `rintf` per value, which `perf` put at 10 % of a prefill's samples; the two
-/// additions vectorise. Only the sign of a zero can differ (`-0.3` gives `+0.0`), which the
-/// cast to `i16` erases; `rounds_like_round_ties_even` checks the rest.
+/// additions vectorise. Only the sign of a zero can differ (`-0.3` gives `+0.0`), which a
+/// cast to an integer erases; `rounds_like_round_ties_even` checks the rest. NaN stays NaN.
+/// The engine's `exp_f32` rounds `x·log₂e ∈ [−126, 128]` with it too.
 #[inline(always)]
-fn round_ties_even_small(y: f32) -> f32 {
+pub fn round_ties_even_small(y: f32) -> f32 {
     #[cfg(target_arch = "wasm32")]
     {
         y.round_ties_even()

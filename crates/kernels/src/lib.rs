@@ -38,7 +38,7 @@ pub mod matrix;
 pub mod pool;
 pub mod quant;
 
-pub use act::ActQ16;
+pub use act::{round_ties_even_small, ActQ16};
 pub use error::KernelError;
 pub use f32_ops::{dot, matmul_t};
 pub use ggml::{GgmlFormat, GgmlMatrix};
