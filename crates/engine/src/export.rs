@@ -369,11 +369,10 @@ fn hf_tensors(model: &Model) -> Result<Vec<(String, Source<'_>)>> {
 /// RoPE) has no writer yet ([`crate::config::Arch::exportable`]).
 pub(crate) fn exportable(c: &LlamaConfig) -> Result<crate::config::Arch> {
     let arch = c.arch()?;
-    if arch.exportable && c.sliding_window.is_some() {
+    if let (true, Some(w)) = (arch.exportable, c.sliding_window) {
         return Err(EngineError::Unsupported(format!(
-            "exporting `{}` with a sliding window ({} tokens): the writers do not write one, and without it the file would attend to every token",
-            arch.name,
-            c.sliding_window.unwrap_or(0)
+            "exporting `{}` with a sliding window ({w} tokens): the writers do not write one, and without it the file would attend to every token",
+            arch.name
         )));
     }
     if !arch.exportable {

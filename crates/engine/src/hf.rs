@@ -266,7 +266,8 @@ pub fn load_hf_within(
             .checked_div(hf.num_attention_heads)
             .unwrap_or(0),
     );
-    let (sliding_window, sliding_layers) = sliding_layout(&hf, desc)?;
+    let context_length = hf.max_position_embeddings.unwrap_or(DEFAULT_CONTEXT);
+    let (sliding_window, sliding_layers) = sliding_layout(&hf, desc, context_length)?;
     let rope_dim = match hf.partial_rotary_factor {
         None => None,
         Some(1.0) => None,
@@ -290,7 +291,7 @@ pub fn load_hf_within(
         head_dim,
         ffn: hf.intermediate_size,
         vocab: hf.vocab_size,
-        context_length: hf.max_position_embeddings.unwrap_or(DEFAULT_CONTEXT),
+        context_length,
         rope_base: hf.rope.theta.unwrap_or(10_000.0),
         rope_scaling: hf.rope.scaling.clone(),
         rms_eps: hf.rms_norm_eps.unwrap_or(1e-5),
@@ -425,13 +426,12 @@ const DEFAULT_CONTEXT: usize = 2048;
 /// ([`Arch::every_layer_slides`], Mistral, Phi-3) slide; a sliding window elsewhere is refused by
 /// the `use_sliding_window` check or ignored when that flag is absent, as transformers does for
 /// Qwen2.
-fn sliding_layout(hf: &HfConfig, desc: Arch) -> Result<(Option<usize>, Vec<bool>)> {
+fn sliding_layout(hf: &HfConfig, desc: Arch, context: usize) -> Result<(Option<usize>, Vec<bool>)> {
     let n = hf.num_hidden_layers;
     let Some(swa) = desc.gguf_swa else {
         if desc.every_layer_slides {
             // Every layer slides when the window is narrower than the context (a window as
             // wide as the context never leaves a key out: full attention exactly).
-            let context = hf.max_position_embeddings.unwrap_or(DEFAULT_CONTEXT);
             return Ok(match hf.sliding_window {
                 Some(w) if w < context => (Some(w), vec![true; n]),
                 _ => (None, Vec::new()),
