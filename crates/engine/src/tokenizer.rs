@@ -301,7 +301,7 @@ impl TextTokenizer {
             decoders.push(DecoderWrapper::Strip(Strip::new(' ', 1, 0)));
         }
         let mut inner = Tokenizer::new(bpe);
-        inner.with_normalizer(Some(normalizer));
+        inner.with_normalizer(Some(normalizer)).map_err(tok_err)?;
         inner.with_decoder(Some(DecoderSequence::new(decoders)));
         Self::finish(
             inner,
@@ -331,7 +331,7 @@ impl TextTokenizer {
                 _ => {}
             }
         }
-        inner.add_special_tokens(&added);
+        inner.add_special_tokens(added).map_err(tok_err)?;
         let text_of = |id: Option<u32>| {
             id.and_then(|i| f.tokens.get(i as usize).cloned())
                 .unwrap_or_default()
