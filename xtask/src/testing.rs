@@ -5,7 +5,8 @@
 //! same wasm tests in headless Chromium (Debian's chromium + chromedriver, never a downloaded
 //! browser); the publishable site (`dist/`: simd128, baseline and threaded wasm) and the
 //! release CLI; the page's own tests with `node --test` against `dist/` served by Python's
-//! `http.server` under a sub-path (`/edgefit/`) on an ephemeral port, as any static host would
+//! `http.server` under a sub-path (`/edgefit/`) on an ephemeral port, as any static host would,
+//! in three lanes (see [`WebLanes`])
 //! (and by `cargo xtask serve`'s server, which sends COOP/COEP, for the threaded build's test).
 
 use crate::util::{self, run, which};
@@ -361,26 +362,110 @@ fn web_tests() -> Result<()> {
     // The same dist/ from `cargo xtask serve`'s server, which sends COOP/COEP: the threaded
     // build's test checks the page is isolated there without the service worker.
     let coi = crate::serve::start(&root.join("dist"), "127.0.0.1", 0)?;
-    let mut cmd = Command::new("node");
-    // One file at a time: each end-to-end file drives its own Chromium on the real model, and
-    // several at once on a 2-core machine time out page loads.
-    cmd.current_dir(&root)
-        .arg("--test")
-        .arg("--test-concurrency=1")
-        .args(files.iter().map(|f| f.strip_prefix(&root).unwrap_or(f)))
-        .env("EDGEFIT_URL", &server.url)
-        .env("EDGEFIT_COI_URL", coi.url())
-        .env("EDGEFIT_BUILD_DIR", &build_dir)
-        // fit.test.mjs compares the page's "What fits?" with the CLI the build step made; the
-        // page unit tests that load the built wasm read it from the served site.
-        .env("EDGEFIT_CLI", util::target_dir().join("release/edgefit"))
-        .env("EDGEFIT_SITE_DIR", root.join("dist"))
-        .env("CHROMIUM", &chromium)
-        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
-    let result = run(&mut cmd);
+    let node_test = |files: &[PathBuf]| {
+        let mut cmd = Command::new("node");
+        cmd.current_dir(&root)
+            .arg("--test")
+            .arg("--test-concurrency=1")
+            .args(files.iter().map(|f| f.strip_prefix(&root).unwrap_or(f)))
+            .env("EDGEFIT_URL", &server.url)
+            .env("EDGEFIT_COI_URL", coi.url())
+            .env("EDGEFIT_BUILD_DIR", &build_dir)
+            // fit.test.mjs compares the page's "What fits?" with the CLI the build step made;
+            // the page unit tests that load the built wasm read it from the served site.
+            .env("EDGEFIT_CLI", util::target_dir().join("release/edgefit"))
+            .env("EDGEFIT_SITE_DIR", root.join("dist"))
+            .env("CHROMIUM", &chromium)
+            .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
+        cmd
+    };
+    let lanes = WebLanes::split(&root, files)?;
+    // The side lane runs beside the main one, its output kept in a log printed afterwards.
+    fs::create_dir_all(&build_dir)?;
+    let side_log_path = build_dir.join("web-tests-side-lane.log");
+    let side_log = fs::File::create(&side_log_path)
+        .with_context(|| format!("creating {}", side_log_path.display()))?;
+    let mut side_cmd = node_test(&lanes.side);
+    let side_shown = util::display(&side_cmd);
+    println!(
+        "  $ {side_shown} (side lane, beside the next command; output in {})",
+        side_log_path.display()
+    );
+    let mut side = side_cmd
+        .stdout(side_log.try_clone()?)
+        .stderr(side_log)
+        .spawn()
+        .with_context(|| format!("could not start `{side_shown}`"))?;
+    let main = run(&mut node_test(&lanes.main));
+    let side_status = side.wait();
+    println!("\n== web tests, side lane ({}):", lanes.side.len());
+    print!("{}", fs::read_to_string(&side_log_path).unwrap_or_default());
+    let side = match side_status {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(anyhow::anyhow!("`{side_shown}` failed ({status})")),
+        Err(e) => Err(anyhow::anyhow!("waiting for `{side_shown}`: {e}")),
+    };
+    // The timed file last and alone: it compares the estimate with what the page measures.
+    let alone = if main.is_ok() && side.is_ok() {
+        println!(
+            "\n== web tests, alone on the machine ({}):",
+            lanes.alone.len()
+        );
+        run(&mut node_test(&lanes.alone))
+    } else {
+        Ok(())
+    };
     drop(server);
     drop(coi);
-    result
+    main.and(side).and(alone)
+}
+
+/// The page's test files in three lanes. The end-to-end files each drive one Chromium running
+/// the single-threaded wasm build on the real model, so one file at a time leaves a core of
+/// this 2-core machine idle: [`SIDE_LANE`] runs beside the others (long files that measure
+/// memory and correctness, not time), and [`ALONE_LANE`] runs after both, alone, because it
+/// compares the estimate with the speed the page measures. (Everything at once timed out page
+/// loads: several Chromiums per core.)
+struct WebLanes {
+    main: Vec<PathBuf>,
+    side: Vec<PathBuf>,
+    alone: Vec<PathBuf>,
+}
+
+/// Beside the main lane: the soak (~95 s of decoding, checks memory) and the pruning panel
+/// (~35 s, checks what the worker computes).
+const SIDE_LANE: [&str; 2] = ["tests/e2e/soak.test.mjs", "tests/e2e/prune.test.mjs"];
+/// After the other lanes, alone: the estimate-vs-measured loop.
+const ALONE_LANE: [&str; 1] = ["tests/e2e/estimate-loop.test.mjs"];
+
+impl WebLanes {
+    /// Splits `files`; a lane file that is not among them is an error, so a rename cannot
+    /// silently drop a test from the run.
+    fn split(root: &Path, files: Vec<PathBuf>) -> Result<WebLanes> {
+        let rel = |f: &PathBuf| {
+            f.strip_prefix(root)
+                .unwrap_or(f)
+                .to_string_lossy()
+                .replace('\\', "/")
+        };
+        for name in SIDE_LANE.iter().chain(&ALONE_LANE) {
+            if !files.iter().any(|f| rel(f) == *name) {
+                bail!("{name} is named in a web-test lane (xtask/src/testing.rs) but is not a test file");
+            }
+        }
+        let (mut side, mut alone, mut main) = (Vec::new(), Vec::new(), Vec::new());
+        for f in files {
+            let r = rel(&f);
+            if SIDE_LANE.contains(&r.as_str()) {
+                side.push(f);
+            } else if ALONE_LANE.contains(&r.as_str()) {
+                alone.push(f);
+            } else {
+                main.push(f);
+            }
+        }
+        Ok(WebLanes { main, side, alone })
+    }
 }
 
 /// The sub-path the page's tests find the site under (a static host rarely serves at `/`).
@@ -496,5 +581,44 @@ mod tests {
             ["a.test.js", "d_test.cjs", "sub/b.test.mjs", "test-c.js"]
         );
         fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn web_lanes_split_every_file_once_and_name_a_missing_lane_file() {
+        let root = Path::new("/r");
+        let all: Vec<PathBuf> = [
+            "tests/web/a.test.js",
+            "tests/e2e/soak.test.mjs",
+            "tests/e2e/estimate-loop.test.mjs",
+            "tests/e2e/page.test.mjs",
+            "tests/e2e/prune.test.mjs",
+        ]
+        .iter()
+        .map(|f| root.join(f))
+        .collect();
+        let lanes = WebLanes::split(root, all.clone()).unwrap();
+        let names = |v: &[PathBuf]| -> Vec<String> {
+            v.iter()
+                .map(|p| p.strip_prefix(root).unwrap().to_string_lossy().to_string())
+                .collect()
+        };
+        assert_eq!(
+            names(&lanes.main),
+            ["tests/web/a.test.js", "tests/e2e/page.test.mjs"]
+        );
+        assert_eq!(
+            names(&lanes.side),
+            ["tests/e2e/soak.test.mjs", "tests/e2e/prune.test.mjs"]
+        );
+        assert_eq!(names(&lanes.alone), ["tests/e2e/estimate-loop.test.mjs"]);
+        let without_soak: Vec<PathBuf> = all
+            .into_iter()
+            .filter(|p| !p.ends_with("soak.test.mjs"))
+            .collect();
+        let err = WebLanes::split(root, without_soak)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("tests/e2e/soak.test.mjs"), "{err}");
     }
 }
