@@ -113,6 +113,7 @@ pub(crate) fn speeds(
         prompt,
         gen: u64::from(dep.gen_tokens),
         chunk: u64::from(dep.prefill_chunk.unwrap_or(dep.prompt_tokens)).min(prompt),
+        static_context: exec.static_context.then_some(u64::from(dep.context)),
     };
     let tm = TimeModel::new(spec, plan);
     let (prefill_s, _) = tm.prefill(&Roof::at(unit, &exec.prefill, unit.f_max()));
@@ -251,6 +252,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
         prompt,
         gen,
         chunk,
+        static_context: exec.static_context.then_some(u64::from(dep.context)),
     };
     let tm = TimeModel::new(spec, plan);
     let f_top = unit.freq_mhz[ceiling];
