@@ -93,6 +93,7 @@ validation_files!(
     "litert-lm-readme",
     "llamacpp-discussion-4167",
     "llamacpp-docs-snapdragon-readme",
+    "llamacpp-issue-27078-m1max",
     "llamacpp-pr-19356-19360-rpi5",
     "llamacpp-prs-apple-m4-m5",
     "mlc-blog-orange-pi",
