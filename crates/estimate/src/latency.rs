@@ -671,6 +671,11 @@ pub struct LatencyReport {
     /// How the ranges were obtained.
     #[serde(default)]
     pub range_basis: String,
+    /// Tokens every step's attention spans when the runtime runs static-shape graphs compiled
+    /// for the whole context (QNN / Genie: the deployment's `context`); `None`: the filled
+    /// cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub static_context_tokens: Option<u64>,
     /// Bytes moved by the first decode step.
     pub decode_bytes_per_step: f64,
     /// Step time as the cache grows (up to 33 points).

@@ -207,6 +207,20 @@ fn a_static_shape_runtime_pays_for_the_whole_context_at_every_step() {
     assert!(big.decode_ms_first > small.decode_ms_first * 1.05);
     assert!(big.decode_bytes_per_step > small.decode_bytes_per_step);
     assert!(big.prefill_ms > small.prefill_ms);
+    assert_eq!(big.static_context_tokens, Some(4096));
+    // The same model on the CPU under llama.cpp attends over the filled cache only.
+    let cpu = estimate(
+        &spec,
+        &Deployment {
+            weights: WeightFormat::Q4_0,
+            context: 4096,
+            unit: Some(ComputeUnit::Cpu),
+            ..Deployment::default()
+        },
+        &dev,
+    )
+    .unwrap();
+    assert_eq!(cpu.latency.static_context_tokens, None);
 }
 
 #[test]
