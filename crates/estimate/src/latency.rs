@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | matmul `rows × cols` (q, k, v, o, gate, up, down) | `2·b·n·rows·cols` | weights `matrix_bytes(rows, cols)` + activations `a·b·n·(rows + cols)` |
 //! | attention (q·k, softmax, ·v) | `b·H·(2·dk + 2·dv + 5)·S`, `S = n·p + n(n+1)/2` (causal) | KV read `b·(p + n)·kv_layer_token` + written `b·n·kv_layer_token` + activations `a·b·n·H·(dk + dv)` |
+//! | attention, static-shape graph for context `C` (QNN / Genie) | as above with `S = n·C` | KV read `b·C·kv_layer_token` + written + activations as above |
 //! | norms | `4·b·n·d` per norm | `4·d` weights + `2·a·b·n·d` per norm |
 //! | MLP activation (SiLU/GELU × up) | `5·b·n·I` | `3·a·b·n·I` |
 //!
@@ -256,6 +257,9 @@ pub(crate) struct Plan {
     pub prompt: u64,
     pub gen: u64,
     pub chunk: u64,
+    /// `Some(C)`: graphs with static shapes for a context of `C` tokens
+    /// ([`crate::runtime::RuntimeUnit::static_context`]): attention spans the whole buffer.
+    pub static_context: Option<u64>,
 }
 
 /// A run of identical consecutive layers.
@@ -318,7 +322,13 @@ impl<'a> TimeModel<'a> {
     pub fn attention(&self, l: &LayerSpec, n: u64, past: u64) -> OpCost {
         let b = self.plan.batch as f64;
         let (nf, pf) = (n as f64, past as f64);
-        let s = nf * pf + nf * (nf + 1.0) / 2.0;
+        // Causal attention over the filled cache: S = n·p + n(n+1)/2 score entries, KV read
+        // p + n tokens. A static-shape graph compiled for a context C (QNN / Genie) computes
+        // every step over the whole buffer, masked: S = n·C and KV read C tokens.
+        let (s, read) = match self.plan.static_context {
+            Some(c) => (nf * c as f64, c as f64),
+            None => (nf * pf + nf * (nf + 1.0) / 2.0, pf + nf),
+        };
         let h = f64::from(l.num_heads);
         let (dk, dv) = (f64::from(l.qk_head_dim), f64::from(l.v_head_dim));
         let per_tok = self.plan.kv.layer_bytes_per_token(l) as f64;
@@ -326,7 +336,7 @@ impl<'a> TimeModel<'a> {
             op: "attention",
             flops: b * h * (2.0 * dk + 2.0 * dv + 5.0) * s,
             weight_bytes: 0.0,
-            kv_bytes: b * per_tok * (pf + nf) + b * per_tok * nf,
+            kv_bytes: b * per_tok * read + b * per_tok * nf,
             act_bytes: self.a() * b * nf * h * (dk + dv),
             weights: 0.0,
             rows: 0.0,
@@ -661,6 +671,11 @@ pub struct LatencyReport {
     /// How the ranges were obtained.
     #[serde(default)]
     pub range_basis: String,
+    /// Tokens every step's attention spans when the runtime runs static-shape graphs compiled
+    /// for the whole context (QNN / Genie: the deployment's `context`); `None`: the filled
+    /// cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub static_context_tokens: Option<u64>,
     /// Bytes moved by the first decode step.
     pub decode_bytes_per_step: f64,
     /// Step time as the cache grows (up to 33 points).

@@ -113,6 +113,7 @@ pub(crate) fn speeds(
         prompt,
         gen: u64::from(dep.gen_tokens),
         chunk: u64::from(dep.prefill_chunk.unwrap_or(dep.prompt_tokens)).min(prompt),
+        static_context: exec.static_context.then_some(u64::from(dep.context)),
     };
     let tm = TimeModel::new(spec, plan);
     let (prefill_s, _) = tm.prefill(&Roof::at(unit, &exec.prefill, unit.f_max()));
@@ -251,6 +252,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
         prompt,
         gen,
         chunk,
+        static_context: exec.static_context.then_some(u64::from(dep.context)),
     };
     let tm = TimeModel::new(spec, plan);
     let f_top = unit.freq_mhz[ceiling];
@@ -324,6 +326,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
         decode_bytes_per_step: first_bytes,
         decode_curve,
         head_decode,
+        static_context_tokens: plan.static_context,
         range_basis: format!(
             "prefill: {}; decode: {}",
             band_p.describe(),
@@ -528,12 +531,17 @@ fn explanations(
         .map(|t| format!(", {t} threads"))
         .unwrap_or_default();
     let overhead_ms = l.decode_overhead_share * l.decode_ms_first;
+    // A static-shape runtime (QNN / Genie) attends over the whole compiled context.
+    let static_ctx = l
+        .static_context_tokens
+        .map(|c| format!("; static-shape graphs: attention spans the whole context C = {c} at every step (FLOPs ∝ n·C, KV read C tokens)"))
+        .unwrap_or_default();
     e.insert(
         "latency.ttft_ms".into(),
         Explanation::new(
-            "TTFT = Σ chunks [τ + Σ ops max(FLOPs/(peak·η_c), bytes/BW_prefill, weights/rate) + o], attention FLOPs ∝ n·p + n(n+1)/2, logits for the last position",
+            "TTFT = Σ chunks [τ + Σ ops max(FLOPs/(peak·η_c), bytes/BW_prefill, weights/rate) + o], attention FLOPs ∝ n·p + n(n+1)/2 (n·C for a static-shape graph of context C), logits for the last position",
             format!(
-                "{} prompt tokens in chunks of {}; runtime {} on the {}{threads}: {} matmuls, peak {} GFLOP/s × η_c {} = {} GFLOP/s; BW {} GB/s; o = {} µs per op, τ = {} µs per pass",
+                "{} prompt tokens in chunks of {}; runtime {} on the {}{threads}: {} matmuls, peak {} GFLOP/s × η_c {} = {} GFLOP/s; BW {} GB/s; o = {} µs per op, τ = {} µs per pass{static_ctx}",
                 dep.prompt_tokens,
                 dep.prefill_chunk.unwrap_or(dep.prompt_tokens).min(dep.prompt_tokens),
                 l.runtime,
@@ -580,9 +588,9 @@ fn explanations(
     e.insert(
         "latency.decode_tok_s".into(),
         Explanation::new(
-            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = τ + Σ ops [max(FLOPs/(peak·η_c), (weights + KV read of L tokens + logits head)/BW_decode) + o]; BW_decode = BW_theoretical · η_d · min(1, threads/t_sat)",
+            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = τ + Σ ops [max(FLOPs/(peak·η_c), (weights + KV read of L tokens (C, the whole context, for a static-shape graph) + logits head)/BW_decode) + o]; BW_decode = BW_theoretical · η_d · min(1, threads/t_sat)",
             format!(
-                "runtime {} on the {}{threads}: first step {} ms ({} bytes moved, ~{} ms at {} GB/s; fixed overhead {} ms = {}% of the step: o = {} µs × ops + τ = {} µs), last step {} ms",
+                "runtime {} on the {}{threads}: first step {} ms ({} bytes moved, ~{} ms at {} GB/s; fixed overhead {} ms = {}% of the step: o = {} µs × ops + τ = {} µs), last step {} ms{static_ctx}",
                 l.runtime,
                 l.unit,
                 fmt_num(l.decode_ms_first),

@@ -22,7 +22,10 @@
 //! - `decode_weights_per_cycle` `w` (CPU only): weights per cycle per core its decode GEMV
 //!   kernel unpacks and multiplies for quantized formats — a 4-bit CPU decode is bound by
 //!   instructions before bandwidth with few threads — **fitted**;
-//! - `default_threads` (CPU only; `null` = the device's `default_threads`).
+//! - `default_threads` (CPU only; `null` = the device's `default_threads`);
+//! - `static_context`: the runtime runs graphs compiled with static shapes for the whole
+//!   context `C` (QNN / Genie context binaries), so each step's attention reads all `C` cached
+//!   positions and computes over them (`S = n·C`, KV read `C` tokens), not the `p + n` filled.
 //!
 //! # The roofs it gives the time model (per phase, at the top frequency)
 //! ```text
@@ -112,6 +115,11 @@ pub struct RuntimeUnit {
     /// Threads by default on a CPU (`None`: the device's `default_threads`).
     #[serde(default)]
     pub default_threads: Option<u32>,
+    /// Graphs compiled ahead of time with static shapes for the deployment's whole `context`
+    /// (e.g. QNN / Genie context binaries): every step's attention reads the whole KV buffer
+    /// and computes over it, whatever the cache holds (see [`crate::latency`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub static_context: bool,
 }
 
 /// A runtime profile: `models/runtimes/<id>.json`.
@@ -304,6 +312,8 @@ pub(crate) struct Exec {
     pub compute: ComputeDtype,
     pub prefill: PhaseRoof,
     pub decode: PhaseRoof,
+    /// The runtime's graphs attend over the whole compiled context ([`RuntimeUnit::static_context`]).
+    pub static_context: bool,
     pub warnings: Vec<String>,
 }
 
@@ -385,6 +395,7 @@ pub(crate) fn resolve(
             compute,
             prefill: phase(gemm_rate, head_gemm),
             decode: phase(None, None),
+            static_context: ru.static_context,
             warnings,
         });
     }
@@ -440,6 +451,7 @@ pub(crate) fn resolve(
         compute,
         prefill: phase(ru.prefill_bandwidth_fraction),
         decode,
+        static_context: ru.static_context,
         warnings,
     })
 }

@@ -11,8 +11,11 @@
 //! # What is estimated per point
 //! The deployment is the point's: weight format, runtime, unit, threads (default: the
 //! runtime's / device's), prompt tokens (default [`DEFAULT_PROMPT`] when the source gives only
-//! decode), generated tokens (default [`DEFAULT_GEN`]), f16 KV cache (what the runtimes
-//! measured use), batch 1, the top frequency (no throttling). Prefill tok/s and decode tok/s
+//! decode), generated tokens (default [`DEFAULT_GEN`]), the context (the point's
+//! `context_tokens` where published, at least prompt + generated; else the next power of two
+//! ≥ prompt + generated, at least 256: it matters only to a static-shape runtime such as QNN,
+//! whose attention spans the whole context), f16 KV cache (what the runtimes measured use),
+//! batch 1, the top frequency (no throttling). Prefill tok/s and decode tok/s
 //! are compared with the measured figures where the source gives them.
 //!
 //! # The fit ([`fit_runtimes`]): two or three numbers per runtime × unit, shared by every device
@@ -90,6 +93,7 @@ validation_files!(
     "litert-lm-readme",
     "llamacpp-discussion-4167",
     "llamacpp-docs-snapdragon-readme",
+    "llamacpp-issue-27078-m1max",
     "llamacpp-pr-19356-19360-rpi5",
     "llamacpp-prs-apple-m4-m5",
     "mlc-blog-orange-pi",
@@ -170,6 +174,10 @@ pub struct Point {
     /// Generated tokens, if published.
     #[serde(default)]
     pub gen_tokens: Option<u32>,
+    /// Context the deployment was compiled / configured for, if published (a static-shape
+    /// runtime's attention spans all of it: [`crate::runtime::RuntimeUnit::static_context`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_tokens: Option<u32>,
     /// Measured prefill tok/s.
     #[serde(default)]
     pub prefill_tok_s: Option<f64>,
@@ -322,7 +330,13 @@ fn case_of(source: &str, p: &Point, map: &SlugMap) -> std::result::Result<Case, 
     let deployment = Deployment {
         weights,
         kv: KvFormat::F16,
-        context: (prompt + gen).next_power_of_two().max(256),
+        // The published context where the source gives one (raised to prompt + generated
+        // tokens where a published prompt fills it), else the next power of two that holds
+        // the run.
+        context: p.context_tokens.map_or_else(
+            || (prompt + gen).next_power_of_two().max(256),
+            |c| c.max(prompt + gen),
+        ),
         prompt_tokens: prompt,
         gen_tokens: gen,
         unit: Some(unit),

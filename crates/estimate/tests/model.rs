@@ -7,7 +7,7 @@ use wasm_bindgen_test::wasm_bindgen_test as test;
 use edgefit_estimate::{
     device, device_ids, estimate, preset, BrowserMeasurements, ComputeDtype, ComputeUnit,
     Deployment, DeviceProfile, EstimateError, Family, KvFormat, ModelSpec, Policy, PruneRatios,
-    Pruning, Verdict, WeightFormat,
+    Pruning, Runtime, Verdict, WeightFormat,
 };
 
 /// A device with one CPU unit whose roofs are chosen so one of them always wins.
@@ -180,15 +180,62 @@ fn longer_context_never_lowers_kv_or_total() {
 }
 
 #[test]
+fn a_static_shape_runtime_pays_for_the_whole_context_at_every_step() {
+    // QNN runs graphs compiled for the whole context: each decode step reads the whole KV
+    // buffer, so the step time does not grow with the cache but grows with the context.
+    let spec = preset("llama-3.2-3b").unwrap();
+    let dev = device("snapdragon-8-elite").unwrap();
+    let run = |context: u32| {
+        estimate(
+            &spec,
+            &Deployment {
+                weights: WeightFormat::W4g128,
+                context,
+                prompt_tokens: 128,
+                gen_tokens: 1024,
+                unit: Some(ComputeUnit::Npu),
+                runtime: Some(Runtime::Qnn),
+                ..Deployment::default()
+            },
+            &dev,
+        )
+        .unwrap()
+        .latency
+    };
+    let (small, big) = (run(2048), run(4096));
+    assert!((small.decode_ms_last - small.decode_ms_first).abs() < 1e-9 * small.decode_ms_first);
+    assert!(big.decode_ms_first > small.decode_ms_first * 1.05);
+    assert!(big.decode_bytes_per_step > small.decode_bytes_per_step);
+    assert!(big.prefill_ms > small.prefill_ms);
+    assert_eq!(big.static_context_tokens, Some(4096));
+    // The same model on the CPU under llama.cpp attends over the filled cache only.
+    let cpu = estimate(
+        &spec,
+        &Deployment {
+            weights: WeightFormat::Q4_0,
+            context: 4096,
+            unit: Some(ComputeUnit::Cpu),
+            ..Deployment::default()
+        },
+        &dev,
+    )
+    .unwrap();
+    assert_eq!(cpu.latency.static_context_tokens, None);
+}
+
+#[test]
 fn decode_slows_as_the_cache_grows_and_prompts_cost_time() {
     let spec = preset("smollm2-360m").unwrap();
     let dev = device("snapdragon-8-gen2").unwrap();
+    // The CPU under llama.cpp: attention over the filled cache (the device's default NPU
+    // runtime, QNN, runs static-shape graphs: see the next test).
     let r = estimate(
         &spec,
         &Deployment {
             context: 8192,
             prompt_tokens: 100,
             gen_tokens: 8000,
+            unit: Some(ComputeUnit::Cpu),
             ..Deployment::default()
         },
         &dev,
