@@ -1,11 +1,13 @@
-//! Deployment knobs: how the model is stored and run, and the acceptance thresholds.
+//! Deployment knobs: how the model is stored and run (weight, KV and compute formats, the
+//! [`Runtime`] and [`Loader`] it names), the thermal [`Policy`] and the acceptance thresholds.
+//! A leaf of plain data: device profiles, runtime profiles and every computation name these
+//! types, never the reverse.
 
 use serde::{Deserialize, Serialize};
 
-use crate::device::Loader;
 use crate::error::{out_of_range, Result};
 use crate::format::{ComputeDtype, ComputeUnit, KvFormat, WeightFormat};
-use crate::runtime::Runtime;
+use crate::macros::named_enum;
 
 /// Longest context the estimator accepts (2^21 tokens); beyond is a typo, not a deployment.
 pub const MAX_CONTEXT: u32 = 1 << 21;
@@ -13,6 +15,41 @@ pub const MAX_CONTEXT: u32 = 1 << 21;
 pub const MAX_BATCH: u32 = 256;
 /// Longest thermal simulation, minutes (one day).
 pub const MAX_MINUTES: f64 = 1440.0;
+
+named_enum! {
+    /// An inference runtime.
+    Runtime, "runtime" {
+        /// llama.cpp (ggml): CPU NEON kernels, OpenCL/Vulkan/Metal GPU backends.
+        Llamacpp = "llamacpp",
+        /// PyTorch ExecuTorch: XNNPACK on the CPU, QNN / Core ML / MediaTek delegates on NPUs.
+        Executorch = "executorch",
+        /// Google LiteRT (TensorFlow Lite) / LiteRT-LM: XNNPACK CPU, ML Drift GPU, NPU delegates.
+        Litert = "litert",
+        /// MLC LLM (TVM-compiled OpenCL / Metal / Vulkan kernels).
+        Mlc = "mlc",
+        /// Qualcomm QNN / Genie on the Hexagon NPU.
+        Qnn = "qnn",
+        /// Apple Core ML.
+        Coreml = "coreml",
+        /// Apple MLX.
+        Mlx = "mlx",
+        /// This engine (edgefit): the device unit's own figures.
+        Edgefit = "edgefit",
+    }
+}
+
+/// How the runtime gets the weights from the file into memory; decides the loader duplication.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Loader {
+    /// The file is memory-mapped and used in place: no second copy.
+    Mmap,
+    /// The file is read in chunks of `loader_chunk_bytes` and unpacked: one chunk extra.
+    Chunked,
+    /// The whole file is held as bytes while the unpacked weights are built (a browser given a
+    /// `Uint8Array`): a full second copy at peak.
+    Copy,
+}
 
 /// How work is scheduled over time in the thermal simulation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

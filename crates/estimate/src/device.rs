@@ -10,23 +10,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::deploy::Loader;
+use crate::deploy::Runtime;
 use crate::deploy::Thresholds;
 use crate::error::{json_error_in, EstimateError, Result};
 use crate::format::{ComputeDtype, ComputeUnit, WeightFormat};
-use crate::runtime::Runtime;
-
-/// How the runtime gets the weights from the file into memory; decides the loader duplication.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Loader {
-    /// The file is memory-mapped and used in place: no second copy.
-    Mmap,
-    /// The file is read in chunks of `loader_chunk_bytes` and unpacked: one chunk extra.
-    Chunked,
-    /// The whole file is held as bytes while the unpacked weights are built (a browser given a
-    /// `Uint8Array`): a full second copy at peak.
-    Copy,
-}
 
 /// Memory the device offers one app.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -175,9 +163,9 @@ pub struct ThermalProfile {
     /// Governor polling interval, s.
     pub poll_s: f64,
     /// The governor's skin limit, static power share and memory scaling (absent: the defaults
-    /// of the device's kind, [`GovernorParams::for_kind`](crate::thermal::GovernorParams::for_kind)).
+    /// of the device's kind, [`GovernorParams::for_kind`](crate::governor::GovernorParams::for_kind)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub governor: Option<crate::thermal::GovernorParams>,
+    pub governor: Option<crate::governor::GovernorParams>,
 }
 
 /// Everything the estimator knows about a device.

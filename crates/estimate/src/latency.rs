@@ -598,8 +598,8 @@ pub struct LayerTable {
     pub decode: Vec<OpRow>,
 }
 
-fn default_runtime_id() -> crate::runtime::Runtime {
-    crate::runtime::Runtime::Edgefit
+fn default_runtime_id() -> crate::deploy::Runtime {
+    crate::deploy::Runtime::Edgefit
 }
 
 /// One point of the decode-time curve.
@@ -620,7 +620,7 @@ pub struct LatencyReport {
     pub compute: ComputeDtype,
     /// Runtime.
     #[serde(default = "default_runtime_id")]
-    pub runtime: crate::runtime::Runtime,
+    pub runtime: crate::deploy::Runtime,
     /// CPU threads used (`null` on other units).
     #[serde(default)]
     pub threads: Option<u32>,

@@ -47,6 +47,7 @@
 //! [`ModelSpec::pruned`]; devices from [`DeviceProfile::from_json`] and, in a browser tab,
 //! [`DeviceProfile::this_browser`] with measured figures.
 
+pub mod band;
 pub mod compare;
 pub mod deploy;
 pub mod device;
@@ -55,13 +56,16 @@ pub mod explain;
 pub mod fit;
 pub mod format;
 pub mod gguf;
+pub mod governor;
 pub mod hf;
 pub mod latency;
 mod macros;
 pub mod memory;
 pub mod report;
 pub mod runtime;
+pub mod source;
 pub mod spec;
+mod speed;
 pub mod thermal;
 pub mod uncertainty;
 pub mod validate;
@@ -82,6 +86,7 @@ pub use format::{
     DEFAULT_KV_FORMAT, KIVI_BLOCK,
 };
 pub use gguf::{GgufMetadata, GgufTensorInfo, GgufValue};
+pub use governor::GovernorParams;
 pub use hf::{preset, preset_ids, preset_info, rope_from_hf_config, HfRope, PresetInfo};
 pub use memory::{weight_bytes, ComponentBytes, MemoryReport};
 pub use report::{estimate, Report};
@@ -90,7 +95,7 @@ pub use spec::{
     Family, LayerPrune, LayerSpec, ModelSpec, ParamBreakdown, PruneRatios, Pruning, RopeScaling,
 };
 pub use thermal::{
-    all_thermal_traces, thermal_traces, trace_views, GovernorParams, ThermalTrace, TraceFraction,
-    TracePoint, TraceSample, TraceView,
+    all_thermal_traces, thermal_traces, trace_views, ThermalTrace, TraceFraction, TracePoint,
+    TraceSample, TraceView,
 };
 pub use verdict::{Experience, Verdict, Verdicts};

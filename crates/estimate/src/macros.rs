@@ -3,7 +3,7 @@
 //! one) and on the page (`as_str`, `Display`), with `ALL` listing the values in declaration
 //! order. A leaf: the expansion names only [`crate::EstimateError`] and serde's `Serialize` /
 //! `Deserialize` (which the calling module imports), so the modules that declare such enums
-//! ([`crate::format`], [`crate::spec`], [`crate::runtime`]) need not import one another for it.
+//! ([`crate::format`], [`crate::spec`], [`crate::deploy`]) need not import one another for it.
 
 macro_rules! named_enum {
     (

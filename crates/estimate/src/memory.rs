@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::device::Loader;
+use crate::deploy::Loader;
 use crate::format::{kv_bytes, kv_bytes_per_token, ComputeDtype, KvFormat, WeightFormat};
 use crate::spec::ModelSpec;
 

@@ -84,48 +84,6 @@ fn fmt_num(v: f64) -> String {
     }
 }
 
-/// Prefill and decode speed of one deployment with an explicit runtime profile (the fit's inner
-/// loop: no thermal simulation, no ranges).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Speeds {
-    pub prefill_tok_s: f64,
-    pub decode_tok_s: f64,
-    pub threads: Option<u32>,
-}
-
-pub(crate) fn speeds(
-    spec: &ModelSpec,
-    dep: &Deployment,
-    device: &DeviceProfile,
-    rt: &crate::runtime::RuntimeProfile,
-) -> Result<Speeds> {
-    dep.validate()?;
-    let unit_id = dep.unit.unwrap_or(device.default_unit);
-    let unit = device.unit(unit_id)?;
-    let exec = resolve(device, unit_id, dep, rt)?;
-    let prompt = u64::from(dep.prompt_tokens);
-    let plan = Plan {
-        weights: dep.weights,
-        embedding: dep.embedding_weights.unwrap_or(dep.weights),
-        kv: dep.kv,
-        compute: exec.compute,
-        batch: u64::from(dep.batch),
-        prompt,
-        gen: u64::from(dep.gen_tokens),
-        chunk: u64::from(dep.prefill_chunk.unwrap_or(dep.prompt_tokens)).min(prompt),
-        static_context: exec.static_context.then_some(u64::from(dep.context)),
-    };
-    let tm = TimeModel::new(spec, plan);
-    let (prefill_s, _) = tm.prefill(&Roof::at(unit, &exec.prefill, unit.f_max()));
-    let (steps, start) = tm.decode_steps();
-    let (dec_s, _) = tm.decode_sum(&Roof::at(unit, &exec.decode, unit.f_max()), start, steps);
-    Ok(Speeds {
-        prefill_tok_s: (prompt * plan.batch) as f64 / prefill_s,
-        decode_tok_s: plan.batch as f64 * steps as f64 / dec_s,
-        threads: exec.threads,
-    })
-}
-
 /// Estimates memory, latency, heat and verdicts for `spec` deployed as `dep` on `device`.
 ///
 /// Pure: no clock, no I/O; the same inputs always give the same report. Errors name the knob

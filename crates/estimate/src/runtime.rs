@@ -48,33 +48,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::deploy::Deployment;
+pub use crate::deploy::Runtime;
 use crate::device::DeviceProfile;
 use crate::error::{json_error_in, out_of_range, EstimateError, Result};
 use crate::format::{ComputeDtype, ComputeUnit, WeightFormat};
 use crate::latency::PhaseRoof;
-use crate::macros::named_enum;
-
-named_enum! {
-    /// An inference runtime.
-    Runtime, "runtime" {
-        /// llama.cpp (ggml): CPU NEON kernels, OpenCL/Vulkan/Metal GPU backends.
-        Llamacpp = "llamacpp",
-        /// PyTorch ExecuTorch: XNNPACK on the CPU, QNN / Core ML / MediaTek delegates on NPUs.
-        Executorch = "executorch",
-        /// Google LiteRT (TensorFlow Lite) / LiteRT-LM: XNNPACK CPU, ML Drift GPU, NPU delegates.
-        Litert = "litert",
-        /// MLC LLM (TVM-compiled OpenCL / Metal / Vulkan kernels).
-        Mlc = "mlc",
-        /// Qualcomm QNN / Genie on the Hexagon NPU.
-        Qnn = "qnn",
-        /// Apple Core ML.
-        Coreml = "coreml",
-        /// Apple MLX.
-        Mlx = "mlx",
-        /// This engine (edgefit): the device unit's own figures.
-        Edgefit = "edgefit",
-    }
-}
 
 /// What one runtime does on one compute unit (see the module docs for the formulas).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

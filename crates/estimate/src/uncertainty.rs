@@ -19,112 +19,18 @@
 //! hand them over with [`seed`] before the first estimate; [`Tables::key`] (a hash of every
 //! bundled profile, preset and validation file and of the crate version) refuses tables made
 //! from other data.
+//!
+//! The band arithmetic (the types and `band_of`) lives in the leaf [`crate::band`], re-exported
+//! here, so that [`crate::validate`] computes bands without importing this module, which reads
+//! the validation set through it.
 
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::band::{band_of, quantile, Band, Bands, Phase, MIN_POINTS};
 use crate::error::Result;
-use crate::format::ComputeUnit;
 use crate::runtime::{runtime_profile, Runtime, RuntimeProfile};
-
-/// Fewest residuals a unit needs for a band of its own.
-pub const MIN_POINTS: usize = 5;
-
-/// Prefill or decode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Phase {
-    /// Prompt processing.
-    Prefill,
-    /// Token generation.
-    Decode,
-}
-
-impl Phase {
-    /// `prefill` or `decode`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Prefill => "prefill",
-            Phase::Decode => "decode",
-        }
-    }
-}
-
-/// A multiplicative band: the measured value lies in `[x·low, x·high]` for ~80% of points.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Band {
-    /// 10th percentile of measured/estimated.
-    pub low: f64,
-    /// 90th percentile of measured/estimated.
-    pub high: f64,
-    /// Residuals it was computed from.
-    pub points: usize,
-    /// `npu prefill` or `all units, prefill` (pooled).
-    pub scope: String,
-}
-
-impl Band {
-    /// One line for the explanation.
-    pub fn describe(&self) -> String {
-        format!(
-            "×{:.2}..×{:.2}, the 10th-90th percentile of measured/estimated over {} residuals of the validation set, leave-one-source-out and in-sample ({})",
-            self.low, self.high, self.points, self.scope
-        )
-    }
-}
-
-/// The bands of every unit and phase.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Bands {
-    /// (unit, phase) → band, for units with enough points.
-    pub by_unit: Vec<(ComputeUnit, Phase, Band)>,
-    /// Pooled band per phase.
-    pub pooled: Vec<(Phase, Band)>,
-}
-
-impl Bands {
-    /// The band of `unit` in `phase` (pooled when the unit has too few points).
-    pub fn band(&self, unit: ComputeUnit, phase: Phase) -> Band {
-        self.by_unit
-            .iter()
-            .find(|(u, p, _)| *u == unit && *p == phase)
-            .map(|(_, _, b)| b.clone())
-            .or_else(|| {
-                self.pooled
-                    .iter()
-                    .find(|(p, _)| *p == phase)
-                    .map(|(_, b)| b.clone())
-            })
-            .unwrap_or(Band {
-                low: 1.0,
-                high: 1.0,
-                points: 0,
-                scope: "no validation points".into(),
-            })
-    }
-}
-
-/// The `q`-quantile of `v` (sorted ascending, non-empty), by linear interpolation.
-pub fn quantile(v: &[f64], q: f64) -> f64 {
-    let x = q * (v.len() - 1) as f64;
-    let (i, f) = (x.floor() as usize, x - x.floor());
-    match v.get(i + 1) {
-        Some(next) => v[i] + f * (next - v[i]),
-        None => v[i],
-    }
-}
-
-/// Band of a set of residuals (need not be sorted).
-pub fn band_of(mut r: Vec<f64>, scope: String) -> Band {
-    r.sort_by(f64::total_cmp);
-    Band {
-        low: quantile(&r, 0.1).min(1.0),
-        high: quantile(&r, 0.9).max(1.0),
-        points: r.len(),
-        scope,
-    }
-}
 
 /// The bands (from the bundled validation set) and the runtime profiles refitted on it, once
 /// per process: computed on first use, or handed over by [`seed`].
@@ -167,6 +73,7 @@ macro_rules! source_files {
 }
 
 source_files!(
+    "band.rs",
     "compare.rs",
     "deploy.rs",
     "device.rs",
@@ -175,6 +82,7 @@ source_files!(
     "fit.rs",
     "format.rs",
     "gguf.rs",
+    "governor.rs",
     "hf.rs",
     "latency.rs",
     "lib.rs",
@@ -182,7 +90,9 @@ source_files!(
     "memory.rs",
     "report.rs",
     "runtime.rs",
+    "source.rs",
     "spec.rs",
+    "speed.rs",
     "thermal.rs",
     "uncertainty.rs",
     "validate.rs",

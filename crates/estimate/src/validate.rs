@@ -54,14 +54,15 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use crate::band::{band_of, Bands, Phase, MIN_POINTS};
 use crate::deploy::Deployment;
 use crate::device::{device, DeviceProfile};
 use crate::error::{json_error_in, EstimateError, Result};
 use crate::format::{ComputeUnit, KvFormat, WeightFormat};
 use crate::hf::preset;
 use crate::runtime::{runtime_profiles, Runtime, RuntimeProfile};
+pub use crate::source::Source;
 use crate::spec::ModelSpec;
-use crate::uncertainty::{band_of, Bands, Phase, MIN_POINTS};
 
 /// Prompt tokens assumed when a source gives only decode.
 pub const DEFAULT_PROMPT: u32 = 64;
@@ -104,31 +105,6 @@ validation_files!(
 );
 
 pub(crate) const MAP: &str = include_str!("../../../models/validation/map.json");
-
-/// Where a file's measurements come from.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Source {
-    /// Id (the file stem).
-    pub id: String,
-    /// `github-file`, `github-issue`, `paper`, ...
-    #[serde(default)]
-    pub kind: Option<String>,
-    /// owner/name.
-    #[serde(default)]
-    pub repo: Option<String>,
-    /// File and commit, issue number, or table.
-    #[serde(default, rename = "ref")]
-    pub reference: Option<String>,
-    /// Address.
-    #[serde(default)]
-    pub url: Option<String>,
-    /// Title.
-    #[serde(default)]
-    pub title: Option<String>,
-    /// Date.
-    #[serde(default)]
-    pub date: Option<String>,
-}
 
 /// One published measurement, as transcribed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -395,7 +371,7 @@ fn speeds_of(c: &Case, profiles: &[RuntimeProfile]) -> Result<(f64, f64)> {
                 what: c.point.id.clone(),
                 reason: format!("no profile for runtime {}", c.runtime),
             })?;
-    let s = crate::report::speeds(&c.spec, &c.deployment, &c.device, rt)?;
+    let s = crate::speed::speeds(&c.spec, &c.deployment, &c.device, rt)?;
     Ok((s.prefill_tok_s, s.decode_tok_s))
 }
 
@@ -769,7 +745,7 @@ pub fn validate() -> Result<ValidationReport> {
             unit: c.unit,
             weights: c.deployment.weights,
             prompt_tokens: c.deployment.prompt_tokens,
-            threads: crate::report::speeds(
+            threads: crate::speed::speeds(
                 &c.spec,
                 &c.deployment,
                 &c.device,
