@@ -1,7 +1,7 @@
 //! Deployment knobs: how the model is stored and run (weight, KV and compute formats, the
 //! [`Runtime`] and [`Loader`] it names), the thermal [`Policy`] and the acceptance thresholds.
-//! A leaf of plain data: device profiles, runtime profiles and every computation name these
-//! types, never the reverse.
+//! Plain data at the bottom of the module graph (it names only `error`, `format` and `macros`):
+//! device profiles, runtime profiles and every computation name these types, never the reverse.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,8 @@
 //! No module of the estimator imports itself through a cycle: the `crate::…` paths of every
 //! module of `src/` form a graph with no strongly connected component of more than one module
 //! (the checker is `support/layering.rs`). The plain data (error, spec, format, deploy, source,
-//! governor, band) sits in leaves, the computations above them, report, validate and fit on top.
+//! governor, band) sits at the bottom, the computations above it, report, validate, fit and
+//! compare on top.
 //! Reads the sources at test time (milliseconds).
 
 use std::collections::{BTreeMap, BTreeSet};
