@@ -10,9 +10,9 @@ use crate::error::{EstimateError, Result};
 /// The body temperature a phone's governor holds, °C (the body node's mean; the skin over the
 /// SoC runs hotter than the mean). **Fitted**: the value that best matches the kept fractions
 /// of the committed iPhone traces (grid 30-40 °C by 0.5 °C jointly with
-/// [`PHONE_DIE_TO_BODY_K_PER_W`](crate::thermal::PHONE_DIE_TO_BODY_K_PER_W), least squares over every timed sample, at the trace's room
-/// temperature when stated, else the profiles' 25 °C); `tests/thermal_traces.rs` refits it without each
-/// trace in turn and checks the held-out trace.
+/// [`PHONE_DIE_TO_BODY_K_PER_W`](crate::thermal::PHONE_DIE_TO_BODY_K_PER_W), least squares over
+/// every timed sample, at the trace's room temperature when stated, else the profiles' 25 °C);
+/// `tests/thermal_traces.rs` refits it without each trace in turn and checks the held-out trace.
 pub const PHONE_SKIN_LIMIT_C: f64 = 33.5;
 
 /// Share of a phone unit's active power that does not scale with its clock (leakage at a hot
