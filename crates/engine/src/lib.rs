@@ -63,6 +63,7 @@ pub mod platform;
 pub mod prune;
 pub mod sampler;
 pub mod synthetic;
+pub mod tensors;
 pub mod tokenizer;
 pub mod weights;
 
