@@ -38,21 +38,21 @@ pub enum LayerPart {
     Q,
     K,
     V,
-    /// Optional: bias of q ([`LlamaConfig::qkv_bias`]).
+    /// Optional: bias of q ([`crate::config::LlamaConfig::qkv_bias`]).
     QBias,
     KBias,
     VBias,
-    /// Optional: RMSNorm weight of each q head ([`LlamaConfig::qk_norm`]).
+    /// Optional: RMSNorm weight of each q head ([`crate::config::LlamaConfig::qk_norm`]).
     QNorm,
     KNorm,
     O,
-    /// Optional: RMSNorm of the attention output ([`LlamaConfig::post_norms`]).
+    /// Optional: RMSNorm of the attention output ([`crate::config::LlamaConfig::post_norms`]).
     PostAttnNorm,
     FfnNorm,
     Gate,
     Up,
     Down,
-    /// Optional: RMSNorm of the MLP output ([`LlamaConfig::post_norms`]).
+    /// Optional: RMSNorm of the MLP output ([`crate::config::LlamaConfig::post_norms`]).
     PostFfnNorm,
 }
 

@@ -26,7 +26,7 @@ pub struct HeaderCheck {
 }
 
 /// The checks a load makes on the header alone, so a file is refused before its tensor data is
-/// read: the magic, version and caps ([`prescan`]), the tensor layout against the file's length
+/// read: the magic, version and caps ([`prescan`](super::prescan)), the tensor layout against the file's length
 /// (every tensor inside the file, none overlapping) and an architecture this engine builds.
 /// Reads the metadata and tensor list only (the first few MB of a model).
 pub fn check_header<R: Read + Seek>(reader: &mut R) -> Result<HeaderCheck> {

@@ -10,7 +10,7 @@ use super::{LayerWeights, LoadOptions, RawTensor, Weights};
 use crate::error::Result;
 
 /// Matrices converted from a quantized source to another format, grouped by `(from, to)`:
-/// what the model info names ([`WeightsSummary::converted`]).
+/// what the model info names ([`WeightsSummary::converted`](super::WeightsSummary::converted)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Conversion {
     /// The source format (`q3_k`, `q4_k`, ...).

@@ -120,7 +120,7 @@ impl RawTensor {
         })
     }
 
-    /// Converts to `format` (for `use_`), without re-rounding where [`held_format`] keeps the
+    /// Converts to `format` (for `use_`), without re-rounding where [`held_format`](super::held_format) keeps the
     /// source's blocks.
     pub fn into_matrix(
         self,
