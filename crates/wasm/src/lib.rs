@@ -779,18 +779,23 @@ impl FitSearch {
     }
 }
 
+/// The highest TransAct pruning level [`pruned_spec`] takes, the bound the fit solver checks
+/// its `prune_levels` against (`edgefit_estimate::fit`, which holds it as a literal; the page's
+/// `FIT_MAX_PRUNE` mirrors it, and `tests/page_constants.rs` checks both).
+pub const MAX_PRUNE_LEVEL: f64 = 0.9;
+
 /// A `ModelSpec` (JSON) pruned TransAct-style at `level` (the fit solver's recipe: MLP width,
 /// per-head Q/K dims and per-head V dims each lose the fraction `level` in every layer; heads,
 /// depth and hidden size stay), rounded exactly as the engine prunes. Level 0 returns the spec
-/// unchanged; a level outside [0, 0.9] throws naming it.
+/// unchanged; a level outside [0, [`MAX_PRUNE_LEVEL`]] throws naming it.
 #[wasm_bindgen(js_name = prunedSpec)]
 pub fn pruned_spec(spec_json: &str, level: f64) -> Result<String, JsError> {
     let spec: edgefit_estimate::ModelSpec =
         serde_json::from_str(spec_json).map_err(|e| JsError::new(&format!("model spec: {e}")))?;
     spec.validate().map_err(js_err)?;
-    if !(level.is_finite() && (0.0..=0.9).contains(&level)) {
+    if !(level.is_finite() && (0.0..=MAX_PRUNE_LEVEL).contains(&level)) {
         return Err(JsError::new(&format!(
-            "pruning level {level}: expected a fraction from 0 to 0.9"
+            "pruning level {level}: expected a fraction from 0 to {MAX_PRUNE_LEVEL}"
         )));
     }
     if level == 0.0 {
