@@ -167,20 +167,29 @@ pub fn read_bandwidth_gbs(p: &dyn Platform, cfg: &MicrobenchConfig, pool: &Pool)
     (words * 4) as f64 / (ms * 1e6)
 }
 
-/// One call of the engine's product `out = x · Wᵀ` (`m` rows) on `pool`, as a forward pass
-/// runs it ([`Pool::linear`]: activations prepared once into `prep`, ranges of rows per thread).
-fn linear(
-    pool: &Pool,
-    kernel: Kernel,
-    prep: &mut Prepared,
-    scratch: &mut Vec<f32>,
-    w: &Matrix,
-    x: &[f32],
-    m: usize,
-    out: &mut Vec<f32>,
-) {
-    pool.linear(kernel, prep, scratch, black_box(x), m, &mut [(w, out)]);
-    black_box(&out);
+/// What a probe's products reuse from call to call, as a forward pass does: the prepared
+/// activations, the pool's scratch and the output.
+#[derive(Default)]
+struct Buffers {
+    prep: Prepared,
+    scratch: Vec<f32>,
+    out: Vec<f32>,
+}
+
+/// One call of the engine's product `b.out = x · Wᵀ` (`m` rows) on `pool`, as a forward pass
+/// runs it ([`Pool::linear`]: activations prepared once into `b.prep`, ranges of rows per
+/// thread).
+fn linear(pool: &Pool, kernel: Kernel, b: &mut Buffers, w: &Matrix, x: &[f32], m: usize) {
+    let out = &mut b.out;
+    pool.linear(
+        kernel,
+        &mut b.prep,
+        &mut b.scratch,
+        black_box(x),
+        m,
+        &mut [(w, out)],
+    );
+    black_box(&b.out);
 }
 
 /// f32 GEMM throughput of the engine's f32 product with `kernel` on `pool`, GFLOP/s:
@@ -198,18 +207,9 @@ pub fn f32_gemm_gflops(
         rows: n,
         cols: k,
     };
-    let (mut prep, mut scratch, mut out) = (Prepared::default(), Vec::new(), Vec::new());
+    let mut b = Buffers::default();
     let ms = median_ms_per_call(p, cfg, || {
-        linear(
-            pool,
-            kernel,
-            &mut prep,
-            &mut scratch,
-            &w,
-            &x,
-            rows,
-            &mut out,
-        );
+        linear(pool, kernel, &mut b, &w, &x, rows);
     });
     2.0 * (rows * k * n) as f64 / (ms * 1e6)
 }
@@ -316,10 +316,10 @@ pub fn gemv_weight_rate_gws(
     let copies = (cfg.buffer_bytes as u64).div_ceil(m.bytes().max(1)).max(1) as usize;
     let set: Vec<Matrix> = (0..copies).map(|_| m.clone()).collect();
     let x = fill(k, 3);
-    let (mut prep, mut scratch, mut out) = (Prepared::default(), Vec::new(), Vec::new());
+    let mut b = Buffers::default();
     let ms = median_ms_per_call(p, &quarter, || {
         for w in &set {
-            linear(pool, kernel, &mut prep, &mut scratch, w, &x, 1, &mut out);
+            linear(pool, kernel, &mut b, w, &x, 1);
         }
     });
     Some((copies * n * k) as f64 / (ms * 1e6))
@@ -342,18 +342,9 @@ pub fn gemm_weight_rate_gws(
     let (n, k) = probe_shape(format);
     let m = matrix(format, n, k)?;
     let x = fill(PREFILL_ROWS * k, 3);
-    let (mut prep, mut scratch, mut out) = (Prepared::default(), Vec::new(), Vec::new());
+    let mut b = Buffers::default();
     let ms = median_ms_per_call(p, &quarter, || {
-        linear(
-            pool,
-            kernel,
-            &mut prep,
-            &mut scratch,
-            &m,
-            &x,
-            PREFILL_ROWS,
-            &mut out,
-        );
+        linear(pool, kernel, &mut b, &m, &x, PREFILL_ROWS);
     });
     Some((PREFILL_ROWS * n * k) as f64 / (ms * 1e6))
 }
@@ -734,29 +725,11 @@ mod tests {
         let (n, k) = probe_shape(WeightFormat::W4g32);
         let w = matrix(WeightFormat::W4g32, n, k).unwrap();
         let x = fill(3 * k, 9);
-        let (mut prep, mut scratch) = (Prepared::default(), Vec::new());
-        let (mut one, mut three) = (Vec::new(), Vec::new());
-        linear(
-            &Pool::serial(),
-            Kernel::Scalar,
-            &mut prep,
-            &mut scratch,
-            &w,
-            &x,
-            3,
-            &mut one,
-        );
+        let (mut b1, mut b3) = (Buffers::default(), Buffers::default());
+        linear(&Pool::serial(), Kernel::Scalar, &mut b1, &w, &x, 3);
         let pool = Pool::new(3).unwrap();
-        linear(
-            &pool,
-            Kernel::Scalar,
-            &mut prep,
-            &mut scratch,
-            &w,
-            &x,
-            3,
-            &mut three,
-        );
+        linear(&pool, Kernel::Scalar, &mut b3, &w, &x, 3);
+        let (one, three) = (b1.out, b3.out);
         assert_eq!(one.len(), 3 * n);
         assert_eq!(one, three);
         let mut reference = vec![0.0f32; 3 * n];

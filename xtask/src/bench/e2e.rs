@@ -46,8 +46,9 @@ impl E2eRow {
         median_of(&self.runs, key)
     }
 
-    /// The row of `build/bench/e2e.json` (medians; `peak_wasm_bytes` only on a row that reports
-    /// it, the page's; `error` only on a row that could not run).
+    /// The row of `build/bench/e2e.json` (medians; `peak_bytes` only on a row that reports it:
+    /// the page's peak wasm memory, the CLI's own `peak_bytes`; `error` only on a row that
+    /// could not run).
     fn json(&self, model: &str) -> Value {
         let mut v = serde_json::json!({
             "engine": self.engine,
@@ -61,7 +62,7 @@ impl E2eRow {
             "runs": self.runs.len(),
         });
         if let (Some(peak), Some(map)) = (self.median("peak_bytes"), v.as_object_mut()) {
-            map.insert("peak_wasm_bytes".into(), peak.into());
+            map.insert("peak_bytes".into(), peak.into());
         }
         if let (Some(err), Some(map)) = (&self.error, v.as_object_mut()) {
             map.insert("error".into(), err.clone().into());
@@ -214,7 +215,11 @@ pub(crate) fn e2e(opts: &Options) -> Result<()> {
         &rows,
         &model.label,
         opts.runs,
-        &wasm_sizes(&root.join("build/site/pkg"))?,
+        &[
+            wasm_sizes(&root.join("build/site/pkg"))?,
+            wasm_sizes(&root.join("build/site/pkg-threads")).unwrap_or_default(),
+        ]
+        .concat(),
     );
     println!("\n{table}");
     let json = serde_json::to_string_pretty(
@@ -596,7 +601,8 @@ fn wasm_sizes(dir: &Path) -> Result<Vec<(String, u64, Option<u64>)>> {
                 .filter(|o| o.status.success())
                 .map(|o| o.stdout.len() as u64);
             let name = path.file_name().unwrap_or_default().to_string_lossy();
-            out.push((format!("build/site/pkg/{name}"), raw, gz));
+            let dir_name = dir.file_name().unwrap_or_default().to_string_lossy();
+            out.push((format!("build/site/{dir_name}/{name}"), raw, gz));
         }
     }
     out.sort();
@@ -630,8 +636,8 @@ fn render_e2e(
          ratios = this row's tok/s / the peer's tok/s at the same thread count (above 1: faster \
          than the peer)\n\
          thr = the threads the row ran with, as it reports them (the CLI's JSON, the page's \
-         footer, wllama's getNumThreads, node-llama-cpp's context); peak MB = the page's peak \
-         wasm memory"
+         footer, wllama's getNumThreads, node-llama-cpp's context); peak MB = the row's \
+         peak_bytes (the page: its peak wasm memory; the CLI: its JSON's peak_bytes)"
     );
     let find = |engine: &str, threads: usize| {
         rows.iter().find(|r| {
@@ -864,7 +870,7 @@ mod tests {
         );
         assert!(rows[3].runs.is_empty());
         assert!(rows[4].error.as_deref().unwrap().contains("ran simd128"));
-        assert_eq!(rows[2].json("m")["peak_wasm_bytes"], 115e6);
+        assert_eq!(rows[2].json("m")["peak_bytes"], 115e6);
         // Scaling: the threaded row at 2 against the threaded row at 1 (x2 from the lines
         // above), its peak against the simd128 build's (115/100).
         let lines = scaling_lines(&rows);
