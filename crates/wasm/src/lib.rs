@@ -830,7 +830,10 @@ pub fn memory_budget() -> u64 {
 /// the engine runs, one probe per `step()` so the page can show progress: `step()` returns
 /// whether probes remain, `done()` / `total()` count them, `finish()` returns the
 /// `BrowserMeasurements` JSON that [`this_browser_device`] takes. Allocates a 64 MiB buffer for
-/// the bandwidth probe, so the wasm memory grows by that much (it never shrinks).
+/// the bandwidth probe, so the wasm memory grows by that much (it never shrinks). The probes run
+/// on `threads` threads (a pool of their own, as the engine splits its work; the figures say
+/// `threads`): in the threaded build the pool's Web Workers start asynchronously, so the worker
+/// waits for them before the first `step()`, as after `setThreads`.
 #[wasm_bindgen]
 pub struct BrowserBench {
     run: edgefit_engine::microbench::MeasureRun,
@@ -839,9 +842,13 @@ pub struct BrowserBench {
 #[wasm_bindgen]
 impl BrowserBench {
     /// Probes timing `kernel` (`simd128`, `scalar`, ... as the engine's `kernels` lists them;
-    /// empty: the fastest this build runs). Throws naming a kernel this build cannot run.
+    /// empty: the fastest this build runs) on `threads` threads. Throws naming a kernel this
+    /// build cannot run, or a thread count that is not a whole number from 1 to
+    /// [`max_threads`] or is above 1 in a build without threads.
     #[wasm_bindgen(constructor)]
-    pub fn new(kernel: &str) -> Result<BrowserBench, JsError> {
+    pub fn new(kernel: &str, threads: f64) -> Result<BrowserBench, JsError> {
+        let n = count("threads", threads, edgefit_kernels::pool::MAX_THREADS)?;
+        let pool = edgefit_kernels::Pool::new(n).map_err(js_err)?;
         let k = if kernel.is_empty() {
             Kernel::best()
         } else {
@@ -857,10 +864,11 @@ impl BrowserBench {
             }
         };
         Ok(BrowserBench {
-            run: edgefit_engine::microbench::MeasureRun::new(
+            run: edgefit_engine::microbench::MeasureRun::with_pool(
                 edgefit_engine::microbench::MicrobenchConfig::default(),
                 k,
                 Some(WASM32_LIMIT_BYTES),
+                pool,
             ),
         })
     }
