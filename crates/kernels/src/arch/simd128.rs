@@ -1095,7 +1095,7 @@ fn ggml_direct1(w: &GgmlMatrix, x: &ActQ16, xp: &GgmlPrep, range: Range<usize>, 
                 let base: [*const u8; ROW_TILE] = core::array::from_fn(|j| row[j].as_ptr());
                 for (c0, nb) in GgmlTile::chunks(w) {
                     let mut acc = f32x4_splat(0.0);
-                    for b in c0..c0 + nb {
+                    for (b, &sum) in sums.iter().enumerate().skip(c0).take(nb) {
                         // SAFETY: block `b < cols / 32` of each row lies inside its `rb` bytes
                         // (22 bytes each); the activations hold block `b`; `sx` 4 factors per
                         // unit. `Σ (q − 16) · x = Σ q · x − 16 · Σ x`, exact in i32.
@@ -1110,7 +1110,7 @@ fn ggml_direct1(w: &GgmlMatrix, x: &ActQ16, xp: &GgmlPrep, range: Range<usize>, 
                                     q5_0_block(blk[2], x),
                                     q5_0_block(blk[3], x),
                                 ),
-                                i32x4_splat(16 * sums[b]),
+                                i32x4_splat(16 * sum),
                             );
                             // The 4 rows' `d` as one vector (the same exact conversion as
                             // `half_at`), then the tile path's f32 step.
