@@ -390,7 +390,39 @@ export function describeMeasurements(m) {
   parts.push(`GEMV G weights/s: ${list(m.weight_rate_gws) || '?'}`);
   const gemm = list(m.prefill_weight_rate_gws);
   if (gemm) parts.push(`GEMM (64 rows) G weights/s: ${gemm}`);
+  if (Number.isSafeInteger(m.threads) && m.threads > 1) {
+    parts.unshift(`${m.threads} threads`);
+    const scaling = describeScaling(m, m.one_thread);
+    if (scaling) parts.push(scaling);
+  }
   return parts.join(' \u00b7 ');
+}
+
+/**
+ * "against 1 thread: read ×1.90, GEMV ×1.42–1.88, GEMM (64 rows) ×1.71–1.97": measurements on N
+ * threads over the 1-thread set (rate ratios; the GEMV and GEMM ranges over the formats measured
+ * in both). '' without a 1-thread set.
+ */
+export function describeScaling(m, one) {
+  if (!isObject(m) || !isObject(one)) return '';
+  const x = (v) => `\u00d7${v.toFixed(2)}`;
+  const ratio = (a, b) => (isFiniteNumber(a) && isFiniteNumber(b) && b > 0 ? a / b : null);
+  const range = (a, b) => {
+    if (!isObject(a) || !isObject(b)) return null;
+    const r = Object.keys(a).map((k) => ratio(a[k], b[k])).filter((v) => v !== null);
+    if (!r.length) return null;
+    const lo = Math.min(...r);
+    const hi = Math.max(...r);
+    return lo.toFixed(2) === hi.toFixed(2) ? x(lo) : `${x(lo)}\u2013${hi.toFixed(2)}`;
+  };
+  const parts = [];
+  const read = ratio(m.read_bandwidth_gbs, one.read_bandwidth_gbs);
+  if (read !== null) parts.push(`read ${x(read)}`);
+  const gemv = range(m.weight_rate_gws, one.weight_rate_gws);
+  if (gemv) parts.push(`GEMV ${gemv}`);
+  const gemm = range(m.prefill_weight_rate_gws, one.prefill_weight_rate_gws);
+  if (gemm) parts.push(`GEMM (64 rows) ${gemm}`);
+  return parts.length ? `against 1 thread: ${parts.join(', ')}` : '';
 }
 
 /** "135 M" / "1.24 B" for a parameter count ("" if absent). */

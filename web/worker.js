@@ -624,9 +624,12 @@ async function runExport(msg) {
 // Pure and fast (milliseconds), so it runs right here, also between two tokens of a generation.
 const presetSpecs = new Map(); // preset id -> ModelSpec JSON
 const devices = new Map(); // bundled device id -> DeviceProfile JSON
-// The this-browser profile, measured once per kernel with the engine's own kernels (the kernel
-// the loaded engine runs; the build's fastest without a model), then cached:
-// kernel -> {device: DeviceProfile JSON, measurements: BrowserMeasurements}.
+// The this-browser profile, measured once per kernel and thread count with the engine's own
+// kernels (the kernel the loaded engine runs; the build's fastest without a model) on a pool of
+// that many threads, then cached: `${kernel}@${threads}` -> {device: DeviceProfile JSON,
+// measurements: BrowserMeasurements}. An estimate uses the set of the thread count its run
+// uses (the deployment's threads, else the count the engine runs on); at N > 1 threads the
+// 1-thread set is measured too, and the note shows both.
 const browserProfiles = new Map();
 let defaultKernel = ''; // the kernel a bench without a model measured (the build's fastest)
 
@@ -655,14 +658,47 @@ function engineKernel() {
   return typeof k === 'string' ? k : '';
 }
 
-/** The this-browser profile for the engine's kernel: {device, measurements}, measured once. */
-function thisBrowser() {
+/** The thread count the engine runs on (what set-threads chose; 1 on the single-threaded builds). */
+function runningThreads() {
+  if (engine) {
+    const t = JSON.parse(engine.metrics()).threads;
+    if (Number.isSafeInteger(t) && t >= 1) return t;
+  }
+  return build === 'threads' ? chosenThreads : 1;
+}
+
+/**
+ * The threads an estimate of this tab measures on: the deployment's `threads` if it sets them,
+ * else the count the engine runs on. Throws naming a count this tab cannot measure.
+ */
+function browserThreads(deployment) {
+  const asked = deployment?.threads;
+  if (asked === undefined || asked === null || asked === '') return runningThreads();
+  const cores = Number.isSafeInteger(navigator.hardwareConcurrency) && navigator.hardwareConcurrency >= 1 ? navigator.hardwareConcurrency : 1;
+  if (build !== 'threads' && asked !== 1) {
+    throw new Error(`threads ${asked}: this tab runs the ${build ?? 'unstarted'} build on one thread, so "this browser tab" is measured on 1 thread only (the threaded build needs a cross-origin isolated page)`);
+  }
+  const e = P.checkThreads(asked, cores);
+  if (e) throw new Error(`threads ${asked}: "this browser tab" is measured on the threads of this tab: ${e}`);
+  return asked;
+}
+
+/** The this-browser profile for the engine's kernel on `threads` threads: {device, measurements}, measured once. */
+async function thisBrowser(threads) {
   const kernel = engineKernel() || defaultKernel;
-  if (!browserProfiles.has(kernel)) {
+  const key = `${kernel}@${threads}`;
+  if (!browserProfiles.has(key)) {
     // One probe at a time, each followed by a progress message (the page shows a bar). The
     // probes also run the engine's kernels and its forward pass, so Chromium has optimized
-    // them (wasm is compiled in tiers) before a run the estimate is compared with.
-    const bench = new wasm.BrowserBench(kernel);
+    // them (wasm is compiled in tiers) before a run the estimate is compared with. On the
+    // threaded build the bench's own pool starts its Web Workers first (as setThreads does).
+    const bench = new wasm.BrowserBench(kernel, threads);
+    try {
+      await awaitPoolStarts();
+    } catch (e) {
+      bench.free();
+      throw e;
+    }
     const total = bench.total();
     post(P.measuring(0, total));
     while (bench.step()) post(P.measuring(bench.done(), total));
@@ -672,16 +708,23 @@ function thisBrowser() {
     const profile = { device: wasm.thisBrowserDevice(m), measurements };
     if (kernel === '') {
       defaultKernel = measurements.kernel;
-      browserProfiles.set(defaultKernel, profile);
+      browserProfiles.set(`${defaultKernel}@${threads}`, profile);
       return profile;
     }
-    browserProfiles.set(kernel, profile);
+    browserProfiles.set(key, profile);
   }
-  return browserProfiles.get(kernel);
+  return browserProfiles.get(key);
 }
 
-function deviceFor(device) {
-  if (device.kind === 'this-browser') return thisBrowser().device;
+/** The measurements an answer shows: those of `threads`, and at N > 1 also the 1-thread set. */
+async function browserMeasurements(threads) {
+  const m = (await thisBrowser(threads)).measurements;
+  if (threads === 1) return m;
+  return { ...m, one_thread: (await thisBrowser(1)).measurements };
+}
+
+async function deviceFor(device, threads) {
+  if (device.kind === 'this-browser') return (await thisBrowser(threads)).device;
   if (!devices.has(device.id)) devices.set(device.id, wasm.deviceProfile(device.id));
   return devices.get(device.id);
 }
@@ -710,7 +753,10 @@ async function runEstimate(msg) {
   try {
     let spec = specFor(msg.model);
     if (msg.prune !== undefined && msg.prune > 0) spec = wasm.prunedSpec(spec, msg.prune);
-    const devJson = deviceFor(msg.device);
+    // "compare" predicts the engine's last run, on the threads it ran with.
+    const threads =
+      msg.device.kind !== 'this-browser' ? 1 : msg.purpose === 'compare' && engine ? runningThreads() : browserThreads(msg.deployment);
+    const devJson = await deviceFor(msg.device, threads);
     let rep;
     let comparison = null;
     if (msg.purpose === 'compare') {
@@ -725,7 +771,7 @@ async function runEstimate(msg) {
       id: d.id, name: d.name, units: Object.keys(d.units ?? {}), default_unit: d.default_unit,
       default_runtime: d.default_runtime ?? {},
     };
-    const measured = msg.device.kind === 'this-browser' ? thisBrowser().measurements : null;
+    const measured = msg.device.kind === 'this-browser' ? await browserMeasurements(threads) : null;
     // The first answer says how long the worker took and where the tables came from (the
     // page's note and its Performance measure "edgefit:first-estimate").
     const timing = estimatesDone++ === 0 ? { workerMs: performance.now() - t0, tables: tablesSource } : null;
@@ -763,7 +809,7 @@ async function runFit(msg) {
   if (!wasm) return;
   try {
     const request = { models: fitModels(msg.scope), contexts: msg.context === null ? [] : [msg.context] };
-    const devJson = deviceFor(msg.device);
+    const devJson = await deviceFor(msg.device, msg.device.kind === 'this-browser' ? runningThreads() : 1);
     // Model by model, each followed by a progress message (the page shows a bar with time left).
     const search = new wasm.FitSearch(JSON.stringify(request), devJson);
     try {

@@ -209,6 +209,17 @@ test('warningTexts and describeMeasurements', () => {
     }),
     'scalar kernel · streaming read 20.0 GB/s · f32 GEMM 5.0 GFLOP/s · 1.23 µs per op · GEMV G weights/s: q4_1 3.00 · GEMM (64 rows) G weights/s: q4_1 4.50',
   );
+  // On N threads: the count first, and the ratios against the 1-thread set (formats in both).
+  const one = { read_bandwidth_gbs: 10, f32_gflops: 5, weight_rate_gws: { q4_1: 2, f32: 1 }, prefill_weight_rate_gws: { q4_1: 4 } };
+  const two = {
+    threads: 2, read_bandwidth_gbs: 15, f32_gflops: 9, weight_rate_gws: { q4_1: 3, f32: 1.9, q8_0: 7 }, prefill_weight_rate_gws: { q4_1: 7.6 }, one_thread: one,
+  };
+  assert.equal(
+    V.describeMeasurements(two),
+    '2 threads · streaming read 15.0 GB/s · f32 GEMM 9.0 GFLOP/s · GEMV G weights/s: q4_1 3.00, f32 1.90, q8_0 7.00 · GEMM (64 rows) G weights/s: q4_1 7.60 · against 1 thread: read ×1.50, GEMV ×1.50–1.90, GEMM (64 rows) ×1.90',
+  );
+  assert.equal(V.describeScaling(two, undefined), '');
+  assert.equal(V.describeMeasurements({ ...two, one_thread: undefined }).includes('against'), false);
 });
 
 test('estimate messages: constructors and validators', () => {

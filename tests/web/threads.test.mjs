@@ -68,7 +68,24 @@ async function generate(page) {
   };
 }
 
-async function threadedRun(t, base, { serviceWorker }) {
+/**
+ * "This browser tab" in the estimator after a run on 2 threads: its micro-benchmarks run on the
+ * 2 threads the run used and on 1 (the note shows the 2-thread figures and the ratios), and the
+ * comparison with the run uses the 2-thread figures (the device is named so).
+ */
+async function thisBrowserOnTwoThreads(page) {
+  await page.getByTestId('device-picker').selectOption('this-browser');
+  await page.getByTestId('preset-picker').selectOption('@loaded');
+  await page.getByTestId('est-compare').waitFor({ state: 'visible', timeout: TIMEOUT });
+  await page.waitForFunction(() => /against 1 thread/.test(document.querySelector('[data-testid="est-device-note"]')?.textContent ?? ''), null, { timeout: TIMEOUT, polling: 100 });
+  const note = await text(page, 'est-device-note');
+  assert.match(note, /Measured in this tab: 2 threads · /);
+  const ratio = note.match(/against 1 thread: read ×([\d.]+)/);
+  assert.ok(ratio && Number(ratio[1]) > 0, `a finite bandwidth ratio: ${note}`);
+  return note;
+}
+
+async function threadedRun(t, base, { serviceWorker, estimate = false }) {
   // Request failures are not counted here: the service worker's reload aborts the first load's
   // requests, and under `cargo xtask serve` a navigation retried on a busy machine (gotoSite)
   // aborted two module requests of the first try (net::ERR_ABORTED, seen once); what this test
@@ -85,6 +102,7 @@ async function threadedRun(t, base, { serviceWorker }) {
   const two = await loadAndGenerate(page);
   assert.equal(await page.getByTestId('engine-version').evaluate((e) => e.dataset.threads), '2', 'the loaded model runs on 2 threads');
   assert.ok(two.generated >= 1 && two.generated <= TOKENS, `generated ${two.generated} tokens`);
+  if (estimate) two.note = await thisBrowserOnTwoThreads(page);
   // The same build on one thread: the same tokens (the pool's split never changes a bit).
   await page.getByTestId('thread-picker').selectOption('1');
   await waitBuild(page, 'threads', 1);
@@ -101,7 +119,7 @@ async function threadedRun(t, base, { serviceWorker }) {
 }
 
 test('dist/ on a plain static server: the service worker isolates the page, 2 threads give the 1-thread tokens', { skip: HAS_THREADS ? false : 'dist/ has no pkg-threads/ (built without the nightly toolchain)' }, async (t) => {
-  const { two, one } = await threadedRun(t, URL_, { serviceWorker: true });
+  const { two, one } = await threadedRun(t, URL_, { serviceWorker: true, estimate: true });
   // The single-threaded simd128 build, forced: the same tokens again.
   const { page } = await openPage(browser(), t, { url: withQuery(URL_, { wasm: 'simd128' }), serviceWorkers: 'allow' });
   await waitBuild(page, 'simd128', 1);
@@ -111,7 +129,7 @@ test('dist/ on a plain static server: the service worker isolates the page, 2 th
   t.diagnostic(
     `greedy ${JSON.stringify(two.output)}; threaded 2 threads: prefill ${two.prefill} tok/s, decode ${two.decode} tok/s, peak ${two.peak} B; ` +
       `threaded 1 thread: prefill ${one.prefill}, decode ${one.decode}; simd128: prefill ${single.prefill}, decode ${single.decode}, peak ${single.peak} B ` +
-      `(peak ratio ${(two.peak / single.peak).toFixed(3)})`,
+      `(peak ratio ${(two.peak / single.peak).toFixed(3)}); this browser tab: ${two.note}`,
   );
 });
 

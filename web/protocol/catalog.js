@@ -2,14 +2,15 @@
 // Rust side so the page can fill its pickers and check a request before the wasm has compiled.
 // Drift tests against the built wasm: WEIGHT_FORMATS vs weightFormats()
 // (tests/web/formats.test.mjs), KV_FORMAT_LABELS vs kvFormats() (tests/web/kv-formats.test.mjs).
-// FIT_FAMILIES, FIT_CONTEXTS, FIT_MAX_PRUNE, MAX_THREADS and the metric / info key lists have
-// none yet (a wrong one shows as a refused request or a malformed-message error, not silently).
+// FIT_FAMILIES, FIT_CONTEXTS, FIT_MAX_PRUNE and MAX_THREADS (and estimate-view.js MAX_THREADS)
+// against the Rust values: crates/wasm/tests/page_constants.rs (a native cargo test, no build).
+// The metric / info key lists have none yet (a wrong one shows as a malformed-message error).
 // Pure ES module: no DOM, no wasm.
 
 /** The context lengths the fit panel offers (the solver's defaults, as `edgefit fit` uses them). */
 export const FIT_CONTEXTS = Object.freeze([1024, 2048, 4096, 8192]);
-/** The model families of the presets (the estimator's Family names). */
-export const FIT_FAMILIES = Object.freeze(['llama', 'mistral', 'qwen2', 'gemma', 'gemma2', 'phi3']);
+/** The model families of the bundled presets (the estimator's Family names, in its order). */
+export const FIT_FAMILIES = Object.freeze(['llama', 'mistral', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3', 'phi3']);
 /** The highest TransAct pruning level the estimator takes (MLP, Q/K and V dims each lose it). */
 export const FIT_MAX_PRUNE = 0.9;
 /** The verdicts a configuration can fail, as FitResult.failed names them. */

@@ -34,7 +34,8 @@ pub(crate) struct Comparison {
 }
 
 /// Resolves `--estimate DEVICE` once per run (measuring this machine for [`THIS_MACHINE`],
-/// with the kernel `engine` runs).
+/// with the kernel `engine` runs, on the threads it runs on: the figures are those of that
+/// thread count).
 pub(crate) fn device_for(id: &str, engine: &Engine) -> Result<DeviceProfile> {
     if id != THIS_MACHINE {
         return crate::estimate::load_device(id);
@@ -42,13 +43,13 @@ pub(crate) fn device_for(id: &str, engine: &Engine) -> Result<DeviceProfile> {
     let kernel = Kernel::from_name(&engine.info().kernel).unwrap_or_else(Kernel::best);
     let p = NativePlatform::default();
     let engine_platform = || Box::new(NativePlatform::default()) as Box<dyn Platform>;
-    let m = microbench::measure(
-        &p,
-        &engine_platform,
-        &MicrobenchConfig::default(),
-        kernel,
-        None,
-    );
+    let threads = engine.metrics().threads;
+    let pool = edgefit_kernels::Pool::new(threads)
+        .with_context(|| format!("a pool of {threads} threads for the micro-benchmarks"))?;
+    let mut run =
+        microbench::MeasureRun::with_pool(MicrobenchConfig::default(), kernel, None, pool);
+    while run.step(&p, &engine_platform) {}
+    let m = run.finish();
     DeviceProfile::this_browser(&m)
         .context("building the this-browser profile from this machine's measurements")
 }

@@ -2,7 +2,7 @@
 //! the architectures the engine runs ([`ARCHS`]).
 //!
 //! Adding an architecture: one [`Arch`] entry (what its blocks have beyond the LLaMA block),
-//! the tensors it adds in [`crate::weights::LayerPart`]'s table, and, for a new kind of
+//! the tensors it adds in [`crate::tensors::LayerPart`]'s table, and, for a new kind of
 //! computation, a block helper in [`crate::model`] keyed by the feature (never by the name).
 
 use serde::{Deserialize, Serialize};
@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use edgefit_estimate::{Family, RopeScaling};
 
 use crate::error::{EngineError, Result};
-use crate::weights::LayerPart;
+use crate::tensors::LayerPart;
 
 fn is_false(b: &bool) -> bool {
     !*b
@@ -76,7 +76,7 @@ pub struct Arch {
     /// Embeddings multiplied by `√hidden` (Gemma).
     pub embed_scale: bool,
     /// RMSNorm on the attention output and on the MLP output before each residual add
-    /// (Gemma 2/3's sandwich: [`crate::weights::LayerPart::PostAttnNorm`], `PostFfnNorm`).
+    /// (Gemma 2/3's sandwich: [`crate::tensors::LayerPart::PostAttnNorm`], `PostFfnNorm`).
     pub post_norms: bool,
     /// The MLP activation.
     pub activation: Activation,
@@ -93,10 +93,10 @@ pub struct Arch {
     /// `use_sliding_window`). GGUF files do not use this: llama.cpp disables Phi-3's window, so
     /// the two references differ and the GGUF loader refuses a narrower one.
     pub every_layer_slides: bool,
-    /// HF tensor names that differ from the LLaMA ones ([`crate::weights::LayerPart::hf_name`]).
+    /// HF tensor names that differ from the LLaMA ones ([`crate::tensors::LayerPart::hf_name`]).
     pub hf_names: &'static [(LayerPart, &'static str)],
     /// GGUF tensor names that differ from the LLaMA ones
-    /// ([`crate::weights::LayerPart::gguf_name_in`]; fused parts name their common tensor).
+    /// ([`crate::tensors::LayerPart::gguf_name_in`]; fused parts name their common tensor).
     pub gguf_names: &'static [(LayerPart, &'static str)],
     /// GGUF `{arch}.rope.dimension_count` below the head size rotates only the first dims of
     /// each head ([`LlamaConfig::rope_dim`]); elsewhere such a file is refused.
@@ -641,5 +641,63 @@ impl LlamaConfig {
             ));
         }
         Ok(())
+    }
+}
+
+/// [`LayerPart`]'s methods that read a model's description: the architecture's renamed
+/// tensors, which optional parts a model has, and each part's shape. They live here, beside
+/// [`Arch`], [`LlamaConfig`] and [`LayerShape`], so that [`crate::tensors`] stays a leaf.
+impl LayerPart {
+    /// The GGUF tensor name in block `layer` of architecture `arch`: [`gguf_name`](Self::gguf_name)
+    /// unless [`Arch::gguf_names`] renames it (Phi-3's fused
+    /// `attn_qkv` for q, k and v).
+    pub fn gguf_name_in(self, arch: &Arch, layer: usize) -> String {
+        match arch.gguf_names.iter().find(|(p, _)| *p == self) {
+            Some((_, n)) => format!("blk.{layer}.{n}"),
+            None => self.gguf_name(layer),
+        }
+    }
+
+    /// The HF safetensors name in block `layer` of architecture `arch`
+    /// (`model.layers.3.self_attn.q_proj.bias`): the LLaMA name unless
+    /// [`Arch::hf_names`] renames it. Fused tensors (Phi-3's
+    /// `qkv_proj`) are named for each part they hold.
+    pub fn hf_name(self, arch: &Arch, layer: usize) -> String {
+        let name = arch
+            .hf_names
+            .iter()
+            .find(|(p, _)| *p == self)
+            .map_or(self.names().1, |(_, n)| n);
+        format!("model.layers.{layer}.{name}")
+    }
+
+    /// Whether the model `config` describes has this tensor.
+    pub fn present(self, config: &LlamaConfig) -> bool {
+        match self {
+            LayerPart::QBias | LayerPart::KBias | LayerPart::VBias => config.qkv_bias,
+            LayerPart::QNorm | LayerPart::KNorm => config.qk_norm,
+            LayerPart::PostAttnNorm | LayerPart::PostFfnNorm => config.post_norms,
+            _ => true,
+        }
+    }
+
+    /// `(rows, cols)` in a block of shape `s` with hidden size `h`; vectors are `(1, len)`.
+    pub fn shape(self, s: &LayerShape, h: usize) -> (usize, usize) {
+        match self {
+            LayerPart::AttnNorm
+            | LayerPart::FfnNorm
+            | LayerPart::PostAttnNorm
+            | LayerPart::PostFfnNorm => (1, h),
+            LayerPart::Q => (s.q_width(), h),
+            LayerPart::K => (s.k_width(), h),
+            LayerPart::V => (s.v_width(), h),
+            LayerPart::QBias => (1, s.q_width()),
+            LayerPart::KBias => (1, s.k_width()),
+            LayerPart::VBias => (1, s.v_width()),
+            LayerPart::QNorm | LayerPart::KNorm => (1, s.qk_dim),
+            LayerPart::O => (h, s.o_width()),
+            LayerPart::Gate | LayerPart::Up => (s.ffn, h),
+            LayerPart::Down => (h, s.ffn),
+        }
     }
 }

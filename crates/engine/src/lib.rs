@@ -26,8 +26,9 @@
 //! |---|---|
 //! | `engine/` | [`Engine`]: the lifecycle (load, settings, calibration, prune and restore) in `mod.rs`; one generation in `session.rs`, kept turns in `conversation.rs`, [`Metrics`] in `metrics.rs` |
 //! | [`config`] | a model's shape, validated before any tensor is read, and the architecture table |
-//! | [`gguf`], [`hf`] | the two loaders |
-//! | [`weights`] | weight formats, the tensor table, one weight-assembly routine, the memory preflight |
+//! | `gguf/`, [`hf`] | the two loaders ([`gguf`]: loading in `mod.rs`; header fields in `metadata.rs`, one tensor in `tensor.rs`, header-only reads in `header.rs`, the untrusted-input prescan and caps in `prescan.rs`) |
+//! | `weights/` | [`weights`]: the held model and one weight-assembly routine in `mod.rs`; formats and the keep-or-convert rule in `format.rs`, a tensor as read in `raw.rs`, conversions in `convert.rs`, the memory preflight in `memory.rs` |
+//! | [`tensors`] | a leaf: the tensor table ([`tensors::LayerPart`], [`tensors::TensorRole`]) and their GGUF / HF names, read by `config` and `weights` alike |
 //! | [`tokenizer`] | text ↔ token ids and the chat template |
 //! | [`model`] | the forward pass |
 //! | [`kv_cache`] | the KV cache in every KV format, with the attention products that read them |
@@ -39,8 +40,8 @@
 //! | [`synthetic`] | a tiny random model, as GGUF and HF files, for tests |
 //! | [`platform`], `ops`, [`error`] | leaves: the clock and memory readings, the numeric helpers, the error type |
 //!
-//! No module imports itself through a cycle (`tests/it/layering.rs` reads the `crate::` paths),
-//! except `config` ↔ `weights` (the architecture table names tensor parts; see that test).
+//! No module imports itself through a cycle (`tests/it/layering.rs` reads the `crate::` paths;
+//! the leaves `error`, `ops`, `platform` and `tensors` import no other module).
 
 pub mod config;
 pub mod engine;
@@ -63,6 +64,7 @@ pub mod platform;
 pub mod prune;
 pub mod sampler;
 pub mod synthetic;
+pub mod tensors;
 pub mod tokenizer;
 pub mod weights;
 

@@ -34,6 +34,16 @@
 //!   weight, not by memory, so the bandwidth alone would overestimate decode speed, and an
 //!   integer GEMM is not bound by the f32 GEMM's FLOP rate.
 //!
+//! **Threads.** Every probe runs on a [`Pool`] ([`MeasureRun::with_pool`]; [`MeasureRun::new`]
+//! is the serial pool), split as the engine splits a forward pass: the matrix probes through
+//! [`Pool::linear`] (ranges of output rows, activations prepared once per call), the bandwidth
+//! probe as one contiguous slice of the buffer per thread (`jobs` slices summed in one region:
+//! GB/s = whole buffer / time), the op-overhead probe with the synthetic engine on the same pool
+//! (its per-op cost then includes a region's synchronisation). On the serial pool each probe is
+//! the one-thread code (`Pool::linear` with one job is `Matrix::matmul_t`). The figures are
+//! tagged with the pool's thread count (`BrowserMeasurements::threads`), so the page can keep
+//! one set per thread count and estimate a run with the set of the count it uses.
+//!
 //! Time comes from the injected [`Platform`] clock, never from `Instant`, so the same code runs
 //! in wasm32 (`performance.now()`) and natively, and tests can drive it with a fake clock. Each
 //! probe times batches of calls (a batch lasts at least [`MicrobenchConfig::batch_ms`], so a
@@ -45,8 +55,8 @@ use std::hint::black_box;
 
 use edgefit_estimate::{BrowserMeasurements, WeightFormat};
 use edgefit_kernels::{
-    matmul_t, wrapping_sum, F16Matrix, GgmlFormat, GgmlMatrix, Kernel, Matrix, Q8Matrix, W4Kind,
-    W4Matrix,
+    wrapping_sum, F16Matrix, GgmlFormat, GgmlMatrix, Kernel, Matrix, Pool, Prepared, Q8Matrix,
+    W4Kind, W4Matrix,
 };
 
 use crate::engine::{Engine, GenerateOptions, PREFILL_CHUNK};
@@ -135,27 +145,71 @@ fn fill(len: usize, seed: u32) -> Vec<f32> {
         .collect()
 }
 
-/// Streaming read bandwidth, GB/s (10^9 bytes/s), over a buffer of `cfg.buffer_bytes`.
-pub fn read_bandwidth_gbs(p: &dyn Platform, cfg: &MicrobenchConfig) -> f64 {
+/// Streaming read bandwidth, GB/s (10^9 bytes/s), over a buffer of `cfg.buffer_bytes`, read by
+/// the pool's threads at once: thread `j` of `T` sums words `[j·W/T, (j+1)·W/T)`, so
+/// GB/s = 4·W / time of the region (one thread: the whole buffer in one call).
+pub fn read_bandwidth_gbs(p: &dyn Platform, cfg: &MicrobenchConfig, pool: &Pool) -> f64 {
     let words = (cfg.buffer_bytes / 4).max(1024);
     let buf: Vec<u32> = (0..words as u32)
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
+    let jobs = pool.threads().clamp(1, words);
     let ms = median_ms_per_call(p, cfg, || {
-        black_box(wrapping_sum(black_box(&buf)));
+        if jobs == 1 {
+            black_box(wrapping_sum(black_box(&buf)));
+        } else {
+            pool.run(jobs, &|j| {
+                let part = &buf[j * words / jobs..(j + 1) * words / jobs];
+                black_box(wrapping_sum(black_box(part)));
+            });
+        }
     });
     (words * 4) as f64 / (ms * 1e6)
 }
 
-/// f32 GEMM throughput of `matmul_t` with `kernel`, GFLOP/s.
-pub fn f32_gemm_gflops(p: &dyn Platform, cfg: &MicrobenchConfig, kernel: Kernel) -> f64 {
+/// What a probe's products reuse from call to call, as a forward pass does: the prepared
+/// activations, the pool's scratch and the output.
+#[derive(Default)]
+struct Buffers {
+    prep: Prepared,
+    scratch: Vec<f32>,
+    out: Vec<f32>,
+}
+
+/// One call of the engine's product `b.out = x · Wᵀ` (`m` rows) on `pool`, as a forward pass
+/// runs it ([`Pool::linear`]: activations prepared once into `b.prep`, ranges of rows per
+/// thread).
+fn linear(pool: &Pool, kernel: Kernel, b: &mut Buffers, w: &Matrix, x: &[f32], m: usize) {
+    let out = &mut b.out;
+    pool.linear(
+        kernel,
+        &mut b.prep,
+        &mut b.scratch,
+        black_box(x),
+        m,
+        &mut [(w, out)],
+    );
+    black_box(&b.out);
+}
+
+/// f32 GEMM throughput of the engine's f32 product with `kernel` on `pool`, GFLOP/s:
+/// 2·M·K·N / time for M = 32, K = N = 512 (cache-resident).
+pub fn f32_gemm_gflops(
+    p: &dyn Platform,
+    cfg: &MicrobenchConfig,
+    kernel: Kernel,
+    pool: &Pool,
+) -> f64 {
     let (rows, k, n) = (32, 512, 512);
     let x = fill(rows * k, 1);
-    let w = fill(n * k, 2);
-    let mut out = vec![0.0f32; rows * n];
+    let w = Matrix::F32 {
+        data: fill(n * k, 2),
+        rows: n,
+        cols: k,
+    };
+    let mut b = Buffers::default();
     let ms = median_ms_per_call(p, cfg, || {
-        matmul_t(kernel, black_box(&x), rows, k, black_box(&w), n, &mut out);
-        black_box(&out);
+        linear(pool, kernel, &mut b, &w, &x, rows);
     });
     2.0 * (rows * k * n) as f64 / (ms * 1e6)
 }
@@ -251,6 +305,7 @@ pub fn gemv_weight_rate_gws(
     cfg: &MicrobenchConfig,
     format: WeightFormat,
     kernel: Kernel,
+    pool: &Pool,
 ) -> Option<f64> {
     let quarter = MicrobenchConfig {
         budget_ms: cfg.budget_ms / 4.0,
@@ -261,11 +316,10 @@ pub fn gemv_weight_rate_gws(
     let copies = (cfg.buffer_bytes as u64).div_ceil(m.bytes().max(1)).max(1) as usize;
     let set: Vec<Matrix> = (0..copies).map(|_| m.clone()).collect();
     let x = fill(k, 3);
-    let mut out = vec![0.0f32; n];
+    let mut b = Buffers::default();
     let ms = median_ms_per_call(p, &quarter, || {
         for w in &set {
-            w.matmul_t(kernel, black_box(&x), 1, &mut out);
-            black_box(&out);
+            linear(pool, kernel, &mut b, w, &x, 1);
         }
     });
     Some((copies * n * k) as f64 / (ms * 1e6))
@@ -279,6 +333,7 @@ pub fn gemm_weight_rate_gws(
     cfg: &MicrobenchConfig,
     format: WeightFormat,
     kernel: Kernel,
+    pool: &Pool,
 ) -> Option<f64> {
     let quarter = MicrobenchConfig {
         budget_ms: cfg.budget_ms / 4.0,
@@ -287,10 +342,9 @@ pub fn gemm_weight_rate_gws(
     let (n, k) = probe_shape(format);
     let m = matrix(format, n, k)?;
     let x = fill(PREFILL_ROWS * k, 3);
-    let mut out = vec![0.0f32; PREFILL_ROWS * n];
+    let mut b = Buffers::default();
     let ms = median_ms_per_call(p, &quarter, || {
-        m.matmul_t(kernel, black_box(&x), PREFILL_ROWS, &mut out);
-        black_box(&out);
+        linear(pool, kernel, &mut b, &m, &x, PREFILL_ROWS);
     });
     Some((PREFILL_ROWS * n * k) as f64 / (ms * 1e6))
 }
@@ -305,9 +359,16 @@ pub fn estimator_ops_per_step(layers: usize) -> usize {
 /// The engine's fixed cost per op, µs: the median decode step (forward + sample) of the
 /// synthetic model (2 layers, 64 wide, 259 tokens: its arithmetic is a few thousand
 /// multiply-adds per op) with `kernel`, over at most `steps` steps, divided by
-/// [`estimator_ops_per_step`]. `None` when the model generated fewer than 3 tokens (it is random
-/// and may sample its stop token) or the clock did not advance.
-pub fn op_overhead_us(platform: Box<dyn Platform>, kernel: Kernel, steps: usize) -> Option<f64> {
+/// [`estimator_ops_per_step`], on `pool` (the engine's products and attention are regions of
+/// it, so at several threads the figure includes their synchronisation). `None` when the model
+/// generated fewer than 3 tokens (it is random and may sample its stop token) or the clock did
+/// not advance.
+pub fn op_overhead_us(
+    platform: Box<dyn Platform>,
+    kernel: Kernel,
+    steps: usize,
+    pool: &Pool,
+) -> Option<f64> {
     let bytes = synthetic::gguf_bytes(7, synthetic::SyntheticDType::F32).ok()?;
     let mut engine = Engine::load_gguf(
         &mut std::io::Cursor::new(bytes),
@@ -317,6 +378,7 @@ pub fn op_overhead_us(platform: Box<dyn Platform>, kernel: Kernel, steps: usize)
     )
     .ok()?;
     engine.set_kernel(kernel).ok()?;
+    engine.use_pool(pool.clone());
     let mut token_ms: Vec<f64> = Vec::new();
     // A random model may stop early: a few seeds until enough steps were timed.
     for seed in 0..4u64 {
@@ -362,7 +424,8 @@ pub fn warm_up(
     formats: &[WeightFormat],
     budget_ms: f64,
 ) {
-    let _ = op_overhead_us(engine_platform, kernel, 4);
+    let serial = Pool::serial();
+    let _ = op_overhead_us(engine_platform, kernel, 4, &serial);
     let n = formats.len().max(1) as f64;
     let cfg = MicrobenchConfig {
         // Warming compiles code: a small working set does (no 64 MiB of copies per format).
@@ -374,8 +437,8 @@ pub fn warm_up(
         ..MicrobenchConfig::default()
     };
     for &f in formats {
-        let _ = gemv_weight_rate_gws(p, &cfg, f, kernel);
-        let _ = gemm_weight_rate_gws(p, &cfg, f, kernel);
+        let _ = gemv_weight_rate_gws(p, &cfg, f, kernel, &serial);
+        let _ = gemm_weight_rate_gws(p, &cfg, f, kernel, &serial);
     }
 }
 
@@ -404,13 +467,28 @@ const FIXED_PROBES: usize = 3;
 pub struct MeasureRun {
     cfg: MicrobenchConfig,
     kernel: Kernel,
+    pool: Pool,
     next: usize,
     result: BrowserMeasurements,
 }
 
 impl MeasureRun {
-    /// A run with nothing measured yet, timing `kernel` (resolved to one this build runs).
+    /// A run with nothing measured yet, timing `kernel` (resolved to one this build runs) on
+    /// one thread.
     pub fn new(cfg: MicrobenchConfig, kernel: Kernel, wasm_limit_bytes: Option<u64>) -> MeasureRun {
+        MeasureRun::with_pool(cfg, kernel, wasm_limit_bytes, Pool::serial())
+    }
+
+    /// A run on `pool`'s threads (see the module's **Threads**); its figures say
+    /// `threads: Some(pool.threads())`. On the threaded wasm build the embedder must let the
+    /// pool's workers start before the first [`step`](Self::step) (web/worker.js awaits them).
+    pub fn with_pool(
+        cfg: MicrobenchConfig,
+        kernel: Kernel,
+        wasm_limit_bytes: Option<u64>,
+        pool: Pool,
+    ) -> MeasureRun {
+        let threads = u32::try_from(pool.threads()).unwrap_or(u32::MAX);
         let kernel = if kernel.is_available() {
             kernel
         } else {
@@ -419,6 +497,7 @@ impl MeasureRun {
         MeasureRun {
             cfg,
             kernel,
+            pool,
             next: 0,
             result: BrowserMeasurements {
                 read_bandwidth_gbs: 0.0,
@@ -428,6 +507,7 @@ impl MeasureRun {
                 kernel: Some(kernel.name().to_string()),
                 op_overhead_us: None,
                 wasm_limit_bytes,
+                threads: Some(threads),
             },
         }
     }
@@ -451,19 +531,19 @@ impl MeasureRun {
         if self.next >= self.total() {
             return false;
         }
-        let k = self.kernel;
+        let (k, pool) = (self.kernel, &self.pool);
         match self.next {
-            0 => self.result.read_bandwidth_gbs = read_bandwidth_gbs(p, &self.cfg),
-            1 => self.result.f32_gflops = f32_gemm_gflops(p, &self.cfg, k),
-            2 => self.result.op_overhead_us = op_overhead_us(engine_platform(), k, 16),
+            0 => self.result.read_bandwidth_gbs = read_bandwidth_gbs(p, &self.cfg, pool),
+            1 => self.result.f32_gflops = f32_gemm_gflops(p, &self.cfg, k, pool),
+            2 => self.result.op_overhead_us = op_overhead_us(engine_platform(), k, 16, pool),
             i => {
                 let j = i - FIXED_PROBES;
                 let f = MEASURED_FORMATS[j / 2];
                 if j.is_multiple_of(2) {
-                    if let Some(r) = gemv_weight_rate_gws(p, &self.cfg, f, k) {
+                    if let Some(r) = gemv_weight_rate_gws(p, &self.cfg, f, k, pool) {
                         self.result.weight_rate_gws.insert(f, r);
                     }
-                } else if let Some(r) = gemm_weight_rate_gws(p, &self.cfg, f, k) {
+                } else if let Some(r) = gemm_weight_rate_gws(p, &self.cfg, f, k, pool) {
                     self.result.prefill_weight_rate_gws.insert(f, r);
                 }
             }
@@ -604,8 +684,57 @@ mod tests {
     fn the_op_overhead_probe_counts_the_estimators_ops() {
         assert_eq!(estimator_ops_per_step(2), 23);
         // The real engine on the synthetic model: a finite, positive figure.
-        let us = op_overhead_us(native(), Kernel::Scalar, 4).expect("measured");
+        let us = op_overhead_us(native(), Kernel::Scalar, 4, &Pool::serial()).expect("measured");
         assert!(us.is_finite() && us > 0.0, "{us}");
+    }
+
+    #[test]
+    fn a_run_on_a_pool_measures_every_probe_on_its_threads_and_says_how_many() {
+        // Odd sizes: a buffer whose words do not split evenly over 3 threads.
+        let cfg = MicrobenchConfig {
+            buffer_bytes: (1 << 16) + 12,
+            max_calls_per_batch: 2,
+            max_batches: 2,
+            ..MicrobenchConfig::default()
+        };
+        let p = NativePlatform::default();
+        let serial = MeasureRun::new(cfg, Kernel::Scalar, None);
+        let m1 = {
+            let mut r = serial;
+            while r.step(&p, &native) {}
+            r.finish()
+        };
+        assert_eq!(m1.threads, Some(1));
+        let pool = Pool::new(3).unwrap();
+        let mut run = MeasureRun::with_pool(cfg, Kernel::Scalar, None, pool);
+        while run.step(&p, &native) {}
+        let m3 = run.finish();
+        assert_sane(&m3);
+        assert_eq!(m3.threads, Some(3));
+        assert_eq!(m3.weight_rate_gws.len(), m1.weight_rate_gws.len());
+        assert!(m3.op_overhead_us.is_some(), "the engine ran on the pool");
+        // The profile names the thread count the figures were measured on.
+        let dev = edgefit_estimate::DeviceProfile::this_browser(&m3).unwrap();
+        assert!(dev.name.contains("3 threads"), "{}", dev.name);
+    }
+
+    #[test]
+    fn the_threaded_probes_compute_what_one_thread_computes() {
+        // The products the probes time are the engine's Pool::linear: on 3 threads the same
+        // bits as on one (a probe that split wrongly would time less work than it counts).
+        let (n, k) = probe_shape(WeightFormat::W4g32);
+        let w = matrix(WeightFormat::W4g32, n, k).unwrap();
+        let x = fill(3 * k, 9);
+        let (mut b1, mut b3) = (Buffers::default(), Buffers::default());
+        linear(&Pool::serial(), Kernel::Scalar, &mut b1, &w, &x, 3);
+        let pool = Pool::new(3).unwrap();
+        linear(&pool, Kernel::Scalar, &mut b3, &w, &x, 3);
+        let (one, three) = (b1.out, b3.out);
+        assert_eq!(one.len(), 3 * n);
+        assert_eq!(one, three);
+        let mut reference = vec![0.0f32; 3 * n];
+        w.matmul_t(Kernel::Scalar, &x, 3, &mut reference);
+        assert_eq!(one, reference);
     }
 
     #[test]

@@ -282,6 +282,10 @@ pub struct BrowserMeasurements {
     /// The wasm memory limit the tab gives (bytes), if known.
     #[serde(default)]
     pub wasm_limit_bytes: Option<u64>,
+    /// The threads every probe ran on (the engine's pool; absent: one). The figures hold for a
+    /// run on that many threads only: the page keeps one set per thread count.
+    #[serde(default)]
+    pub threads: Option<u32>,
 }
 
 impl DeviceProfile {
@@ -332,9 +336,27 @@ impl DeviceProfile {
         if let Some(v) = m.op_overhead_us {
             check("op_overhead_us", v)?;
         }
+        let threads = m.threads.unwrap_or(1);
+        if !(1..=crate::deploy::MAX_THREADS).contains(&threads) {
+            return Err(EstimateError::InvalidDevice {
+                device: "this-browser".into(),
+                field: "measurements.threads".into(),
+                reason: format!(
+                    "{threads} must be a thread count from 1 to {}",
+                    crate::deploy::MAX_THREADS
+                ),
+            });
+        }
+        let on = if threads == 1 {
+            "one thread".to_string()
+        } else {
+            format!("{threads} threads")
+        };
         let mut p = device("this-browser")?;
         if let Some(k) = &m.kernel {
-            p.name = format!("This browser tab (wasm32, {k} kernel, one thread)");
+            p.name = format!("This browser tab (wasm32, {k} kernel, {on})");
+        } else if threads != 1 {
+            p.name = format!("This browser tab (wasm32, {on})");
         }
         let cpu =
             p.units
@@ -345,6 +367,8 @@ impl DeviceProfile {
                     reason: "missing".into(),
                 })?;
         cpu.bandwidth_gbs = m.read_bandwidth_gbs;
+        // The figures are those of `threads` threads: the estimate runs at that count by default.
+        cpu.default_threads = m.threads;
         let fastest_kernel = m
             .weight_rate_gws
             .values()
@@ -372,10 +396,19 @@ impl DeviceProfile {
             p.memory.wasm_limit_bytes = Some(limit);
         }
         let kernel = m.kernel.as_deref().unwrap_or("the default");
+        let kernel = &if threads == 1 {
+            kernel.to_string()
+        } else {
+            format!("{kernel} (on {threads} threads)")
+        };
         let mut measured = vec![
             (
                 "units.cpu.bandwidth_gbs".to_string(),
-                MEASURED.to_string(),
+                if threads == 1 {
+                    MEASURED.to_string()
+                } else {
+                    format!("{MEASURED}: {threads} threads streaming one slice of the buffer each")
+                },
             ),
             (
                 "units.cpu.peak_gflops.f32".to_string(),
@@ -825,8 +858,36 @@ mod tests {
             kernel: Some("scalar".into()),
             op_overhead_us: Some(4.5),
             wasm_limit_bytes: Some(4 << 30),
+            threads: None,
         };
         let p = DeviceProfile::this_browser(&m).unwrap();
+        assert!(p.name.contains("one thread"), "{}", p.name);
+        // Figures measured on 2 threads: the profile says so and runs at 2 threads by default;
+        // a thread count outside 1..=256 is refused, naming the field.
+        let two = DeviceProfile::this_browser(&BrowserMeasurements {
+            threads: Some(2),
+            ..m.clone()
+        })
+        .unwrap();
+        assert!(
+            two.name.contains("scalar kernel, 2 threads"),
+            "{}",
+            two.name
+        );
+        assert_eq!(two.unit(ComputeUnit::Cpu).unwrap().default_threads, Some(2));
+        assert!(two.sources["units.cpu.weight_rate_gws.f32"].contains("on 2 threads"));
+        for bad in [0, 257] {
+            let e = DeviceProfile::this_browser(&BrowserMeasurements {
+                threads: Some(bad),
+                ..m.clone()
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("measurements.threads") && e.contains(&bad.to_string()),
+                "{e}"
+            );
+        }
         let cpu = p.unit(ComputeUnit::Cpu).unwrap();
         // Measured: replaced.
         assert_eq!(cpu.weight_rate_gws[&WeightFormat::F32], 1.25);

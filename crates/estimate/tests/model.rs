@@ -643,6 +643,7 @@ fn this_browser_takes_measurements() {
         kernel: None,
         op_overhead_us: None,
         wasm_limit_bytes: Some(2 << 30),
+        threads: None,
     };
     let d = DeviceProfile::this_browser(&m).unwrap();
     let cpu = d.unit(ComputeUnit::Cpu).unwrap();
@@ -683,6 +684,7 @@ fn the_output_head_runs_at_its_own_formats_kernel_rate() {
         kernel: None,
         op_overhead_us: None,
         wasm_limit_bytes: None,
+        threads: None,
     };
     let spec = preset("smollm2-135m").unwrap();
     let dep = Deployment {

@@ -779,18 +779,23 @@ impl FitSearch {
     }
 }
 
+/// The highest TransAct pruning level [`pruned_spec`] takes, the bound the fit solver checks
+/// its `prune_levels` against (`edgefit_estimate::fit`, which holds it as a literal; the page's
+/// `FIT_MAX_PRUNE` mirrors it, and `tests/page_constants.rs` checks both).
+pub const MAX_PRUNE_LEVEL: f64 = 0.9;
+
 /// A `ModelSpec` (JSON) pruned TransAct-style at `level` (the fit solver's recipe: MLP width,
 /// per-head Q/K dims and per-head V dims each lose the fraction `level` in every layer; heads,
 /// depth and hidden size stay), rounded exactly as the engine prunes. Level 0 returns the spec
-/// unchanged; a level outside [0, 0.9] throws naming it.
+/// unchanged; a level outside [0, [`MAX_PRUNE_LEVEL`]] throws naming it.
 #[wasm_bindgen(js_name = prunedSpec)]
 pub fn pruned_spec(spec_json: &str, level: f64) -> Result<String, JsError> {
     let spec: edgefit_estimate::ModelSpec =
         serde_json::from_str(spec_json).map_err(|e| JsError::new(&format!("model spec: {e}")))?;
     spec.validate().map_err(js_err)?;
-    if !(level.is_finite() && (0.0..=0.9).contains(&level)) {
+    if !(level.is_finite() && (0.0..=MAX_PRUNE_LEVEL).contains(&level)) {
         return Err(JsError::new(&format!(
-            "pruning level {level}: expected a fraction from 0 to 0.9"
+            "pruning level {level}: expected a fraction from 0 to {MAX_PRUNE_LEVEL}"
         )));
     }
     if level == 0.0 {
@@ -825,7 +830,10 @@ pub fn memory_budget() -> u64 {
 /// the engine runs, one probe per `step()` so the page can show progress: `step()` returns
 /// whether probes remain, `done()` / `total()` count them, `finish()` returns the
 /// `BrowserMeasurements` JSON that [`this_browser_device`] takes. Allocates a 64 MiB buffer for
-/// the bandwidth probe, so the wasm memory grows by that much (it never shrinks).
+/// the bandwidth probe, so the wasm memory grows by that much (it never shrinks). The probes run
+/// on `threads` threads (a pool of their own, as the engine splits its work; the figures say
+/// `threads`): in the threaded build the pool's Web Workers start asynchronously, so the worker
+/// waits for them before the first `step()`, as after `setThreads`.
 #[wasm_bindgen]
 pub struct BrowserBench {
     run: edgefit_engine::microbench::MeasureRun,
@@ -834,9 +842,13 @@ pub struct BrowserBench {
 #[wasm_bindgen]
 impl BrowserBench {
     /// Probes timing `kernel` (`simd128`, `scalar`, ... as the engine's `kernels` lists them;
-    /// empty: the fastest this build runs). Throws naming a kernel this build cannot run.
+    /// empty: the fastest this build runs) on `threads` threads. Throws naming a kernel this
+    /// build cannot run, or a thread count that is not a whole number from 1 to
+    /// [`max_threads`] or is above 1 in a build without threads.
     #[wasm_bindgen(constructor)]
-    pub fn new(kernel: &str) -> Result<BrowserBench, JsError> {
+    pub fn new(kernel: &str, threads: f64) -> Result<BrowserBench, JsError> {
+        let n = count("threads", threads, edgefit_kernels::pool::MAX_THREADS)?;
+        let pool = edgefit_kernels::Pool::new(n).map_err(js_err)?;
         let k = if kernel.is_empty() {
             Kernel::best()
         } else {
@@ -852,10 +864,11 @@ impl BrowserBench {
             }
         };
         Ok(BrowserBench {
-            run: edgefit_engine::microbench::MeasureRun::new(
+            run: edgefit_engine::microbench::MeasureRun::with_pool(
                 edgefit_engine::microbench::MicrobenchConfig::default(),
                 k,
                 Some(WASM32_LIMIT_BYTES),
+                pool,
             ),
         })
     }

@@ -223,11 +223,17 @@ fn estimates_the_loaded_model_and_presets() {
 #[wasm_bindgen_test]
 fn measures_this_browser_and_builds_its_profile() {
     assert!(
-        edgefit_wasm::BrowserBench::new("avx2").is_err(),
+        edgefit_wasm::BrowserBench::new("avx2", 1.0).is_err(),
         "a kernel this build cannot run is refused"
     );
+    for bad in [0.0, 1.5, 257.0, f64::NAN] {
+        assert!(
+            edgefit_wasm::BrowserBench::new("scalar", bad).is_err(),
+            "threads {bad} is refused"
+        );
+    }
     let mut bench =
-        edgefit_wasm::BrowserBench::new("scalar").unwrap_or_else(|_| panic!("scalar bench"));
+        edgefit_wasm::BrowserBench::new("scalar", 1.0).unwrap_or_else(|_| panic!("scalar bench"));
     let total = bench.total();
     let mut steps = 0;
     while bench.step() {
@@ -251,6 +257,16 @@ fn measures_this_browser_and_builds_its_profile() {
         assert!(v.is_finite() && v > 0.0, "{m}");
     }
     assert_eq!(m["kernel"], "scalar");
+    assert_eq!(
+        m["threads"].as_u64(),
+        Some(1),
+        "the figures say their thread count"
+    );
+    // Two threads: only where this build has threads (natively; not the single-threaded wasm).
+    assert_eq!(
+        edgefit_wasm::BrowserBench::new("scalar", 2.0).is_ok(),
+        edgefit_wasm::threads_supported()
+    );
     assert_eq!(m["wasm_limit_bytes"].as_u64(), Some(4 << 30));
     let device = edgefit_wasm::this_browser_device(&m.to_string())
         .unwrap_or_else(|_| panic!("this-browser profile"));

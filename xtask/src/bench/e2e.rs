@@ -46,7 +46,9 @@ impl E2eRow {
         median_of(&self.runs, key)
     }
 
-    /// The row of `build/bench/e2e.json` (medians; `error` only on a row that could not run).
+    /// The row of `build/bench/e2e.json` (medians; `peak_bytes` only on a row that reports it:
+    /// the page's peak wasm memory, the CLI's own `peak_bytes`; `error` only on a row that
+    /// could not run).
     fn json(&self, model: &str) -> Value {
         let mut v = serde_json::json!({
             "engine": self.engine,
@@ -59,6 +61,9 @@ impl E2eRow {
             "load_ms": self.median("load_ms"),
             "runs": self.runs.len(),
         });
+        if let (Some(peak), Some(map)) = (self.median("peak_bytes"), v.as_object_mut()) {
+            map.insert("peak_bytes".into(), peak.into());
+        }
         if let (Some(err), Some(map)) = (&self.error, v.as_object_mut()) {
             map.insert("error".into(), err.clone().into());
         }
@@ -187,7 +192,13 @@ pub(crate) fn e2e(opts: &Options) -> Result<()> {
     if let Err(e) = &peers {
         println!("  ! the llama.cpp peers are not installed: {e:#}");
     }
-    rows.extend(e2e_browser(&model, &prompt_file, opts.runs, peers.is_ok()));
+    rows.extend(e2e_browser(
+        &model,
+        &prompt_file,
+        opts.runs,
+        &opts.threads,
+        peers.is_ok(),
+    ));
     for &threads in &opts.threads {
         rows.push(e2e_llamacpp(
             &model,
@@ -204,7 +215,11 @@ pub(crate) fn e2e(opts: &Options) -> Result<()> {
         &rows,
         &model.label,
         opts.runs,
-        &wasm_sizes(&root.join("build/site/pkg"))?,
+        &[
+            wasm_sizes(&root.join("build/site/pkg"))?,
+            wasm_sizes(&root.join("build/site/pkg-threads")).unwrap_or_default(),
+        ]
+        .concat(),
     );
     println!("\n{table}");
     let json = serde_json::to_string_pretty(
@@ -379,21 +394,41 @@ fn package_version(rel: &str) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
-/// The edgefit page and wllama in one headless Chromium, one thread each (the page's build is
-/// single-threaded; wllama is asked for one thread to match).
-fn e2e_browser(model: &E2eModel, prompt_file: &Path, runs: usize, peers: bool) -> Vec<E2eRow> {
-    println!("\n== bench e2e: headless Chromium (edgefit page, wllama), 1 thread");
+/// The edgefit page and wllama in one headless Chromium: the page on its single-threaded
+/// simd128 build at 1 thread, then on its threaded build at each of `threads` (both servers send
+/// COOP/COEP, so the pages are cross-origin isolated), wllama at each of `threads`. A row's
+/// thread count is what the page (its footer) or wllama (`getNumThreads`) reports; a run that
+/// ran another count or build than asked makes its row an error.
+fn e2e_browser(
+    model: &E2eModel,
+    prompt_file: &Path,
+    runs: usize,
+    threads: &[usize],
+    peers: bool,
+) -> Vec<E2eRow> {
+    let counts = threads
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    println!(
+        "\n== bench e2e: headless Chromium (edgefit page: simd128 build at 1 thread, threaded \
+         build and wllama at {counts} thread(s))"
+    );
     let fail = |why: String| {
-        vec![
-            E2eRow {
-                error: Some(why.clone()),
-                ..E2eRow::new("edgefit page", "Chromium", "-", 1)
-            },
-            E2eRow {
-                error: Some(why),
-                ..E2eRow::new("wllama", "Chromium", "-", 1)
-            },
-        ]
+        let mut rows = vec![E2eRow {
+            error: Some(why.clone()),
+            ..E2eRow::new("edgefit page", "Chromium (simd128)", "-", 1)
+        }];
+        for &t in threads {
+            for engine in ["edgefit page", "wllama"] {
+                rows.push(E2eRow {
+                    error: Some(why.clone()),
+                    ..E2eRow::new(engine, "Chromium", "-", t)
+                });
+            }
+        }
+        rows
     };
     let result = (|| -> Result<Vec<Value>> {
         let site = copy_bench_files(&["wllama.html", "wllama.js"])?;
@@ -419,7 +454,8 @@ fn e2e_browser(model: &E2eModel, prompt_file: &Path, runs: usize, peers: bool) -
             .env("PEER_WEIGHTS", &model.as_is)
             .env("PROMPT_FILE", prompt_file)
             .env("TOKENS", E2E_TOKENS.to_string())
-            .env("RUNS", runs.to_string());
+            .env("RUNS", runs.to_string())
+            .env("THREADS", &counts);
         if model.default {
             cmd.env("WEIGHTS", "f32,w4g32");
         } else {
@@ -435,16 +471,37 @@ fn e2e_browser(model: &E2eModel, prompt_file: &Path, runs: usize, peers: bool) -
         Ok(lines) => lines,
         Err(e) => return fail(format!("{e:#}")),
     };
-    // Group the per-run lines into rows, in first-seen order.
+    let mut rows = browser_rows(&lines);
+    if !peers {
+        for &t in threads {
+            rows.push(E2eRow {
+                error: Some("not installed (see above)".into()),
+                ..E2eRow::new("wllama", "Chromium", &model.as_is, t)
+            });
+        }
+    }
+    rows
+}
+
+/// Groups the browser driver's per-run lines into rows (engine × runtime × weights × asked
+/// threads, in first-seen order). A run whose reported `threads` is not its `asked_threads`,
+/// or that says it ran another build (`build_error`) or showed an error (`page_error`), makes
+/// its row an error naming what happened: the table never shows a figure under a thread count
+/// it did not run.
+fn browser_rows(lines: &[Value]) -> Vec<E2eRow> {
     let mut rows: Vec<E2eRow> = Vec::new();
     for v in lines {
         let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
         let (engine, runtime, weights) = (s("engine"), s("runtime"), s("weights"));
-        let threads = v.get("threads").and_then(Value::as_u64).unwrap_or(1) as usize;
-        let idx = match rows
-            .iter()
-            .position(|r| r.engine == engine && r.weights == weights && r.threads == threads)
-        {
+        let asked = v.get("asked_threads").and_then(Value::as_u64);
+        let ran = v.get("threads").and_then(Value::as_u64);
+        let threads = asked.or(ran).unwrap_or(1) as usize;
+        let idx = match rows.iter().position(|r| {
+            r.engine == engine
+                && r.runtime == runtime
+                && r.weights == weights
+                && r.threads == threads
+        }) {
             Some(i) => i,
             None => {
                 rows.push(E2eRow::new(&engine, &runtime, &weights, threads));
@@ -452,18 +509,23 @@ fn e2e_browser(model: &E2eModel, prompt_file: &Path, runs: usize, peers: bool) -
             }
         };
         let row = &mut rows[idx];
-        if let Some(err) = v.get("error").and_then(Value::as_str) {
-            row.error = Some(err.to_string());
-        } else {
-            row.runtime = runtime;
-            row.runs.push(v);
+        let err = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        if let Some(e) = err("error") {
+            row.error = Some(e);
+        } else if let Some(e) = err("build_error") {
+            row.error = Some(e);
+        } else if asked.is_none() || ran != asked {
+            row.error = Some(format!(
+                "asked for {} thread(s), it reports {}",
+                asked.map_or("?".into(), |a| a.to_string()),
+                ran.map_or("none".into(), |r| r.to_string())
+            ));
+        } else if let Some(e) = err("page_error") {
+            row.error = Some(format!("the page showed an error: {e}"));
+        } else if row.error.is_none() {
+            println!("    {engine} ({runtime}, {weights}): {}", summary(v));
+            row.runs.push(v.clone());
         }
-    }
-    if !peers {
-        rows.push(E2eRow {
-            error: Some("not installed (see above)".into()),
-            ..E2eRow::new("wllama", "Chromium", &model.as_is, 1)
-        });
     }
     rows
 }
@@ -539,7 +601,8 @@ fn wasm_sizes(dir: &Path) -> Result<Vec<(String, u64, Option<u64>)>> {
                 .filter(|o| o.status.success())
                 .map(|o| o.stdout.len() as u64);
             let name = path.file_name().unwrap_or_default().to_string_lossy();
-            out.push((format!("build/site/pkg/{name}"), raw, gz));
+            let dir_name = dir.file_name().unwrap_or_default().to_string_lossy();
+            out.push((format!("build/site/{dir_name}/{name}"), raw, gz));
         }
     }
     out.sort();
@@ -571,7 +634,10 @@ fn render_e2e(
         "load = bytes in memory -> model ready (the page's metric; wllama: loadModel of a fetched \
          Blob; llama.cpp: loadModel + createContext from the file)\n\
          ratios = this row's tok/s / the peer's tok/s at the same thread count (above 1: faster \
-         than the peer)"
+         than the peer)\n\
+         thr = the threads the row ran with, as it reports them (the CLI's JSON, the page's \
+         footer, wllama's getNumThreads, node-llama-cpp's context); peak MB = the row's \
+         peak_bytes (the page: its peak wasm memory; the CLI: its JSON's peak_bytes)"
     );
     let find = |engine: &str, threads: usize| {
         rows.iter().find(|r| {
@@ -583,12 +649,13 @@ fn render_e2e(
     };
     let _ = writeln!(
         s,
-        "\n{:<34} {:<40} {:<38} {:>3} {:>8} {:>7} {:>7} {:>6} {:>4}  {:>9} {:>9} {:>9} {:>9}",
+        "\n{:<34} {:<40} {:<38} {:>3} {:>8} {:>7} {:>7} {:>7} {:>6} {:>4}  {:>9} {:>9} {:>9} {:>9}",
         "engine",
         "runtime",
         "weights",
         "thr",
         "load ms",
+        "peak MB",
         "prefill",
         "decode",
         "prompt",
@@ -600,8 +667,8 @@ fn render_e2e(
     );
     let _ = writeln!(
         s,
-        "{:<34} {:<40} {:<38} {:>3} {:>8} {:>7} {:>7} {:>6} {:>4}",
-        "", "", "", "", "", "tok/s", "tok/s", "tokens", ""
+        "{:<34} {:<40} {:<38} {:>3} {:>8} {:>7} {:>7} {:>7} {:>6} {:>4}",
+        "", "", "", "", "", "", "tok/s", "tok/s", "tokens", ""
     );
     for r in rows {
         if let Some(err) = &r.error {
@@ -622,12 +689,13 @@ fn render_e2e(
         let dec = r.median("decode_tok_s");
         let _ = writeln!(
             s,
-            "{:<34} {:<40} {:<38} {:>3} {:>8} {:>7} {:>7} {:>6} {:>4}  {:>9} {:>9} {:>9} {:>9}",
+            "{:<34} {:<40} {:<38} {:>3} {:>8} {:>7} {:>7} {:>7} {:>6} {:>4}  {:>9} {:>9} {:>9} {:>9}",
             r.engine,
             r.runtime,
             r.weights,
             r.threads,
             fmt_opt(r.median("load_ms"), 0),
+            fmt_opt(r.median("peak_bytes").map(|b| b / 1e6), 1),
             fmt_opt(pre, 1),
             fmt_opt(dec, 1),
             fmt_opt(r.median("prompt_tokens"), 0),
@@ -637,6 +705,17 @@ fn render_e2e(
             ratio(pre, nl("prefill_tok_s")),
             ratio(dec, nl("decode_tok_s")),
         );
+    }
+    let scaling = scaling_lines(rows);
+    if !scaling.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nscaling: each row at N threads against the same engine, runtime and weights at 1 \
+             thread (tok/s ratio); peak = its peak wasm memory / the simd128 build's"
+        );
+        for line in scaling {
+            let _ = writeln!(s, "  {line}");
+        }
     }
     let _ = writeln!(s, "\nwasm in the site build (wasm-bindgen + wasm-opt):");
     for (name, raw, gz) in sizes {
@@ -649,6 +728,52 @@ fn render_e2e(
         );
     }
     s
+}
+
+/// One line per row at more than one thread that has a 1-thread twin (same engine, runtime and
+/// weights; both measured): `prefill ×a, decode ×b`, and for a threaded page row its peak wasm
+/// memory against the page's simd128 row of the same weights (the issue's target: within 1.2×).
+fn scaling_lines(rows: &[E2eRow]) -> Vec<String> {
+    let ok = |r: &&E2eRow| r.error.is_none() && !r.runs.is_empty();
+    let mut out = Vec::new();
+    for r in rows.iter().filter(ok).filter(|r| r.threads > 1) {
+        let Some(one) = rows.iter().filter(ok).find(|o| {
+            o.threads == 1
+                && o.engine == r.engine
+                && o.runtime == r.runtime
+                && o.weights == r.weights
+        }) else {
+            continue;
+        };
+        let x = |k: &str| ratio(r.median(k), one.median(k));
+        let mut line = format!(
+            "{} ({}, {}): {} threads / 1: prefill x{}, decode x{}",
+            r.engine,
+            r.runtime,
+            r.weights,
+            r.threads,
+            x("prefill_tok_s"),
+            x("decode_tok_s")
+        );
+        let single = rows.iter().filter(ok).find(|o| {
+            o.engine == r.engine
+                && o.weights == r.weights
+                && o.runtime != r.runtime
+                && o.threads == 1
+        });
+        if let (Some(single), Some(_)) = (single, r.median("peak_bytes")) {
+            let _ = std::fmt::Write::write_fmt(
+                &mut line,
+                format_args!(
+                    "; peak x{} of {} at 1 thread",
+                    ratio(r.median("peak_bytes"), single.median("peak_bytes")),
+                    single.runtime
+                ),
+            );
+        }
+        out.push(line);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -705,5 +830,55 @@ mod tests {
         );
         assert_eq!(rows[5].json("m")["error"], "no binary\nmore");
         assert!(rows[5].json("m")["decode_tok_s"].is_null());
+    }
+
+    #[test]
+    fn browser_rows_keep_the_reported_threads_and_refuse_a_mismatch() {
+        let line = |runtime: &str, asked: u64, ran: u64, peak: f64, extra: Value| {
+            let mut v = serde_json::json!({"engine": "edgefit page", "runtime": runtime,
+                "weights": "w4g32", "asked_threads": asked, "threads": ran, "load_ms": 5.0,
+                "peak_bytes": peak, "prefill_tok_s": 100.0 * ran as f64,
+                "decode_tok_s": 40.0 * ran as f64});
+            if let (Some(m), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+                m.extend(e.clone());
+            }
+            v
+        };
+        let none = serde_json::json!({});
+        let lines = [
+            line("simd128", 1, 1, 100e6, none.clone()),
+            line("threads", 1, 1, 110e6, none.clone()),
+            line("threads", 2, 2, 115e6, none.clone()),
+            // Asked for 4, the page ran 1: an error row at 4, never a figure.
+            line("threads", 4, 1, 110e6, none.clone()),
+            line(
+                "threads",
+                3,
+                3,
+                110e6,
+                serde_json::json!({"build_error": "asked for the threads build, the page ran simd128"}),
+            ),
+        ];
+        let rows = browser_rows(&lines);
+        assert_eq!(rows.len(), 5);
+        assert_eq!((rows[0].runtime.as_str(), rows[0].threads), ("simd128", 1));
+        assert_eq!((rows[2].threads, rows[2].runs.len()), (2, 1));
+        assert_eq!(rows[3].threads, 4);
+        assert_eq!(
+            rows[3].error.as_deref(),
+            Some("asked for 4 thread(s), it reports 1")
+        );
+        assert!(rows[3].runs.is_empty());
+        assert!(rows[4].error.as_deref().unwrap().contains("ran simd128"));
+        assert_eq!(rows[2].json("m")["peak_bytes"], 115e6);
+        // Scaling: the threaded row at 2 against the threaded row at 1 (x2 from the lines
+        // above), its peak against the simd128 build's (115/100).
+        let lines = scaling_lines(&rows);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].contains("2 threads / 1: prefill x2.00, decode x2.00; peak x1.15 of simd128"),
+            "{}",
+            lines[0]
+        );
     }
 }

@@ -173,6 +173,17 @@ impl Engine {
         Ok(())
     }
 
+    /// Runs on `pool` from now on (as [`set_threads`](Self::set_threads) with its count, without
+    /// starting new threads): the micro-benchmarks time the synthetic engine on the pool their
+    /// other probes use, which the threaded wasm build has already started.
+    pub(crate) fn use_pool(&mut self, pool: edgefit_kernels::Pool) {
+        self.metrics.threads = pool.threads();
+        if let Some(m) = &mut self.unpruned {
+            m.pool = pool.clone();
+        }
+        self.model.pool = pool;
+    }
+
     /// Stores the KV cache in `format` from the next generation on (the cache is rebuilt empty;
     /// a kept conversation continues, recomputed in the new format on its next turn).
     pub fn set_kv_format(&mut self, format: edgefit_estimate::KvFormat) {

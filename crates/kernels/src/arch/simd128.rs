@@ -137,6 +137,29 @@ unsafe fn f16x4(p: *const f16) -> v128 {
     f32x4_mul(unsafe { f16x4_raw(p) }, f32x4_splat(F16_BIAS))
 }
 
+/// The fp16 values at the 4 pointers (2 bytes each) to f32 lanes, exactly: four
+/// `v128.load16_lane`s, a sign extension to 32 bits, then [`f16x4`]'s bit trick.
+///
+/// # Safety
+/// Every pointer must be valid for 2 bytes.
+#[inline(always)]
+unsafe fn f16_lanes4(p: [*const u8; 4]) -> v128 {
+    // SAFETY: the caller guarantees 2 readable bytes at each pointer; `load16_lane` needs no
+    // alignment.
+    let h = unsafe {
+        let v = i16x8_splat(0);
+        let v = v128_load16_lane::<0>(v, p[0] as *const u16);
+        let v = v128_load16_lane::<1>(v, p[1] as *const u16);
+        let v = v128_load16_lane::<2>(v, p[2] as *const u16);
+        v128_load16_lane::<3>(v, p[3] as *const u16)
+    };
+    let w = i32x4_extend_low_i16x8(h);
+    f32x4_mul(
+        v128_and(i32x4_shl(w, 13), i32x4_splat(0x8FFF_E000u32 as i32)),
+        f32x4_splat(F16_BIAS),
+    )
+}
+
 /// `[Σ a, Σ b, Σ c, Σ d]` of four `i32x4`.
 #[inline(always)]
 fn reduce4(a: v128, b: v128, c: v128, d: v128) -> v128 {
@@ -1066,27 +1089,35 @@ fn ggml_direct1(w: &GgmlMatrix, x: &ActQ16, xp: &GgmlPrep, range: Range<usize>, 
         };
         match f {
             GgmlFormat::Q5_0 => {
+                // The 4 rows' blocks by pointer (each row slice holds `rb` bytes = every
+                // block): no slice bounds checks per block in this, the hottest loop of a
+                // Gemma decode step.
+                let base: [*const u8; ROW_TILE] = core::array::from_fn(|j| row[j].as_ptr());
                 for (c0, nb) in GgmlTile::chunks(w) {
                     let mut acc = f32x4_splat(0.0);
-                    for b in c0..c0 + nb {
-                        let blk: [&[u8]; ROW_TILE] =
-                            core::array::from_fn(|j| &row[j][b * bb..][..bb]);
-                        let a: [f32; 4] = core::array::from_fn(|j| half_at(blk[j], 0));
-                        // SAFETY: each block is 22 bytes, the activations hold block `b`.
-                        // `Σ (q − 16) · x = Σ q · x − 16 · Σ x`, exact in i32.
-                        let d = unsafe {
+                    for (b, &sum) in sums.iter().enumerate().skip(c0).take(nb) {
+                        // SAFETY: block `b < cols / 32` of each row lies inside its `rb` bytes
+                        // (22 bytes each); the activations hold block `b`; `sx` 4 factors per
+                        // unit. `Σ (q − 16) · x = Σ q · x − 16 · Σ x`, exact in i32.
+                        unsafe {
+                            let blk: [*const u8; ROW_TILE] =
+                                core::array::from_fn(|j| base[j].add(b * bb));
                             let x = xq.add(32 * b);
-                            i32x4_sub(
+                            let d = i32x4_sub(
                                 reduce4(
-                                    q5_0_block(blk[0].as_ptr(), x),
-                                    q5_0_block(blk[1].as_ptr(), x),
-                                    q5_0_block(blk[2].as_ptr(), x),
-                                    q5_0_block(blk[3].as_ptr(), x),
+                                    q5_0_block(blk[0], x),
+                                    q5_0_block(blk[1], x),
+                                    q5_0_block(blk[2], x),
+                                    q5_0_block(blk[3], x),
                                 ),
-                                i32x4_splat(16 * sums[b]),
-                            )
-                        };
-                        acc = step(acc, d, &a, b);
+                                i32x4_splat(16 * sum),
+                            );
+                            // The 4 rows' `d` as one vector (the same exact conversion as
+                            // `half_at`), then the tile path's f32 step.
+                            let s =
+                                f32x4_mul(f16_lanes4(blk), v128_load(sx.add(4 * b) as *const v128));
+                            acc = f32x4_add(acc, f32x4_mul(f32x4_convert_i32x4(d), s));
+                        }
                     }
                     total = f32x4_add(total, acc);
                 }
