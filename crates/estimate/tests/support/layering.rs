@@ -3,8 +3,7 @@
 //! test time (milliseconds): the `crate::…` paths of every module (code only, comments skipped; a
 //! directory module counts as one; a name lib.rs re-exports counts as a path into its module)
 //! form a graph, and [`cycles`] gives its strongly connected components of more than one module.
-//! The checker follows the engine's `tests/it/layering.rs`, which can include this file the same
-//! way.
+//! The engine's `tests/it/layering.rs` includes this file too (by path, from the other crate).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
