@@ -49,6 +49,9 @@ pub const DEFAULT_WEIGHTS: &[WeightFormat] = &[
 ];
 /// Default pruning levels searched (fractions; see the module docs for the recipe).
 pub const DEFAULT_PRUNE_LEVELS: &[f64] = &[0.0, 0.1, 0.2, 0.3];
+
+/// The highest TransAct pruning level the solver takes (a request above it is refused).
+pub const MAX_PRUNE_LEVEL: f64 = 0.9;
 /// Default context lengths searched.
 pub const DEFAULT_CONTEXTS: &[u32] = &[1024, 2048, 4096, 8192];
 /// Most configurations one request may estimate (a bound on time, not a clamp: larger
@@ -74,7 +77,7 @@ pub struct FitRequest {
     pub weights: Vec<WeightFormat>,
     /// KV formats (empty: every format).
     pub kv: Vec<KvFormat>,
-    /// Pruning levels, each in [0, 0.9].
+    /// Pruning levels, each in [0, [`MAX_PRUNE_LEVEL`]].
     pub prune_levels: Vec<f64>,
     /// Context lengths.
     pub contexts: Vec<u32>,
@@ -197,8 +200,12 @@ impl FitRequest {
             return Err(out_of_range("models", 0, "at least one model is needed"));
         }
         for &p in &self.prune_levels {
-            if !(0.0..=0.9).contains(&p) {
-                return Err(out_of_range("prune level", p, "must be in [0, 0.9]"));
+            if !(0.0..=MAX_PRUNE_LEVEL).contains(&p) {
+                return Err(out_of_range(
+                    "prune level",
+                    p,
+                    format!("must be in [0, {MAX_PRUNE_LEVEL}]"),
+                ));
             }
         }
         for &c in &self.contexts {

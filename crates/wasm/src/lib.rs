@@ -780,9 +780,9 @@ impl FitSearch {
 }
 
 /// The highest TransAct pruning level [`pruned_spec`] takes, the bound the fit solver checks
-/// its `prune_levels` against (`edgefit_estimate::fit`, which holds it as a literal; the page's
+/// its `prune_levels` against (`edgefit_estimate::fit::MAX_PRUNE_LEVEL`; the page's
 /// `FIT_MAX_PRUNE` mirrors it, and `tests/page_constants.rs` checks both).
-pub const MAX_PRUNE_LEVEL: f64 = 0.9;
+pub const MAX_PRUNE_LEVEL: f64 = edgefit_estimate::fit::MAX_PRUNE_LEVEL;
 
 /// A `ModelSpec` (JSON) pruned TransAct-style at `level` (the fit solver's recipe: MLP width,
 /// per-head Q/K dims and per-head V dims each lose the fraction `level` in every layer; heads,

@@ -55,6 +55,12 @@ fn js_list(init: &str, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// The number literal a `web/<file>` constant is initialised with.
+fn page_number(file: &str, name: &str) -> f64 {
+    let stem = file.rsplit('/').next().unwrap_or(file);
+    js_number(js_const(&web(file), stem, name), name)
+}
+
 /// A JS number literal (`0.9`, `2_097_152`).
 fn js_number(init: &str, name: &str) -> f64 {
     init.replace('_', "")
@@ -106,17 +112,13 @@ fn fit_families_are_the_presets_families() {
 
 #[test]
 fn fit_max_prune_is_the_bound_the_solver_checks() {
-    let page = js_number(
-        js_const(&web("protocol/catalog.js"), "catalog.js", "FIT_MAX_PRUNE"),
-        "FIT_MAX_PRUNE",
-    );
+    let page = page_number("protocol/catalog.js", "FIT_MAX_PRUNE");
     assert_eq!(
         page,
         edgefit_wasm::MAX_PRUNE_LEVEL,
         "web/protocol/catalog.js FIT_MAX_PRUNE"
     );
-    // The solver holds its bound as a literal: it takes MAX_PRUNE_LEVEL and refuses the next
-    // f64 above it, so a change on either side fails here.
+    // The solver checks that bound: it takes MAX_PRUNE_LEVEL and refuses the next f64 above it.
     let device = edgefit_estimate::device(edgefit_estimate::device_ids()[0]).expect("device");
     let request = |level: f64| FitRequest {
         models: vec![FitModel {
@@ -143,10 +145,7 @@ fn fit_max_prune_is_the_bound_the_solver_checks() {
 
 #[test]
 fn thread_limits_are_the_rust_ones() {
-    let catalog = js_number(
-        js_const(&web("protocol/catalog.js"), "catalog.js", "MAX_THREADS"),
-        "MAX_THREADS",
-    );
+    let catalog = page_number("protocol/catalog.js", "MAX_THREADS");
     assert_eq!(
         catalog,
         edgefit_kernels::pool::MAX_THREADS as f64,
@@ -156,10 +155,7 @@ fn thread_limits_are_the_rust_ones() {
         edgefit_wasm::max_threads(),
         edgefit_kernels::pool::MAX_THREADS
     );
-    let view = js_number(
-        js_const(&web("estimate-view.js"), "estimate-view.js", "MAX_THREADS"),
-        "MAX_THREADS",
-    );
+    let view = page_number("estimate-view.js", "MAX_THREADS");
     assert_eq!(
         view,
         edgefit_estimate::MAX_THREADS as f64,
@@ -169,10 +165,7 @@ fn thread_limits_are_the_rust_ones() {
 
 #[test]
 fn the_estimators_context_limit_is_the_rust_one() {
-    let view = js_number(
-        js_const(&web("estimate-view.js"), "estimate-view.js", "MAX_CONTEXT"),
-        "MAX_CONTEXT",
-    );
+    let view = page_number("estimate-view.js", "MAX_CONTEXT");
     assert_eq!(
         view,
         edgefit_estimate::MAX_CONTEXT as f64,
