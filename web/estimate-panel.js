@@ -80,6 +80,7 @@ export function createEstimatePanel({ send }) {
     compareBody: $('cmp-body'),
     compareHint: $('est-compare-hint'),
     compareFormats: $('cmp-formats'),
+    compareWarmUp: $('cmp-warmup'),
   };
 
   const st = {
@@ -431,6 +432,7 @@ export function createEstimatePanel({ send }) {
       el.compareBody.append(tr);
     }
     el.compareFormats.textContent = V.describeComparison(cmp?.deployment, st.metrics);
+    el.compareWarmUp.textContent = V.describeWarmUp(st.metrics);
     el.compare.hidden = false;
   }
 

@@ -146,6 +146,26 @@ export function describeComparison(deployment, metrics) {
   return `weights ${deployment.weights}, embedding ${deployment.embedding_weights ?? deployment.weights}, KV cache ${deployment.kv}${kernel}`;
 }
 
+/**
+ * The warm-up the engine ran before this run (metrics.warm_up, edgefit_engine::WarmUp), for the
+ * comparison's note: "Measured after a warm-up of the loaded model: 4 passes (a 16-token prefill
+ * and 3 decode steps each, in a cache of their own) in 1210 ms, 412 → 118 ms per pass. ..." or ''
+ * when the metrics carry none.
+ */
+export function describeWarmUp(metrics) {
+  const w = isObject(metrics) ? metrics.warm_up : null;
+  if (!isObject(w) || !Number.isSafeInteger(w.passes) || w.passes < 1 || !Array.isArray(w.pass_ms)) return '';
+  const ms = w.pass_ms.filter(isFiniteNumber);
+  const total = isFiniteNumber(w.total_ms) ? `${Math.round(w.total_ms)} ms` : '?';
+  const trend = ms.length >= 2 ? `, ${Math.round(ms[0])} \u2192 ${Math.round(ms[ms.length - 1])} ms per pass` : '';
+  return (
+    `Measured after a warm-up of the loaded model: ${w.passes} pass${w.passes === 1 ? '' : 'es'} ` +
+    `(a ${w.prompt_tokens}-token prefill and ${w.decode_steps} decode steps each, in a cache of their own) in ${total}${trend}. ` +
+    'The browser compiles wasm in tiers (baseline code first, optimized code for what runs hot, in the background); ' +
+    'without it the first run after a load timed partly unoptimized code.'
+  );
+}
+
 /** Bytes in binary units for humans: "663.2 MiB", "1.07 GiB". */
 export function formatBinary(bytes) {
   if (!isFiniteNumber(bytes)) return '';

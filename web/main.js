@@ -1,23 +1,23 @@
 // edgefit page: the wiring. The wasm engine lives in worker.js behind engine-client.js; the
-// panels are factories with explicit dependencies (run-panel.js: generate, transcript, metrics;
+// panels are factories with explicit dependencies (model-panel.js: load, weights, kernel and KV
+// format, model info; threads-control.js; run-panel.js: generate, transcript, metrics;
 // prune-panel.js; share-controller.js; estimate-, fit-, compare- and guide-panel.js); the phase
-// machine is page-state.js. This file holds the model controls (load, weights, kernel, KV
-// format, threads), the model info, and routes the worker's model messages.
+// machine is page-state.js. This file holds the page's element table, its state and the
+// enabled/disabled render, and routes the worker's messages that touch several panels.
 
 import * as P from './protocol.js';
 import { createEngineClient } from './engine-client.js';
+import { createModelPanel } from './model-panel.js';
+import { createThreadsControl } from './threads-control.js';
 import { createEstimatePanel } from './estimate-panel.js';
 import { createFitPanel } from './fit-panel.js';
 import { createComparePanel } from './compare-panel.js';
 import { createGuidePanel } from './guide-panel.js';
-import { createRunPanel, isInactive } from './run-panel.js';
+import { createRunPanel } from './run-panel.js';
 import { createPrunePanel } from './prune-panel.js';
 import { createShareController } from './share-controller.js';
 import * as PS from './page-state.js';
 import * as V from './estimate-view.js';
-
-const DEFAULT_MODEL_URL = `models/${P.DEFAULT_MODEL_FILE}`;
-const DEFAULT_MODEL_MANIFEST_URL = 'models/default.json';
 
 const $ = (id) => document.getElementById(id);
 const el = {
@@ -168,69 +168,6 @@ function render() {
   document.body.dataset.phase = pageState.phase;
 }
 
-// ---- threads ---------------------------------------------------------------------------------
-// The threaded build (cross-origin isolated pages only) runs the engine on 1 … cores threads
-// (navigator.hardwareConcurrency), half the cores by default as wllama does; `?threads=N` in the
-// address asks for N. A count outside 1 … cores, from the address or the picker, is refused with
-// a message and the page keeps the count it runs.
-const threads = {
-  cores: Number.isSafeInteger(navigator.hardwareConcurrency) && navigator.hardwareConcurrency >= 1 ? Math.min(navigator.hardwareConcurrency, P.MAX_THREADS) : 1,
-  wanted: 1, // what the page asks the threaded build for
-  running: 1, // what the worker said it runs
-  build: null,
-  version: null,
-};
-threads.wanted = P.defaultThreads(threads.cores);
-{
-  const asked = new URLSearchParams(location.search).get('threads');
-  if (asked !== null) {
-    const n = /^\d{1,4}$/.test(asked) ? Number(asked) : NaN;
-    const e = P.checkThreads(n, threads.cores);
-    if (e) queueMicrotask(() => showError(`?threads=${asked.slice(0, 40)} is refused: ${e}; the page runs ${threads.wanted}`));
-    else threads.wanted = n;
-  }
-}
-
-function renderThreads() {
-  const threaded = threads.build === 'threads';
-  const shown = threaded ? threads.running : 1;
-  el.threadPicker.replaceChildren(
-    ...Array.from({ length: threaded ? threads.cores : 1 }, (_, i) => {
-      const o = document.createElement('option');
-      o.value = String(i + 1);
-      o.textContent = String(i + 1);
-      return o;
-    }),
-  );
-  el.threadPicker.value = String(shown);
-  el.threadPicker.title = threaded
-    ? `Threads the engine runs on (this browser reports ${threads.cores} cores; the default is half of them)`
-    : 'One thread: the threaded build needs a cross-origin isolated page';
-  if (threads.build) {
-    el.version.textContent = `edgefit-wasm ${threads.version} · ${P.describeBuild(threads.build, shown)}`;
-    el.version.dataset.build = threads.build;
-    el.version.dataset.threads = String(shown);
-  }
-}
-
-el.threadPicker.addEventListener('change', () => {
-  const raw = el.threadPicker.value;
-  const n = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
-  const e = P.checkThreads(n, threads.cores);
-  if (e || threads.build !== 'threads' || page.isBusy()) {
-    if (e) showError(`thread count refused: ${e}`);
-    renderThreads();
-    return;
-  }
-  if (n === threads.running) return;
-  if (!page.dispatch('switch')) return;
-  clearError();
-  threads.wanted = n;
-  setStatus(`switching to ${n} thread${n === 1 ? '' : 's'}…`);
-  render();
-  client.send(P.setThreads(n, threads.cores));
-});
-
 // ---- the engine worker -------------------------------------------------------------------------
 /**
  * Fault injection for the page's tests (tests/e2e/faults.test.mjs), inert in normal use: only
@@ -253,6 +190,9 @@ const client = createEngineClient({
   onFatal,
 });
 const send = (msg) => client.send(msg);
+const { threads } = createThreadsControl({ el, page, client });
+const models = createModelPanel({ el, page, model, client });
+const { renderInfo, renderKernels, renderKvFormats } = models;
 if (FAULTS) {
   window.edgefitInjectFault = (step) => send(P.injectFault(step));
 }
@@ -309,50 +249,12 @@ function modelSwapped(info, metrics, pruned) {
   fitPanel.modelLoaded(shown);
 }
 
-// ---- the worker's model messages (the run, prune and estimator panels take their own) ----------
-client.on(P.FromWorker.BOOTED, (msg) => {
-  threads.version = msg.version;
-  threads.build = msg.build;
-  threads.running = 1;
-  renderThreads();
-  // The threaded build starts on one thread: ask for the chosen count (applied to every model
-  // this worker loads).
-  if (msg.build === 'threads' && threads.wanted !== 1) send(P.setThreads(threads.wanted, threads.cores));
-  render();
-});
-client.on(P.FromWorker.THREADS_SET, (msg) => {
-  threads.running = msg.threads;
-  renderThreads();
-  if (pageState.phase === 'switching') {
-    dispatch('threads-set');
-    setStatus(pageState.modelLoaded ? 'ready' : 'no model loaded');
-  }
-  render();
-});
-client.on(P.FromWorker.PROGRESS, (msg) => {
-  const max = msg.total ?? Math.max(msg.loaded, 1);
-  el.progress.max = max;
-  el.progress.value = Math.min(msg.loaded, max);
-  el.progressText.textContent = P.formatProgress(msg.loaded, msg.total, model.loadStartedMs === null ? null : performance.now() - model.loadStartedMs);
-});
-client.on(P.FromWorker.PARSING, (msg) => {
-  el.progress.max = Math.max(msg.bytes, 1);
-  el.progress.value = msg.bytes;
-  el.progressText.textContent = `${P.formatProgress(msg.bytes, msg.bytes)} · building the model…`;
-});
+// ---- the worker's messages that touch several panels (each panel takes its own) ----------------
 client.on(P.FromWorker.LOADED, (msg) => {
   dispatch('loaded');
-  if (model.pendingSource) model.source = model.pendingSource;
-  model.pendingSource = null;
-  model.info = msg.info;
-  model.weights = msg.info.weights.weights;
-  el.weightsFormat.value = model.weights;
-  model.name = P.displayName(model.source?.kind === 'file' ? model.source.file.name : model.source?.url, msg.info);
-  el.progressText.textContent = `${P.formatProgress(Number(el.progress.value), Number(el.progress.max))} · ${model.name} loaded (${P.describeWeights(model.weights, msg.info.weights.stored, msg.info.weights.embedding)})`;
+  models.loaded(msg.info);
   if (typeof msg.metrics.kv_format === 'string') model.kvFormat = msg.metrics.kv_format;
   renderKvFormats();
-  renderInfo(msg.info);
-  renderKernels(msg.info);
   run.resetMetrics();
   run.renderMetrics(msg.metrics);
   run.newConversation(); // a new engine holds no conversation
@@ -386,9 +288,6 @@ client.on(P.FromWorker.KV_FORMAT_SET, (msg) => {
   // (not when a shared link set both: the link's estimator format stays).
   if (!share.takeKeepEstimateKv()) panel.followKvFormat(msg.format);
 });
-client.on(P.FromWorker.CACHED, (msg) => {
-  el.forgetModel.hidden = !msg.present;
-});
 client.on(P.FromWorker.CATALOG, (msg) => {
   model.kvFormats = [...msg.kvFormats];
   // Until a load reports the engine's format, show its default (the wasm's
@@ -416,16 +315,7 @@ client.on(P.FromWorker.ERROR, (msg) => {
   share.clearKeepEstimateKv();
   const phase = pageState.phase;
   const wasGenerating = phase === 'generating' || phase === 'stopping';
-  if (phase === 'loading') {
-    // The worker kept the running model (if any): the picker and the line say so.
-    model.pendingSource = null;
-    if (model.info) model.weights = model.info.weights.weights;
-    el.weightsFormat.value = model.weights;
-    el.progress.value = 0;
-    el.progressText.textContent = pageState.modelLoaded
-      ? `not loaded; still running ${model.name || 'the model loaded before'} (${model.weights})`
-      : 'not loaded';
-  }
+  if (phase === 'loading') models.refused(); // the worker kept the running model (if any)
   el.prefillProgress.hidden = true;
   if (phase === 'pruning') prune.failed();
   dispatch('failed');
@@ -440,217 +330,7 @@ client.on(P.FromWorker.ERROR, (msg) => {
   render();
 });
 
-// ---- model info and pickers ------------------------------------------------------------------------
-/** Fills the KV format picker from the wasm's list with the run's format selected. */
-function renderKvFormats() {
-  const opts = model.kvFormats.length ? model.kvFormats.map((f) => [f, P.KV_FORMAT_LABELS[f] ?? f]) : [['', 'starting…']];
-  el.kvFormat.replaceChildren(
-    ...opts.map(([value, text]) => {
-      const o = document.createElement('option');
-      o.value = value;
-      o.textContent = text;
-      return o;
-    }),
-  );
-  el.kvFormat.value = model.kvFormat ?? '';
-}
-
-/** Fills the kernel picker from info.kernels with info.kernel selected (a placeholder without a model). */
-function renderKernels(info) {
-  const opts = info
-    ? info.kernels.map((k) => [k, k])
-    : [['', 'load a model first']];
-  el.kernelPicker.replaceChildren(
-    ...opts.map(([value, text]) => {
-      const o = document.createElement('option');
-      o.value = value;
-      o.textContent = text;
-      return o;
-    }),
-  );
-  el.kernelPicker.value = info ? info.kernel : '';
-}
-
-function renderInfo(info) {
-  el.modelInfo.replaceChildren();
-  if (!info) {
-    // A <dl> holds only dt/dd groups (screen readers announce it as a list of terms).
-    const div = document.createElement('div');
-    const dt = document.createElement('dt');
-    const dd = document.createElement('dd');
-    dt.textContent = 'Model';
-    dd.className = 'muted';
-    dd.textContent = 'No model loaded.';
-    div.append(dt, dd);
-    el.modelInfo.append(div);
-    return;
-  }
-  const rows = [
-    ['Name', model.name || P.displayName(null, info)],
-    ['Name in the file (general.name)', info.name || '(none)'],
-    ['Architecture', info.arch],
-    ['Parameters', `${P.formatParams(info.params)} (${info.params.toLocaleString('en-US')})`],
-    ['Weights in memory', `${P.formatMB(info.weights_bytes)} (${P.formatWeightsUsed(info.weights)})`],
-    ['Stored as', P.formatStored(info.weights.stored)],
-    ['Converted', (info.weights.converted ?? []).map((c) => `${c.from} → ${c.to} × ${c.tensors.length}`).join(', ') || 'none (every tensor as the file holds it, or float)'],
-    ['Tokenizer', info.tokenizer?.kind ?? ''],
-    ['Kernel', `${info.kernel} (this build runs: ${info.kernels.join(', ')})`],
-    ['Layers', info.n_layers],
-    ...(P.describeLayers(info.layers) ? [['Pruned widths', P.describeLayers(info.layers)]] : []),
-    ['Hidden size', info.hidden],
-    ['Attention heads', `${info.n_heads} (KV heads ${info.n_kv_heads}, head dim ${info.head_dim})`],
-    ['FFN size', info.ffn],
-    ['Vocabulary', info.vocab.toLocaleString('en-US')],
-    ['Context length', info.context_length.toLocaleString('en-US')],
-    ['Chat template', info.chat_template ? 'yes' : 'no'],
-  ];
-  for (const [k, v] of rows) {
-    const div = document.createElement('div');
-    const dt = document.createElement('dt');
-    const dd = document.createElement('dd');
-    dt.textContent = k;
-    dd.textContent = String(v);
-    div.append(dt, dd);
-    el.modelInfo.append(div);
-  }
-}
-
-// ---- actions ---------------------------------------------------------------------------------
-/** The load message for `source` in `weights`, and a label for the progress line. */
-function loadMessage(source, weights) {
-  return source.kind === 'url' ? P.loadUrl(source.url, weights) : P.loadFile(source.file, weights);
-}
-
-/**
- * Starts a load. The running model (if any) stays loaded and shown until the new one is built:
- * the worker builds beside it and swaps only on success, so a file it refuses leaves it running
- * (the LOADED handler replaces everything; the ERROR handler goes back to it).
- */
-function startLoad(source, label) {
-  const msg = loadMessage(source, model.weights);
-  if (!page.dispatch('load')) return;
-  model.pendingSource = source;
-  clearError();
-  el.progress.value = 0;
-  el.progress.max = 1;
-  el.progressText.textContent = `starting ${label}…`;
-  model.loadStartedMs = performance.now();
-  setStatus('loading…');
-  render();
-  client.send(msg);
-}
-
-el.loadDefault.addEventListener('click', () => {
-  if (page.isBusy() || isInactive(el.loadDefault)) return; // inactive while busy: a click is dropped
-  startLoad({ kind: 'url', url: new URL(DEFAULT_MODEL_URL, document.baseURI).href }, 'download');
-});
-
-/**
- * Whether this site serves the default model (a static host may publish the page without it):
- * the build writes models/default.json beside the model, {path, bytes}. Without it the button
- * says so and the page asks for a file, while the estimator and everything else keep working.
- */
-async function probeDefaultModel() {
-  let ok = false;
-  let manifestBytes = 0;
-  try {
-    const r = await fetch(new URL(DEFAULT_MODEL_MANIFEST_URL, document.baseURI));
-    const m = r.ok ? await r.json() : null;
-    ok = m !== null && typeof m === 'object' && m.path === DEFAULT_MODEL_URL && Number.isSafeInteger(m.bytes) && m.bytes > 0;
-    if (ok) manifestBytes = m.bytes;
-  } catch {
-    ok = false;
-  }
-  model.defaultModel = ok;
-  if (ok) el.loadDefault.textContent = `Load default model (SmolLM2-135M-Instruct, ${P.formatMB(manifestBytes)})`;
-  if (!ok) {
-    el.loadDefault.textContent = 'Default model not on this site: load a .gguf file instead';
-    el.loadDefault.title = `This site does not serve ${DEFAULT_MODEL_URL}; choose a model file (it stays on this device)`;
-    el.loadDefault.dataset.missing = 'true';
-  }
-  render();
-}
-probeDefaultModel();
-
-// The worker keeps the default model in the Cache API (worker.js MODEL_CACHE); this forgets it.
-const MODEL_CACHE = 'edgefit-models-v1';
-(async () => {
-  try {
-    const c = typeof caches === 'undefined' ? null : await caches.open(MODEL_CACHE);
-    const keys = c ? await c.keys() : [];
-    el.forgetModel.hidden = !keys.some((r) => r.url.endsWith(P.DEFAULT_MODEL_FILE));
-  } catch {
-    el.forgetModel.hidden = true;
-  }
-})();
-el.forgetModel.addEventListener('click', async () => {
-  try {
-    await caches.delete(MODEL_CACHE);
-    el.forgetModel.hidden = true;
-    el.progressText.textContent = 'the cached default model was removed; the next load downloads it';
-  } catch (e) {
-    showError(`could not remove the cached model: ${P.errorMessage(e)}`);
-  }
-});
-
-el.modelFile.addEventListener('change', () => {
-  const file = el.modelFile.files?.[0];
-  if (!file) return;
-  if (page.isBusy()) {
-    // The input is disabled while busy; a file that slips through (e.g. a change event fired
-    // by script) is refused with a note, never queued or mixed into the running job.
-    el.modelFile.value = '';
-    el.progressText.textContent = `${file.name} not loaded: the engine is busy; load it when it is done`;
-    return;
-  }
-  startLoad({ kind: 'file', file }, file.name);
-  el.modelFile.value = ''; // choosing the same file again fires change again
-});
-
-for (const f of P.WEIGHT_FORMATS) {
-  const o = document.createElement('option');
-  o.value = f;
-  o.textContent = P.WEIGHT_FORMAT_LABELS[f] ?? f;
-  el.weightsFormat.append(o);
-}
-el.weightsFormat.value = model.weights;
-
-// A new format applies to the next load; with a model loaded, the same source is read again
-// (the browser's cache serves a URL; a File is re-read) and built in the new format.
-el.weightsFormat.addEventListener('change', () => {
-  if (page.isBusy()) {
-    // The picker is disabled while busy; a change that slips through is refused, not queued.
-    el.weightsFormat.value = model.weights;
-    return;
-  }
-  model.weights = el.weightsFormat.value;
-  if (pageState.modelLoaded && model.source) startLoad(model.source, `reload in ${model.weights}`);
-});
-
-el.kernelPicker.addEventListener('change', () => {
-  const name = el.kernelPicker.value;
-  if (page.isBusy() || !pageState.modelLoaded || !name || name === model.info?.kernel || !page.dispatch('switch')) {
-    renderKernels(model.info);
-    return;
-  }
-  clearError();
-  setStatus('switching kernel…');
-  render();
-  client.send(P.setKernel(name));
-});
-
-el.kvFormat.addEventListener('change', () => {
-  const name = el.kvFormat.value;
-  if (page.isBusy() || !model.kvFormats.includes(name) || name === model.kvFormat || !page.dispatch('switch')) {
-    // Disabled while busy; a change that slips through is refused, not queued.
-    renderKvFormats();
-    return;
-  }
-  clearError();
-  setStatus('switching KV format…');
-  render();
-  client.send(P.setKvFormat(name));
-});
+models.probeDefaultModel();
 
 // Start the worker now so the wasm compiles while the user reads the page.
 client.ensure();

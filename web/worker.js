@@ -12,6 +12,11 @@
 // so the page shows the measured and the estimated KV bytes side by side as the cache grows.
 // The KV format chosen with set-kv-format, like the kernel, is applied again after every load.
 //
+// The wasm speaks JavaScript (crates/wasm): info, metrics, specs, device profiles, estimates and
+// fit results come back as plain objects and go in as objects; start takes one options object
+// (P.startOptions of the generate message). No JSON text crosses the boundary but the
+// estimator's tables, a file fetched as text.
+//
 // A panic inside the wasm (a WebAssembly.RuntimeError) poisons the instance: the worker reports it
 // as a fatal error and the page replaces this worker with a fresh one.
 
@@ -24,7 +29,7 @@ let chosenKvFormat = null; // the KV format set-kv-format last chose; applied ag
 let chosenThreads = 1; // the thread count set-threads last chose; applied again after every load
 let build = null; // which wasm build runs (P.WASM_BUILDS)
 let kvFormats = []; // the wasm's kvFormats()
-let specJson = null; // the loaded model's ModelSpec JSON (for kvBytes), read once per load
+let loadedSpec = null; // the loaded model's ModelSpec object (for kvBytes), read once per load
 let busy = false; // a load or a generation is running
 let stopRequested = false;
 let poisoned = false;
@@ -81,9 +86,9 @@ async function boot() {
   build = chosen;
   post(P.booted(typeof mod.version === 'function' ? mod.version() : 'unknown', chosen));
   post(P.threadsSet(1));
-  kvFormats = JSON.parse(mod.kvFormats());
-  const runtimes = typeof mod.runtimeIds === 'function' ? JSON.parse(mod.runtimeIds()) : undefined;
-  post(P.catalog(JSON.parse(mod.presetIds()), JSON.parse(mod.deviceIds()), kvFormats, runtimes));
+  kvFormats = mod.kvFormats();
+  const runtimes = typeof mod.runtimeIds === 'function' ? mod.runtimeIds() : undefined;
+  post(P.catalog(mod.presetIds(), mod.deviceIds(), kvFormats, runtimes));
 }
 
 // ---- the threaded build's pool: Web Workers over the same memory -----------------------------
@@ -307,7 +312,7 @@ async function checkFileHeader(file) {
   let n = Math.min(file.size, HEADER_FIRST);
   for (;;) {
     const prefix = new Uint8Array(await file.slice(0, n).arrayBuffer());
-    const r = JSON.parse(wasm.checkGgufHeader(prefix, file.size));
+    const r = wasm.checkGgufHeader(prefix, file.size); // {status, ...}
     if (r.status === 'ok') return;
     if (r.status === 'refused') {
       throw new Error(`${file.name} was not loaded (checked from its first ${P.formatMB(n)}): ${r.message}. ${REFUSED_HINT}`);
@@ -365,14 +370,14 @@ async function load(source, weights) {
       }
       post(P.threadsSet(chosenThreads));
     }
-    specJson = engine.modelSpec();
-    const info = JSON.parse(engine.info());
-    const metrics = JSON.parse(engine.metrics());
-    warmUp(info);
+    loadedSpec = engine.modelSpec();
+    const info = engine.info();
+    warmUp();
+    const metrics = engine.metrics();
     post(P.loaded(info, metrics));
   } catch (e) {
     engine = null;
-    specJson = null;
+    loadedSpec = null;
     report(e, 'loading the model');
   }
 }
@@ -380,21 +385,34 @@ async function load(source, weights) {
 /** A fresh engine starts on the fastest kernel; keep the one the user chose, if it exists here. */
 function keepChosenKernel() {
   if (chosenKernel === null) return;
-  const info = JSON.parse(engine.info());
+  const info = engine.info();
   if (info.kernel !== chosenKernel && info.kernels.includes(chosenKernel)) engine.setKernel(chosenKernel);
 }
 
 // ---- kernel ----------------------------------------------------------------------------------
+// The warm-up's budgets (see warmUp), ms. In V8's trace of the first load (load average ~15) the
+// forward pass, attention and the tokenizer had tiered up within ~0.9 s of the warm-up's start,
+// most of it the first pass; later warm-ups meet mostly optimized code.
+const WARM_FIRST_MS = 800;
+const WARM_MS = 300;
+let warmedOnce = false; // a warm-up has run in this worker (its wasm is partly tiered up)
+
 /**
- * Runs the engine's code for this model's formats and kernel for ~300 ms (wasm warmUp) before
- * the page may generate: Chromium compiles wasm in tiers (Liftoff first, TurboFan for hot
- * functions), and without this the first run after a load ran visibly slower than the next
- * (see edgefit_engine::microbench::warm_up). A failure here only costs that first run's speed.
+ * Runs the loaded model on a throwaway input before the page may generate (wasm Engine.warmUp,
+ * edgefit_engine::Engine::warm_up): passes of tokenize + a short prefill + a few decode steps in a
+ * KV cache of their own (at least two), for WARM_FIRST_MS after this worker's first load and
+ * WARM_MS after a later load, kernel or KV-format switch. Why: Chromium compiles wasm in tiers (Liftoff at once,
+ * TurboFan in the background for the functions that turn out hot), and before this the first
+ * run after the first load executed the forward pass, attention and the tokenizer as baseline
+ * code (V8's --trace-wasm-compilation-times showed them tiering up during that run). What ran
+ * is in the metrics (`warm_up`: passes and each pass's ms), which the comparison's note shows.
+ * A failure here only costs that first run's speed.
  */
-function warmUp(info) {
-  const formats = [...new Set((info.weights?.stored ?? []).map((s) => s.format))];
+function warmUp() {
+  const budget = warmedOnce ? WARM_MS : WARM_FIRST_MS;
   try {
-    wasm.warmUp(info.kernel ?? '', JSON.stringify(formats), 300);
+    engine.warmUp(budget);
+    warmedOnce = true;
   } catch (e) {
     if (isPanic(e)) throw e;
   }
@@ -409,8 +427,8 @@ async function setKernel(name) {
   try {
     engine.setKernel(name);
     chosenKernel = name;
-    const info = JSON.parse(engine.info());
-    warmUp(info);
+    warmUp();
+    const info = engine.info();
     post(P.kernelSet(info));
   } catch (e) {
     report(e, 'switching the kernel');
@@ -423,9 +441,9 @@ async function setKernel(name) {
  * model's ModelSpec and the run's KV format), or null when they cannot be computed.
  */
 function kvEstimate(m) {
-  if (!specJson || typeof m?.kv_format !== 'string' || !Number.isSafeInteger(m.kv_tokens)) return null;
+  if (!loadedSpec || typeof m?.kv_format !== 'string' || !Number.isSafeInteger(m.kv_tokens)) return null;
   try {
-    const v = wasm.kvBytes(specJson, m.kv_format, m.kv_tokens);
+    const v = wasm.kvBytes(loadedSpec, m.kv_format, m.kv_tokens);
     return Number.isFinite(v) && v >= 0 ? v : null;
   } catch (e) {
     if (isPanic(e)) throw e;
@@ -449,7 +467,9 @@ async function setKvFormat(name) {
   try {
     engine.setKvFormat(name);
     chosenKvFormat = name;
-    const m = JSON.parse(engine.metrics());
+    // Another KV format runs other attention kernels.
+    warmUp();
+    const m = engine.metrics();
     post(P.kvFormatSet(name, m, kvEstimate(m)));
   } catch (e) {
     report(e, 'switching the KV format');
@@ -465,13 +485,13 @@ async function generate(p) {
   }
   stopRequested = false;
   const postStopped = () => {
-    const m = JSON.parse(engine.metrics());
+    const m = engine.metrics();
     post(P.done('stopped', m, kvEstimate(m)));
   };
   let sentMs = 0;
   let steps = 0;
   try {
-    engine.start(p.prompt, p.chat, p.maxTokens, p.temperature, p.topP, p.seed, p.keep === true);
+    engine.start(P.startOptions(p)); // {prompt, chat, maxTokens, temperature, topP, seed, keep?}
     post(P.started());
     // Let "generating…" paint before the prefill runs.
     await yieldToEventLoop();
@@ -548,8 +568,8 @@ async function calibrate(c) {
 }
 
 function modelChanged() {
-  specJson = engine.modelSpec();
-  return [JSON.parse(engine.info()), JSON.parse(engine.metrics())];
+  loadedSpec = engine.modelSpec();
+  return [engine.info(), engine.metrics()];
 }
 
 async function runPrune(msg) {
@@ -562,7 +582,7 @@ async function runPrune(msg) {
     if (msg.plan.importance === 'activation') await calibrate(msg.calibration);
     post(P.pruneProgress('pruning'));
     await yieldToEventLoop();
-    const rep = JSON.parse(engine.prune(JSON.stringify(msg.plan)));
+    const rep = engine.prune(msg.plan);
     const [info, metrics] = modelChanged();
     post(P.pruned(rep, info, metrics));
   } catch (e) {
@@ -595,8 +615,8 @@ async function runPerplexity(msg) {
     const text = await fetchText(msg.url);
     post(P.pruneProgress('evaluating'));
     await yieldToEventLoop();
-    const rep = JSON.parse(engine.perplexity(text, msg.maxTokens));
-    post(P.perplexityResult(rep, JSON.parse(engine.info()).params));
+    const rep = engine.perplexity(text, msg.maxTokens);
+    post(P.perplexityResult(rep, engine.info().params));
   } catch (e) {
     report(e, 'measuring perplexity');
   }
@@ -612,7 +632,7 @@ async function runExport(msg) {
     post(P.pruneProgress('exporting'));
     await yieldToEventLoop();
     const bytes = engine.exportGguf(msg.dtype);
-    const info = JSON.parse(engine.info());
+    const info = engine.info();
     const name = P.exportFileName(info.name, info.params, engine.isPruned(), msg.dtype);
     self.postMessage(P.exported(name, bytes), [bytes.buffer]);
   } catch (e) {
@@ -622,12 +642,12 @@ async function runExport(msg) {
 
 // ---- estimator -------------------------------------------------------------------------------
 // Pure and fast (milliseconds), so it runs right here, also between two tokens of a generation.
-const presetSpecs = new Map(); // preset id -> ModelSpec JSON
-const devices = new Map(); // bundled device id -> DeviceProfile JSON
+const presetSpecs = new Map(); // preset id -> ModelSpec object
+const devices = new Map(); // bundled device id -> DeviceProfile object
 // The this-browser profile, measured once per kernel and thread count with the engine's own
 // kernels (the kernel the loaded engine runs; the build's fastest without a model) on a pool of
-// that many threads, then cached: `${kernel}@${threads}` -> {device: DeviceProfile JSON,
-// measurements: BrowserMeasurements}. An estimate uses the set of the thread count its run
+// that many threads, then cached: `${kernel}@${threads}` -> a promise of {device: DeviceProfile
+// object, measurements: BrowserMeasurements}. An estimate uses the set of the thread count its run
 // uses (the deployment's threads, else the count the engine runs on); at N > 1 threads the
 // 1-thread set is measured too, and the note shows both.
 const browserProfiles = new Map();
@@ -654,14 +674,14 @@ function specFor(model) {
 /** The kernel the engine runs ('' without a model: the bench then takes the build's fastest). */
 function engineKernel() {
   if (!engine) return '';
-  const k = JSON.parse(engine.metrics()).kernel;
+  const k = engine.info().kernel;
   return typeof k === 'string' ? k : '';
 }
 
 /** The thread count the engine runs on (what set-threads chose; 1 on the single-threaded builds). */
 function runningThreads() {
   if (engine) {
-    const t = JSON.parse(engine.metrics()).threads;
+    const t = engine.metrics().threads;
     if (Number.isSafeInteger(t) && t >= 1) return t;
   }
   return build === 'threads' ? chosenThreads : 1;
@@ -683,37 +703,51 @@ function browserThreads(deployment) {
   return asked;
 }
 
-/** The this-browser profile for the engine's kernel on `threads` threads: {device, measurements}, measured once. */
-async function thisBrowser(threads) {
+/**
+ * The this-browser profile for the engine's kernel on `threads` threads: {device, measurements},
+ * measured once. The map holds the measurement's promise from its start, so estimates that
+ * arrive while it runs (the panel's and the comparison's, or a second pick) wait for that one
+ * measurement instead of starting a second bench and a second pool beside it; a failed
+ * measurement is forgotten, so the next estimate measures again.
+ */
+function thisBrowser(threads) {
   const kernel = engineKernel() || defaultKernel;
   const key = `${kernel}@${threads}`;
   if (!browserProfiles.has(key)) {
-    // One probe at a time, each followed by a progress message (the page shows a bar). The
-    // probes also run the engine's kernels and its forward pass, so Chromium has optimized
-    // them (wasm is compiled in tiers) before a run the estimate is compared with. On the
-    // threaded build the bench's own pool starts its Web Workers first (as setThreads does).
-    const bench = new wasm.BrowserBench(kernel, threads);
-    try {
-      await awaitPoolStarts();
-    } catch (e) {
-      bench.free();
-      throw e;
-    }
-    const total = bench.total();
-    post(P.measuring(0, total));
-    while (bench.step()) post(P.measuring(bench.done(), total));
-    const m = bench.finish();
-    post(P.measuring(total, total));
-    const measurements = JSON.parse(m);
-    const profile = { device: wasm.thisBrowserDevice(m), measurements };
-    if (kernel === '') {
-      defaultKernel = measurements.kernel;
-      browserProfiles.set(`${defaultKernel}@${threads}`, profile);
-      return profile;
-    }
-    browserProfiles.set(key, profile);
+    const measuring = measureThisBrowser(kernel, threads);
+    browserProfiles.set(key, measuring);
+    measuring.catch(() => {
+      if (browserProfiles.get(key) === measuring) browserProfiles.delete(key);
+    });
   }
   return browserProfiles.get(key);
+}
+
+async function measureThisBrowser(kernel, threads) {
+  // One probe at a time, each followed by a progress message (the page shows a bar). The
+  // probes also run the engine's kernels and its forward pass, so Chromium has optimized
+  // them (wasm is compiled in tiers) before a run the estimate is compared with. On the
+  // threaded build the bench's own pool starts its Web Workers first (as setThreads does).
+  const bench = new wasm.BrowserBench(kernel, threads);
+  try {
+    await awaitPoolStarts();
+  } catch (e) {
+    bench.free();
+    throw e;
+  }
+  const total = bench.total();
+  post(P.measuring(0, total));
+  while (bench.step()) post(P.measuring(bench.done(), total));
+  const measurements = bench.finish();
+  post(P.measuring(total, total));
+  const profile = { device: wasm.thisBrowserDevice(measurements), measurements };
+  if (kernel === '') {
+    // Without a model the build's fastest kernel was measured: keep it under its name too.
+    defaultKernel = measurements.kernel;
+    const named = `${defaultKernel}@${threads}`;
+    if (!browserProfiles.has(named)) browserProfiles.set(named, Promise.resolve(profile));
+  }
+  return profile;
 }
 
 /** The measurements an answer shows: those of `threads`, and at N > 1 also the 1-thread set. */
@@ -731,16 +765,15 @@ async function deviceFor(device, threads) {
 
 /**
  * The engine's last run against its estimate (edgefit_estimate::compare through the wasm):
- * {deployment, report JSON, comparison}. Throws without a model or a run to compare.
+ * {report, comparison: {deployment, rows}}. Throws without a model or a run to compare.
  */
-function compareRun(spec, devJson) {
+function compareRun(spec, dev) {
   if (!engine) throw new Error('no model is loaded: load one and generate to compare');
   const metrics = engine.metrics();
-  const stored = JSON.stringify(JSON.parse(engine.info()).weights?.stored ?? []);
-  const depJson = wasm.comparisonDeployment(metrics, stored);
-  const rep = wasm.estimate(spec, depJson, devJson);
-  const rows = JSON.parse(wasm.comparisonRows(spec, rep, metrics));
-  return { report: rep, comparison: { deployment: JSON.parse(depJson), rows } };
+  const deployment = wasm.comparisonDeployment(metrics, engine.info().weights?.stored ?? []);
+  const report = wasm.estimate(spec, deployment, dev);
+  const rows = wasm.comparisonRows(spec, report, metrics);
+  return { report, comparison: { deployment, rows } };
 }
 
 let estimatesDone = 0;
@@ -756,17 +789,16 @@ async function runEstimate(msg) {
     // "compare" predicts the engine's last run, on the threads it ran with.
     const threads =
       msg.device.kind !== 'this-browser' ? 1 : msg.purpose === 'compare' && engine ? runningThreads() : browserThreads(msg.deployment);
-    const devJson = await deviceFor(msg.device, threads);
+    const d = await deviceFor(msg.device, threads);
     let rep;
     let comparison = null;
     if (msg.purpose === 'compare') {
-      const c = compareRun(spec, devJson);
-      rep = JSON.parse(c.report);
+      const c = compareRun(spec, d);
+      rep = c.report;
       comparison = c.comparison;
     } else {
-      rep = JSON.parse(wasm.estimate(spec, JSON.stringify(msg.deployment), devJson));
+      rep = wasm.estimate(spec, msg.deployment, d);
     }
-    const d = JSON.parse(devJson);
     const device = {
       id: d.id, name: d.name, units: Object.keys(d.units ?? {}), default_unit: d.default_unit,
       default_runtime: d.default_runtime ?? {},
@@ -795,10 +827,10 @@ function fitModels(scope) {
   if (s.error) throw new Error(s.error);
   if (s.kind === 'loaded') {
     if (!engine) throw new Error('no model is loaded: load one, or pick presets');
-    return [{ id: LOADED_ID, spec: JSON.parse(engine.modelSpec()) }];
+    return [{ id: LOADED_ID, spec: engine.modelSpec() }];
   }
-  if (s.kind === 'preset') return [{ id: s.value, spec: JSON.parse(presetSpec(s.value)) }];
-  const all = JSON.parse(wasm.presetIds()).map((p) => ({ id: p.id, spec: JSON.parse(presetSpec(p.id)) }));
+  if (s.kind === 'preset') return [{ id: s.value, spec: presetSpec(s.value) }];
+  const all = wasm.presetIds().map((p) => ({ id: p.id, spec: presetSpec(p.id) }));
   const models = s.kind === 'family' ? all.filter((m) => m.spec.family === s.value) : all;
   if (models.length === 0) throw new Error(`no preset of family ${s.value}`);
   return models;
@@ -809,9 +841,9 @@ async function runFit(msg) {
   if (!wasm) return;
   try {
     const request = { models: fitModels(msg.scope), contexts: msg.context === null ? [] : [msg.context] };
-    const devJson = await deviceFor(msg.device, msg.device.kind === 'this-browser' ? runningThreads() : 1);
+    const dev = await deviceFor(msg.device, msg.device.kind === 'this-browser' ? runningThreads() : 1);
     // Model by model, each followed by a progress message (the page shows a bar with time left).
-    const search = new wasm.FitSearch(JSON.stringify(request), devJson);
+    const search = new wasm.FitSearch(request, dev);
     try {
       const total = search.models();
       post(P.fitProgress(msg.id, 0, total));
@@ -821,7 +853,7 @@ async function runFit(msg) {
       search.free(); // finish() frees it otherwise
       throw e;
     }
-    const result = JSON.parse(search.finish());
+    const result = search.finish();
     post(P.fitResult(msg.id, result));
   } catch (e) {
     if (isPanic(e)) {

@@ -21,7 +21,10 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
 }
 
 fuzz_target!(
-    init: edgefit_fuzz::write_seeds_if_asked(seeds),
+    init: {
+        edgefit_fuzz::write_seeds_if_asked(seeds);
+        edgefit_fuzz::warm_estimator();
+    },
     |data: &[u8]| {
         let Ok(md) = read_estimate_metadata(&mut Cursor::new(data)) else {
             return;

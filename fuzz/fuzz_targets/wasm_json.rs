@@ -59,7 +59,10 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
 }
 
 fuzz_target!(
-    init: edgefit_fuzz::write_seeds_if_asked(seeds),
+    init: {
+        edgefit_fuzz::write_seeds_if_asked(seeds);
+        edgefit_fuzz::warm_estimator();
+    },
     |data: &[u8]| {
         let Some((&mode, json)) = data.split_first() else {
             return;

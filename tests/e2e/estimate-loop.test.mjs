@@ -71,6 +71,7 @@ async function runAndCompare(page) {
   return {
     note: await text(page, 'est-device-note'),
     formats: await page.evaluate(() => document.getElementById('cmp-formats')?.textContent ?? ''),
+    warm_up: await text(page, 'cmp-warmup'),
     decode_tok_s: Number(await text(page, 'metric-decode-tps')),
     table,
   };
@@ -87,7 +88,7 @@ test('estimate vs measured in this tab: every weight format, every KV format, a 
     t.diagnostic(
       `${label}: decode est ${e.decode?.estimate} / measured ${e.decode?.measured} tok/s (${e.decode?.error?.toFixed(1)} %), ` +
         `prefill est ${e.prefill?.estimate} / measured ${e.prefill?.measured} tok/s (${e.prefill?.error?.toFixed(1)} %), ` +
-        `ttft ${e.ttft?.error?.toFixed(1)} % [${r.formats}]`,
+        `ttft ${e.ttft?.error?.toFixed(1)} % [${r.formats}] ${r.warm_up}`,
     );
   };
 
@@ -133,6 +134,18 @@ test('estimate vs measured in this tab: every weight format, every KV format, a 
   const out = { prompt: PROMPT, max_tokens: Number(MAX_TOKENS), device_note: measurements, seconds: (Date.now() - t0) / 1000, runs };
   await writeFile(path.join(SHOT_DIR, 'estimate-errors.json'), `${JSON.stringify(out, null, 2)}\n`);
   t.diagnostic(`wrote ${path.join(SHOT_DIR, 'estimate-errors.json')} (${out.seconds.toFixed(0)} s)`);
+
+  // The first run after the first load ran after a warm-up of the loaded model (engine
+  // Engine::warm_up: before it, that run executed the forward pass, attention and the tokenizer
+  // as Chromium's baseline code and missed prefill by +72.8 % on a quiet machine while the later
+  // rows were within ±25 %). Its error is recorded in the JSON, not asserted against the ±25 %
+  // target: on this shared 2-core machine even warm rows miss it under load (README), so such an
+  // assertion would fail on the machine's load, not on the page. What is asserted is that the
+  // warm-up ran before that run, with its passes, and that the note says so.
+  const first = runs[0];
+  const warm = /warm-up of the loaded model: (\d+) passes \(a (\d+)-token prefill and (\d+) decode steps each/.exec(first.warm_up ?? '');
+  assert.ok(warm, `the first run's comparison says what the warm-up ran: ${JSON.stringify(first.warm_up)}`);
+  assert.ok(Number(warm[1]) >= 2 && Number(warm[2]) >= 6 && Number(warm[3]) >= 1, `the warm-up's passes: ${first.warm_up}`);
 
   // Every row compared, within the loose bounds.
   for (const r of runs) {

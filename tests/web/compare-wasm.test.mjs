@@ -31,31 +31,31 @@ const metrics = {
 test('comparisonDeployment: the stored format, the run KV format, a context that holds the conversation', { skip }, async () => {
   const w = await wasm();
   const stored = [{ format: 'q8_0', matrices: 1, bytes: 1 }, { format: 'q4_1', matrices: 210, bytes: 2 }];
-  const d = JSON.parse(w.comparisonDeployment(JSON.stringify(metrics), JSON.stringify(stored)));
+  const d = w.comparisonDeployment(metrics, stored);
   assert.equal(d.weights, 'q4_1');
   assert.equal(d.embedding_weights, 'q8_0');
   assert.equal(d.kv, 'kivi4');
   assert.equal(d.unit, 'cpu');
   assert.equal(d.context, 40, 'a conversation holding more than this turn still fits the context');
-  assert.equal(JSON.parse(w.comparisonDeployment(JSON.stringify({ ...metrics, kv_tokens: 3 }), '[]')).context, 21);
-  assert.throws(() => w.comparisonDeployment(JSON.stringify({ ...metrics, generated_tokens: 0 }), '[]'), /generated_tokens/);
-  assert.throws(() => w.comparisonDeployment(JSON.stringify({ ...metrics, weights: 'w9' }), '[]'), /w9/);
+  assert.equal(w.comparisonDeployment({ ...metrics, kv_tokens: 3 }, []).context, 21);
+  assert.throws(() => w.comparisonDeployment({ ...metrics, generated_tokens: 0 }, []), /generated_tokens/);
+  assert.throws(() => w.comparisonDeployment({ ...metrics, weights: 'w9' }, []), /w9/);
+  assert.throws(() => w.comparisonDeployment(metrics, undefined), /stored weights/);
 });
 
 test('comparisonRows: the KV row is the estimator bytes for the tokens held, errors are signed', { skip }, async () => {
   const w = await wasm();
   const spec = w.presetSpec('smollm2-135m');
   const kvHeld = w.kvBytes(spec, 'kivi4', 40);
-  const m = JSON.stringify({ ...metrics, kv_bytes: kvHeld });
-  const dep = w.comparisonDeployment(m, '[]');
+  const m = { ...metrics, kv_bytes: kvHeld };
+  const dep = w.comparisonDeployment(m, []);
   const report = w.estimate(spec, dep, w.deviceProfile('this-browser'));
-  const rows = JSON.parse(w.comparisonRows(spec, report, m));
+  const rows = w.comparisonRows(spec, report, m);
   assert.deepEqual(rows.map((r) => r.key), ['ttft', 'prefill', 'decode', 'weights', 'kv']);
   const by = Object.fromEntries(rows.map((r) => [r.key, r]));
   assert.equal(by.kv.estimate, kvHeld);
   assert.equal(by.kv.error_pct, 0);
-  const r = JSON.parse(report);
-  assert.ok(Math.abs(by.decode.error_pct - ((r.latency.decode_tok_s - 20) / 20) * 100) < 1e-9);
-  const one = JSON.parse(w.comparisonRows(spec, report, JSON.stringify({ ...metrics, generated_tokens: 1 })));
+  assert.ok(Math.abs(by.decode.error_pct - ((report.latency.decode_tok_s - 20) / 20) * 100) < 1e-9);
+  const one = w.comparisonRows(spec, report, { ...metrics, generated_tokens: 1 });
   assert.equal(one.find((x) => x.key === 'decode').error_pct, null, 'no decode rate from one token');
 });

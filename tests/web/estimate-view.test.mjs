@@ -254,3 +254,15 @@ test('estimate messages: constructors and validators', () => {
   assert.throws(() => P.measuring(8, 7), TypeError, 'done cannot pass total');
   assert.match(P.validateFromWorker({ type: 'measuring', done: 1, total: 0 }), /measuring: done\/total/);
 });
+
+test('the comparison note says what the warm-up ran, or nothing without one', () => {
+  const m = { warm_up: { passes: 3, prompt_tokens: 16, decode_steps: 3, pass_ms: [412.4, 150.2, 118.6], total_ms: 681.2 } };
+  const s = V.describeWarmUp(m);
+  assert.match(s, /^Measured after a warm-up of the loaded model: 3 passes \(a 16-token prefill and 3 decode steps each/);
+  assert.match(s, /in 681 ms, 412 \u2192 119 ms per pass\./);
+  assert.match(s, /compiles wasm in tiers/);
+  assert.match(V.describeWarmUp({ warm_up: { passes: 1, prompt_tokens: 9, decode_steps: 2, pass_ms: [80], total_ms: 80 } }), /: 1 pass \(a 9-token prefill and 2 decode steps each, in a cache of their own\) in 80 ms\. /);
+  for (const bad of [null, {}, { warm_up: null }, { warm_up: { passes: 0, pass_ms: [] } }, { warm_up: { passes: 2 } }, { warm_up: 'x' }]) {
+    assert.equal(V.describeWarmUp(bad), '', JSON.stringify(bad));
+  }
+});

@@ -33,7 +33,7 @@ function firstEstimate(mod) {
   const spec = mod.presetSpec('llama-3.2-1b');
   const dev = mod.deviceProfile('snapdragon-8-gen3');
   const t0 = performance.now();
-  const rep = JSON.parse(mod.estimate(spec, JSON.stringify({ weights: 'q4_0' }), dev));
+  const rep = mod.estimate(spec, { weights: 'q4_0' }, dev);
   return { rep, ms: performance.now() - t0 };
 }
 
@@ -76,7 +76,7 @@ test('tables of other data are refused, naming both keys', { skip }, async () =>
 
 test('estimate-view.js RUNTIMES equals the wasm runtimeIds(), each with its units', { skip }, async () => {
   const mod = await instance('runtimes');
-  const list = JSON.parse(mod.runtimeIds());
+  const list = mod.runtimeIds();
   assert.deepEqual(list.map((r) => r.id), [...V.RUNTIMES]);
   for (const r of list) {
     assert.ok(r.name.length > 0 && r.units.length > 0 && r.units.every((u) => V.UNITS.includes(u)), JSON.stringify(r));

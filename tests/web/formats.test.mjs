@@ -28,7 +28,7 @@ test(
     assert.ok(built, `the built wasm is missing at ${PKG}: \`cargo xtask build\` makes it`);
     const mod = await import(pathToFileURL(JS).href);
     mod.initSync({ module: readFileSync(WASM) });
-    const fromWasm = JSON.parse(mod.weightFormats());
+    const fromWasm = mod.weightFormats();
     assert.deepEqual([...P.WEIGHT_FORMATS].sort(), [...fromWasm].sort(), 'web/protocol.js WEIGHT_FORMATS must list exactly the wasm weightFormats()');
     // The engine's default is `auto` (first in its list), and so is the page's: every tensor in
     // the file's own format (the default model's q4_1, a Q4_K_M file's q5_0 / q4_k / q6_k).

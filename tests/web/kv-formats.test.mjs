@@ -36,7 +36,7 @@ async function wasm() {
 test('estimate-view.js KV_FORMATS equals the wasm kvFormats(), in order; each has a picker label', { skip }, async () => {
   const m = await wasm();
   assert.equal(typeof m.kvFormats, 'function', 'the wasm exports kvFormats()');
-  const fromWasm = JSON.parse(m.kvFormats());
+  const fromWasm = m.kvFormats();
   assert.equal(P.checkKvFormatList(fromWasm), null, 'the wasm list is a valid catalog list');
   assert.deepEqual([...V.KV_FORMATS], fromWasm, 'web/estimate-view.js KV_FORMATS must list the wasm kvFormats() in order');
   for (const f of fromWasm) assert.ok(P.KV_FORMAT_LABELS[f], `protocol.js KV_FORMAT_LABELS has ${f}`);
@@ -48,7 +48,7 @@ test('wasm kvBytes(spec, format, tokens): 0 for no token, grows with tokens, k8v
   const m = await wasm();
   assert.equal(typeof m.kvBytes, 'function', 'the wasm exports kvBytes()');
   const spec = m.presetSpec('smollm2-135m');
-  for (const f of JSON.parse(m.kvFormats())) {
+  for (const f of m.kvFormats()) {
     assert.equal(m.kvBytes(spec, f, 0), 0, `${f}: no token, no bytes`);
     const a = m.kvBytes(spec, f, 100);
     const b = m.kvBytes(spec, f, 200);

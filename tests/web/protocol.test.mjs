@@ -70,6 +70,15 @@ test('page -> worker constructors build messages the validator accepts', () => {
   assert.deepEqual(P.stop(), { type: 'stop' });
 });
 
+test("startOptions: the generate message's fields the wasm start() reads, nothing else", () => {
+  assert.deepEqual(Object.keys(P.GENERATE_FIELDS), [...P.START_OPTION_KEYS], 'the generate message carries exactly the start options');
+  assert.deepEqual(P.startOptions(P.generate(goodParams())), goodParams(), 'type is left out');
+  assert.deepEqual(P.startOptions(P.generate({ ...goodParams(), keep: true })), { ...goodParams(), keep: true });
+  assert.equal('keep' in P.startOptions({ ...goodParams(), keep: undefined }), false, 'undefined is left out');
+  assert.equal('extra' in P.startOptions({ ...goodParams(), extra: 1 }), false);
+  assert.deepEqual(P.startOptions(null), {});
+});
+
 test('page -> worker constructors throw on bad input', () => {
   assert.throws(() => P.loadUrl(''), TypeError);
   assert.throws(() => P.loadUrl(42), TypeError);

@@ -33,7 +33,7 @@ test('the pieces of a real generation carry only new latencies, and the page reb
   const w = await import(pathToFileURL(JS).href);
   w.initSync({ module: readFileSync(WASM) });
   const engine = w.Engine.loadGguf(new Uint8Array(readFileSync(MODEL)));
-  engine.start('The capital of France is', false, 24, 0, 1, 0, false);
+  engine.start(P.startOptions(P.generate({ prompt: 'The capital of France is', chat: false, maxTokens: 24, temperature: 0, topP: 1, seed: 0, keep: false })));
   // The worker's loop (web/worker.js generate): prefill chunks, then one metricsSince per step.
   for (let fed = engine.prefillChunk(); fed.done < fed.total; fed = engine.prefillChunk());
   const log = R.createTokenLog();
@@ -52,7 +52,7 @@ test('the pieces of a real generation carry only new latencies, and the page reb
     last = msg;
     if (text === undefined || text === null) break;
   }
-  const full = JSON.parse(engine.metrics());
+  const full = engine.metrics();
   assert.ok(full.token_ms.length >= 10, `${full.token_ms.length} decode steps`);
   assert.deepEqual(log.ms, full.token_ms, 'the appended pieces are the whole list');
   const { token_ms: _a, heap_bytes: _b, ...rest } = full;

@@ -74,6 +74,12 @@ export const ESTIMATE_PURPOSES = Object.freeze(['panel', 'compare']);
 
 export const FINISH_REASONS = Object.freeze(['stop', 'length', 'stopped']);
 
+/**
+ * The fields of the options object the wasm's `Engine.start` takes (`edgefit_wasm::START_FIELDS`,
+ * checked by crates/wasm/tests/page_constants.rs): the generate message's fields without `type`.
+ */
+export const START_OPTION_KEYS = Object.freeze(['prompt', 'chat', 'maxTokens', 'temperature', 'topP', 'seed', 'keep']);
+
 /** Bounds the page enforces before a generation is sent to the worker. */
 export const LIMITS = Object.freeze({
   maxTokens: { min: 1, max: 4096 },

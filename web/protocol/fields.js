@@ -5,7 +5,7 @@
 import {
   ESTIMATE_PURPOSES, FIT_CONTEXTS, FIT_FAMILIES, FIT_FAIL_KEYS, FIT_MAX_PRUNE, INFO_KEYS, KV_METRIC_KEYS, LIMITS,
   MAX_THREADS, MEMORY_METRIC_KEYS, METRIC_KEYS, METRIC_NAME_KEYS, PRUNE_ALLOCATION, PRUNE_IMPORTANCE, PRUNE_MAX_RATIO,
-  PRUNE_RATIO_KEYS, WEIGHT_FORMATS,
+  PRUNE_RATIO_KEYS, START_OPTION_KEYS, WEIGHT_FORMATS,
 } from './catalog.js';
 import { fmtValue, isFiniteNumber, isNonNegInt, isObject } from './checks.js';
 
@@ -53,6 +53,17 @@ export function checkGenerateParams(p) {
     if (e) return e;
   }
   return null;
+}
+
+/**
+ * The options object the wasm's `Engine.start` takes, from a generate message (or the form's
+ * parameters): its START_OPTION_KEYS fields; `type` and fields left undefined are left out (the
+ * wasm refuses a field it does not know, naming it).
+ */
+export function startOptions(msg) {
+  const o = {};
+  for (const k of START_OPTION_KEYS) if (msg?.[k] !== undefined) o[k] = msg[k];
+  return o;
 }
 
 /** A rule that also accepts undefined (the field left out); `.optional` marks it for the docs. */

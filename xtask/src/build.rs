@@ -32,7 +32,8 @@ pub fn build_site() -> Result<()> {
     let site = root.join("build/site");
     let pkg = Beside::start(simd_wasm()?, "pkg", true, Opt::Publish);
     // `cargo xtask serve` sends COOP/COEP, so the page there runs the threaded build if present.
-    let threads = threads_wasm()?.map(|w| Beside::start(w, "pkg-threads", true, Opt::Publish));
+    let threads =
+        threads_wasm(Lint::No)?.map(|w| Beside::start(w, "pkg-threads", true, Opt::Publish));
     let pkg = pkg.finish_simd()?;
     let threads = threads.map(Beside::finish_simd).transpose()?;
     let mut pkgs = vec![(pkg.as_path(), "pkg")];
@@ -67,7 +68,7 @@ pub fn site() -> Result<()> {
 /// tests run against `dist/` and compare with the CLI). wasm-opt runs at [`Opt::Test`], and the
 /// CLI builds beside the last wasm-opt.
 pub fn site_and_cli() -> Result<()> {
-    site_only(Opt::Test, build_cli)
+    site_only(Opt::Test, build_cli_as_tested)
 }
 
 /// How hard wasm-opt works on each module. npm's binaryen is itself wasm, one core: on the
@@ -98,7 +99,9 @@ fn site_only(opt: Opt, beside_last: impl FnOnce() -> Result<()>) -> Result<()> {
     // Each build's wasm-bindgen + wasm-opt runs beside the next cargo build ([`Beside`]).
     let simd = Beside::start(simd_wasm()?, "pkg", true, opt);
     let baseline = Beside::start(baseline_wasm()?, "pkg-baseline", false, opt);
-    let threads = threads_wasm()?.map(|w| Beside::start(w, "pkg-threads", true, opt));
+    // `cargo xtask test` lints the threaded build's own code as it compiles it (see [`Lint`]).
+    let threads =
+        threads_wasm(Lint::for_opt(opt))?.map(|w| Beside::start(w, "pkg-threads", true, opt));
     let simd = simd.finish_simd()?;
     let baseline = baseline.finish()?;
     beside_last()?;
@@ -161,19 +164,27 @@ fn simd_wasm() -> Result<PathBuf> {
 /// source, the config file's `+simd128` included, with `-simd128` (an empty value counts as
 /// unset and would keep the config's flags).
 fn baseline_wasm() -> Result<PathBuf> {
-    let root = util::root();
-    let dir = util::target_dir().join("baseline");
+    let (mut cmd, wasm) = baseline_command();
     println!("== build: edgefit-wasm (release, {WASM_TARGET}, baseline: no SIMD)");
-    run(wasm_build(
-        util::cargo()
-            .current_dir(&root)
-            .env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=-simd128")
-            .env("CARGO_TARGET_DIR", &dir),
-    ))?;
+    run(&mut cmd)?;
     // wasm-opt runs with SIMD disabled on it, so it refuses the module if any SIMD instruction
     // is left (its `target_features` section may still list simd128: memchr and zlib-rs compile
     // simd128 functions that are never called without it, and the linker keeps the flag).
-    Ok(dir.join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm")))
+    Ok(wasm)
+}
+
+/// The baseline build's cargo command and the wasm it writes.
+fn baseline_command() -> (Command, PathBuf) {
+    let dir = util::target_dir().join("baseline");
+    let mut cmd = util::cargo();
+    cmd.current_dir(util::root())
+        .env("CARGO_ENCODED_RUSTFLAGS", "-Ctarget-feature=-simd128")
+        .env("CARGO_TARGET_DIR", &dir);
+    wasm_build(&mut cmd);
+    (
+        cmd,
+        dir.join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm")),
+    )
 }
 
 /// The target features of the threaded build: simd128 as the default build, plus what shared
@@ -200,22 +211,43 @@ const THREADS_LINK_ARGS: [&str; 6] = [
 /// memory addresses (wasm-ld's default maximum for a shared memory is far less). Release only,
 /// in its own target directory (`target/threads`): the flags and the toolchain differ from the
 /// other builds, so nothing compiled there could be reused here.
-fn threads_wasm() -> Result<Option<PathBuf>> {
-    if let Err(why) = setup::threads_toolchain() {
-        println!("== build: threaded wasm skipped: {why}; the site runs one thread");
-        return Ok(None);
-    }
-    let root = util::root();
-    let dir = util::target_dir().join("threads");
-    println!("== build: edgefit-wasm (release, {WASM_TARGET}, threads: atomics + shared memory, nightly -Z build-std)");
+///
+/// With [`Lint::Clippy`] the workspace's crates are compiled by nightly's `clippy-driver`
+/// (`RUSTC_WORKSPACE_WRAPPER`, lints `-D warnings`): the only build of the code behind
+/// `cfg(target_feature = "atomics")` (the pool's wasm workers, the facade's spawner) is linted
+/// as it is compiled, for the cost of the lint passes alone.
+fn threads_wasm(lint: Lint) -> Result<Option<PathBuf>> {
+    let (mut cmd, wasm) = match threads_command(lint) {
+        Ok(built) => built,
+        Err(why) => {
+            println!("== build: threaded wasm skipped: {why}; the site runs one thread");
+            return Ok(None);
+        }
+    };
+    println!(
+        "== build: edgefit-wasm (release, {WASM_TARGET}, threads: atomics + shared memory, nightly -Z build-std{})",
+        if lint == Lint::Clippy { ", linted by nightly clippy" } else { "" }
+    );
     let t0 = std::time::Instant::now();
+    run(&mut cmd)?;
+    println!(
+        "  threaded cargo build: {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(Some(wasm))
+}
+
+/// The threaded build's cargo command and the wasm it writes, or why it cannot be built here.
+fn threads_command(lint: Lint) -> std::result::Result<(Command, PathBuf), String> {
+    setup::threads_toolchain()?;
+    let dir = util::target_dir().join("threads");
     let flags = [
         format!("-Ctarget-feature={THREADS_FEATURES}"),
         format!("-Clink-arg=--max-memory={}", 4u64 << 30),
     ]
     .join("\x1f");
-    run(Command::new("rustup")
-        .current_dir(&root)
+    let mut cmd = Command::new("rustup");
+    cmd.current_dir(util::root())
         .args(["run", "nightly", "cargo"])
         .args([
             "rustc",
@@ -230,15 +262,169 @@ fn threads_wasm() -> Result<Option<PathBuf>> {
         .env_remove("CARGO")
         .env_remove("RUSTC")
         .env_remove("RUSTDOC")
+        .envs(lint.wrapper())
         .env("CARGO_ENCODED_RUSTFLAGS", flags)
-        .env("CARGO_TARGET_DIR", &dir))?;
-    println!(
-        "  threaded cargo build: {:.1} s",
-        t0.elapsed().as_secs_f64()
-    );
-    Ok(Some(
+        .env("CARGO_TARGET_DIR", &dir);
+    Ok((
+        cmd,
         dir.join(format!("{WASM_TARGET}/release/edgefit_wasm.wasm")),
     ))
+}
+
+/// The baseline and threaded wasm builds started early, in the background, by `cargo xtask
+/// test` (see [`start_early_builds`]); dropping it stops whatever is still building.
+pub struct EarlyBuilds {
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// The process group of the cargo build running now (0: none), so that drop can stop it
+    /// with its rustc children.
+    group: std::sync::Arc<std::sync::atomic::AtomicU32>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    log: PathBuf,
+}
+
+/// Starts the site's baseline and threaded cargo builds on a background thread, their output
+/// in `build/early-wasm-builds.log`. They have target directories of their own
+/// (`target/baseline`, `target/threads`), so they never wait for the other steps' cargo builds,
+/// and [`site_and_cli`] later finds them fresh. The point is the idle core: the steps before
+/// the site spend minutes running tests on one core (the wasm tests in Node, the fuzz targets,
+/// the native tests' tails) while these builds need ~10 minutes of CPU on a cold machine. A
+/// failure here is not reported: the site step runs the same builds again and reports it.
+pub fn start_early_builds() -> Result<EarlyBuilds> {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::sync::Arc;
+    let build_dir = util::root().join("build");
+    fs::create_dir_all(&build_dir)?;
+    let log = build_dir.join("early-wasm-builds.log");
+    let file = fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+    let mut builds = vec![("baseline", baseline_command().0)];
+    // Linted as the site step of `cargo xtask test` builds it, so that step finds it fresh.
+    if let Ok((cmd, _)) = threads_command(Lint::for_opt(Opt::Test)) {
+        builds.push(("threaded", cmd));
+    }
+    let group = Arc::new(AtomicU32::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (group2, stop2) = (Arc::clone(&group), Arc::clone(&stop));
+    let shown = log.display().to_string();
+    println!("  (starting the baseline and threaded wasm builds in the background; log: {shown})");
+    let thread = std::thread::spawn(move || {
+        for (name, mut cmd) in builds {
+            if stop2.load(Ordering::SeqCst) {
+                return;
+            }
+            let (Ok(out), Ok(err)) = (file.try_clone(), file.try_clone()) else {
+                return;
+            };
+            #[cfg(unix)]
+            std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+            let t0 = std::time::Instant::now();
+            let Ok(mut child) = cmd.stdout(out).stderr(err).spawn() else {
+                continue;
+            };
+            group2.store(child.id(), Ordering::SeqCst);
+            if stop2.load(Ordering::SeqCst) {
+                // Dropped while this build was starting: drop saw no group to stop.
+                kill_group(child.id());
+            }
+            let status = child.wait();
+            group2.store(0, Ordering::SeqCst);
+            let ok = status.map(|s| s.success()).unwrap_or(false);
+            println!(
+                "  (background: the {name} wasm build {} after {:.1} s)",
+                if ok {
+                    "finished"
+                } else {
+                    "failed; the site step will retry it"
+                },
+                t0.elapsed().as_secs_f64()
+            );
+        }
+    });
+    Ok(EarlyBuilds {
+        thread: Some(thread),
+        group,
+        stop,
+        log,
+    })
+}
+
+impl EarlyBuilds {
+    /// Waits for the builds to end.
+    pub fn wait(mut self) {
+        if let Some(thread) = self.thread.take() {
+            println!(
+                "  (waiting for the background wasm builds; log: {})",
+                self.log.display()
+            );
+            thread.join().ok();
+        }
+    }
+}
+
+impl Drop for EarlyBuilds {
+    /// Stops the build still running (a step failed, or the run was cut short): its whole
+    /// process group, cargo and its rustc children.
+    fn drop(&mut self) {
+        use std::sync::atomic::Ordering;
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        self.stop.store(true, Ordering::SeqCst);
+        let group = self.group.load(Ordering::SeqCst);
+        if group != 0 {
+            kill_group(group);
+        }
+        thread.join().ok();
+    }
+}
+
+/// SIGTERM to the process group `group` (a cargo build and its rustc children).
+fn kill_group(group: u32) {
+    Command::new("kill")
+        .args(["-TERM", "--", &format!("-{group}")])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .ok();
+}
+
+/// Whether the threaded build lints the workspace's code while compiling it.
+///
+/// Why this way: `cargo clippy` checks in a build of its own (check-mode units share nothing with
+/// a release build), and with `-Z build-std` it checks std and every dependency again, in one
+/// more target tree. Tried on this 2-core machine on 2026-12-02 (nice 19, load average 12–19
+/// from other builds): that cold `cargo +nightly clippy -Z build-std` was still checking the
+/// dependencies after 75 minutes and was stopped. Compiling the workspace's crates with
+/// `clippy-driver` instead (what `cargo clippy` runs: rustc that also lints) adds only the lint
+/// passes to a build CI runs anyway: the threaded build of the four workspace crates and the link
+/// took 119.4 s of user CPU without the wrapper and 121.6 s with it (460.5 / 382.9 s wall at that
+/// load; std and the dependencies were already built). Nightly's clippy, not stable's: the build
+/// needs nightly (std rebuilt with atomics), so a lint nightly adds can fail it before stable
+/// has it. `cargo xtask test`'s native build is linted the same way ([`util::clippy_wrapped`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lint {
+    No,
+    Clippy,
+}
+
+impl Lint {
+    /// `cargo xtask test`'s site ([`Opt::Test`]) lints; what is published is only built.
+    fn for_opt(opt: Opt) -> Lint {
+        match opt {
+            Opt::Test => Lint::Clippy,
+            Opt::Publish => Lint::No,
+        }
+    }
+
+    /// The environment that makes cargo compile the workspace's crates with `clippy-driver`
+    /// (the rustup proxy, which `rustup run nightly` resolves to nightly's) and deny warnings.
+    fn wrapper(self) -> Vec<(&'static str, &'static str)> {
+        match self {
+            Lint::No => Vec::new(),
+            Lint::Clippy => vec![
+                ("RUSTC_WORKSPACE_WRAPPER", "clippy-driver"),
+                ("CLIPPY_ARGS", util::CLIPPY_DENY_WARNINGS),
+            ],
+        }
+    }
 }
 
 /// `cargo build --release -p edgefit-wasm --target wasm32-unknown-unknown` on `cmd`.
@@ -353,6 +539,22 @@ fn build_cli() -> Result<()> {
     run(util::cargo()
         .current_dir(util::root())
         .args(["build", "--release", "-p", "edgefit-cli"]))
+}
+
+/// The release CLI as `cargo xtask test`'s clippy step built it: the workspace's binaries,
+/// linted ([`util::clippy_wrapped`]). The same command finds everything fresh. (`-p
+/// edgefit-cli` alone would resolve the engine's features for the CLI only, not for the whole
+/// workspace, and build the engine, kernels and estimator a second time.)
+fn build_cli_as_tested() -> Result<()> {
+    println!("== build: edgefit-cli (release, as the clippy step built it)");
+    run(util::clippy_wrapped(
+        util::cargo().current_dir(util::root()).args([
+            "build",
+            "--release",
+            "--workspace",
+            "--bins",
+        ]),
+    )?)
 }
 
 /// Runs wasm-bindgen and wasm-opt on `wasm`, into `target/xtask/<name>`, unless that output

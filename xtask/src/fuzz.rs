@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-/// The fuzz targets, one per parser (fuzz/fuzz_targets/<name>.rs).
+/// The fuzz targets, one per parser (`fuzz/fuzz_targets/<name>.rs`).
 pub const TARGETS: [&str; 6] = [
     "gguf_load",
     "gguf_estimate",

@@ -107,7 +107,7 @@ fn setup_with(browser: bool) -> Result<()> {
     let steps: [(&str, Step); 7] = [
         ("rust target wasm32-unknown-unknown", wasm_target),
         (
-            "threaded wasm build (nightly + rust-src)",
+            "threaded wasm build (nightly + rust-src, clippy)",
             threads_toolchain_step,
         ),
         ("wasm-bindgen-cli", wasm_bindgen_cli),
@@ -162,7 +162,7 @@ fn wasm_target() -> Result<()> {
 }
 
 /// The threaded wasm build's toolchain: the nightly toolchain (`-Z build-std` rebuilds std with
-/// `atomics`) with its `rust-src` component and the wasm32 target. Nothing here fails setup:
+/// `atomics`) with its `rust-src` and `clippy` components and the wasm32 target. Nothing here fails setup:
 /// without it `cargo xtask site` builds the site without `pkg-threads/` and says so. The nightly
 /// toolchain itself is not installed here (it is large; `rustup toolchain install nightly
 /// --profile minimal` by hand), its two parts are.
@@ -183,6 +183,12 @@ fn threads_toolchain_step() -> Result<()> {
             WASM_TARGET,
             ["target", "add", WASM_TARGET, "--toolchain", "nightly"],
         ),
+        // `cargo xtask test` compiles the threaded build's crates with nightly's clippy-driver
+        // (build.rs, `Lint`); a minimal nightly has no clippy.
+        (
+            "clippy",
+            ["component", "add", "clippy", "--toolchain", "nightly"],
+        ),
     ];
     for (part, args) in parts {
         if threads_part_installed(part) {
@@ -198,7 +204,7 @@ fn threads_toolchain_step() -> Result<()> {
         added.push(part);
     }
     if added.is_empty() {
-        already("nightly with rust-src and wasm32-unknown-unknown");
+        already("nightly with rust-src, clippy and wasm32-unknown-unknown");
     } else {
         println!("  installed for nightly: {}", added.join(", "));
     }
@@ -206,7 +212,7 @@ fn threads_toolchain_step() -> Result<()> {
 }
 
 fn threads_part_installed(part: &str) -> bool {
-    let list = if part == "rust-src" {
+    let list = if part == "rust-src" || part == "clippy" {
         capture(Command::new("rustup").args([
             "component",
             "list",

@@ -1,6 +1,7 @@
 //! `cargo xtask test`: every check and test, in order, stopping at the first failure.
 //!
-//! After setup: rustfmt; clippy native; clippy wasm32; native tests; a short fuzz pass (every
+//! After setup: rustfmt; clippy native (as the release build of the tests, see
+//! [`clippy_native`]); clippy wasm32; native tests; a short fuzz pass (every
 //! cargo-fuzz target for [`crate::fuzz::TEST_SECONDS`] s); wasm tests in Node; the
 //! same wasm tests in headless Chromium (Debian's chromium + chromedriver, never a downloaded
 //! browser); the publishable site (`dist/`: simd128, baseline and threaded wasm) and the
@@ -40,6 +41,11 @@ const CHROMIUM_ARGS: [&str; 9] = [
 
 type StepFn = Box<dyn FnOnce() -> Result<()>>;
 
+/// The step that starts the site's baseline and threaded wasm builds in the background (the
+/// native tests), and the site step that uses them (see `test`).
+const EARLY_BUILDS_FROM: usize = 5;
+const SITE_STEP: usize = 9;
+
 /// Runs the steps; `from` (1-based) skips the steps before it, except setup.
 pub fn test(from: usize) -> Result<()> {
     let steps: Vec<(&str, StepFn)> = vec![
@@ -64,8 +70,16 @@ pub fn test(from: usize) -> Result<()> {
         ("web tests (node --test)", Box::new(web_tests)),
     ];
     let total = steps.len();
-    let mut done: Vec<(usize, &str, Duration, bool)> = Vec::new();
+    if steps[EARLY_BUILDS_FROM - 1].0 != "native tests"
+        || !steps[SITE_STEP - 1].0.starts_with("the static site")
+    {
+        bail!(
+            "xtask: EARLY_BUILDS_FROM / SITE_STEP no longer name the native tests and site steps"
+        );
+    }
+    let mut done: Vec<StepTime> = Vec::new();
     let started = Instant::now();
+    let mut early: Option<build::EarlyBuilds> = None;
     if from > total {
         bail!("--from {from}: there are only {total} steps");
     }
@@ -79,8 +93,30 @@ pub fn test(from: usize) -> Result<()> {
         }
         println!("\n======== [test {}/{total}] {name} ========", i + 1);
         let t = Instant::now();
+        // The site's baseline and threaded wasm builds run in the background from the native
+        // tests on (see `build::start_early_builds`); the site step waits for them first.
+        if early.is_none() && (EARLY_BUILDS_FROM..SITE_STEP).contains(&(i + 1)) {
+            match build::start_early_builds() {
+                Ok(builds) => early = Some(builds),
+                Err(err) => println!("  (no background wasm builds: {err:#})"),
+            }
+        }
+        if i + 1 == SITE_STEP {
+            if let Some(builds) = early.take() {
+                builds.wait();
+            }
+        }
+        let cpu = children_cpu_seconds();
         let result = step();
-        done.push((i + 1, name, t.elapsed(), result.is_ok()));
+        done.push(StepTime {
+            n: i + 1,
+            name,
+            wall: t.elapsed(),
+            cpu: children_cpu_seconds()
+                .zip(cpu)
+                .map(|(after, before)| after - before),
+            ok: result.is_ok(),
+        });
         if let Err(err) = result {
             summary(&done, total, started.elapsed());
             return Err(err.context(format!("test step {}/{total} `{name}` failed", i + 1)));
@@ -90,14 +126,50 @@ pub fn test(from: usize) -> Result<()> {
     Ok(())
 }
 
-fn summary(done: &[(usize, &str, Duration, bool)], total: usize, elapsed: Duration) {
+/// One step's outcome for the summary.
+struct StepTime<'a> {
+    n: usize,
+    name: &'a str,
+    wall: Duration,
+    /// CPU seconds (user + system) of the processes the step started and waited for (cargo,
+    /// rustc, node, Chromium, ...): beside the wall time it shows how busy both cores were,
+    /// which a loaded machine does not change much. `None` where /proc is not readable.
+    cpu: Option<f64>,
+    ok: bool,
+}
+
+/// User + system CPU seconds of this process's waited-for children and their waited-for
+/// descendants (`cutime` + `cstime`, fields 16 and 17 of `/proc/self/stat`, in clock ticks of
+/// the kernel's fixed `USER_HZ` = 100 for that interface). Linux only; `None` elsewhere.
+fn children_cpu_seconds() -> Option<f64> {
+    let stat = fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state), so field k is at index k - 3.
+    let ticks = |k: usize| fields.get(k - 3)?.parse::<u64>().ok();
+    Some((ticks(16)? + ticks(17)?) as f64 / 100.0)
+}
+
+fn summary(done: &[StepTime], total: usize, elapsed: Duration) {
     let skipped = total - done.len();
     println!("\n======== summary ========");
-    for (n, name, dur, ok) in done {
-        let mark = if *ok { "ok    " } else { "FAILED" };
-        println!("  {n:>2}. {mark} {:>8.1} s  {name}", dur.as_secs_f64());
+    println!("  step   result     wall    cpu (user+sys of the step's processes)");
+    for t in done {
+        let mark = if t.ok { "ok    " } else { "FAILED" };
+        let cpu = t
+            .cpu
+            .map_or("       -".to_string(), |c| format!("{c:>8.1}"));
+        println!(
+            "  {:>2}. {mark} {:>8.1} s {cpu} s  {}",
+            t.n,
+            t.wall.as_secs_f64(),
+            t.name
+        );
     }
-    let failed = done.iter().filter(|d| !d.3).count();
+    let cpu: f64 = done.iter().filter_map(|t| t.cpu).sum();
+    println!("  cpu total {cpu:.1} s");
+    let failed = done.iter().filter(|d| !d.ok).count();
     if skipped > 0 {
         println!("  ({skipped} steps skipped or not reached)");
     }
@@ -116,15 +188,25 @@ fn fmt() -> Result<()> {
         .context("formatting differs: run `cargo fmt --all` and look at the diff")
 }
 
+/// Clippy on every native target of the workspace, denying warnings, as the release build of
+/// the native tests and the workspace's binaries ([`util::clippy_wrapped`]): the next step runs
+/// those tests without building anything again, and the site step's release CLI is the same
+/// build. `--all-targets` covers libs, bins, tests, benches and examples in test mode; the
+/// `--bins` build adds the binaries without `cfg(test)` (where code only tests use is dead).
 fn clippy_native() -> Result<()> {
-    run(cargo_in_root().args([
-        "clippy",
+    run(util::clippy_wrapped(cargo_in_root().args([
+        "test",
+        "--release",
         "--workspace",
         "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]))
+        "--no-run",
+    ]))?)?;
+    run(util::clippy_wrapped(cargo_in_root().args([
+        "build",
+        "--release",
+        "--workspace",
+        "--bins",
+    ]))?)
 }
 
 fn clippy_wasm() -> Result<()> {
@@ -147,7 +229,12 @@ fn clippy_wasm() -> Result<()> {
 /// release wasm of step "release build of the site", which keeps a cold CI run well inside its
 /// budget. The tests lose debug assertions; what they check is asserted explicitly.
 fn native_tests() -> Result<()> {
-    run(cargo_in_root().args(["test", "--release", "--workspace"]))
+    // Wrapped like the clippy step's build, so nothing is compiled again.
+    run(util::clippy_wrapped(cargo_in_root().args([
+        "test",
+        "--release",
+        "--workspace",
+    ]))?)
 }
 
 /// `cargo test --target wasm32-unknown-unknown` for the crates that run on wasm; the runner set
@@ -432,9 +519,15 @@ struct WebLanes {
     alone: Vec<PathBuf>,
 }
 
-/// Beside the main lane: the soak (~95 s of decoding, checks memory) and the pruning panel
-/// (~35 s, checks what the worker computes).
-const SIDE_LANE: [&str; 2] = ["tests/e2e/soak.test.mjs", "tests/e2e/prune.test.mjs"];
+/// Beside the main lane: the soak (decoding, checks memory), the pruning panel (checks what the
+/// worker computes) and the fault injections (generous timeouts). With these three the lanes
+/// take about as long: in a warm run on this machine (2026-12) the soak took 160 s, pruning
+/// 55 s and faults 77 s of test time, against ~300 s for the main lane's other files.
+const SIDE_LANE: [&str; 3] = [
+    "tests/e2e/soak.test.mjs",
+    "tests/e2e/prune.test.mjs",
+    "tests/e2e/faults.test.mjs",
+];
 /// After the other lanes, alone: the estimate-vs-measured loop.
 const ALONE_LANE: [&str; 1] = ["tests/e2e/estimate-loop.test.mjs"];
 
@@ -544,6 +637,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn counts_the_cpu_of_waited_children() {
+        let before = children_cpu_seconds();
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        let before = before.expect("/proc/self/stat is readable on Linux");
+        // A child that spins for ~0.3 s of CPU, then is waited for.
+        let status = Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let spent = children_cpu_seconds().unwrap() - before;
+        assert!(
+            spent >= 0.05,
+            "a busy child's CPU time was not counted: {spent} s"
+        );
+    }
+
+    #[test]
     fn wasm_runs_that_test_nothing_fail() {
         let empty = "     Running unittests src/lib.rs (target/x.wasm)\nno tests to run!\n";
         assert!(check_wasm_tests_ran(empty, "Node").is_err());
@@ -592,6 +705,7 @@ mod tests {
             "tests/e2e/estimate-loop.test.mjs",
             "tests/e2e/page.test.mjs",
             "tests/e2e/prune.test.mjs",
+            "tests/e2e/faults.test.mjs",
         ]
         .iter()
         .map(|f| root.join(f))
@@ -608,7 +722,11 @@ mod tests {
         );
         assert_eq!(
             names(&lanes.side),
-            ["tests/e2e/soak.test.mjs", "tests/e2e/prune.test.mjs"]
+            [
+                "tests/e2e/soak.test.mjs",
+                "tests/e2e/prune.test.mjs",
+                "tests/e2e/faults.test.mjs"
+            ]
         );
         assert_eq!(names(&lanes.alone), ["tests/e2e/estimate-loop.test.mjs"]);
         let without_soak: Vec<PathBuf> = all

@@ -42,6 +42,37 @@ pub fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
+/// Makes `cmd` (a cargo build of the workspace) compile the workspace's own crates with
+/// clippy-driver, denying warnings: what `cargo clippy -- -D warnings` does, but in a real
+/// build instead of `cargo check`, so `cargo xtask test` lints while it builds the release
+/// tests and shares every dependency's release build with them, instead of checking all ~230
+/// dependencies a second time. clippy-driver is rustc plus clippy's lints (it compiles
+/// unoptimized MIR, which LLVM then optimizes as usual); dependencies still build with plain
+/// rustc, as under `cargo clippy`. `RUSTC_WORKSPACE_WRAPPER` and `CLIPPY_ARGS` (its
+/// arguments, each followed by `__CLIPPY_HACKERY__`) are what `cargo clippy` sets itself.
+/// Every command that builds the same crates must be wrapped alike, or cargo rebuilds them.
+pub fn clippy_wrapped(cmd: &mut Command) -> Result<&mut Command> {
+    let driver = clippy_driver()?;
+    Ok(cmd
+        .env("RUSTC_WORKSPACE_WRAPPER", driver)
+        .env("CLIPPY_ARGS", CLIPPY_DENY_WARNINGS))
+}
+
+/// `CLIPPY_ARGS` for clippy-driver as `cargo clippy -- -D warnings` passes them (each argument
+/// followed by `__CLIPPY_HACKERY__`).
+pub const CLIPPY_DENY_WARNINGS: &str = "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__";
+
+/// The clippy-driver of the toolchain that runs `cargo` (beside it), else the one on PATH.
+fn clippy_driver() -> Result<PathBuf> {
+    let beside = std::env::var_os("CARGO")
+        .map(PathBuf::from)
+        .and_then(|cargo| Some(cargo.parent()?.join("clippy-driver")))
+        .filter(|p| is_executable(p));
+    beside
+        .or_else(|| which("clippy-driver"))
+        .context("clippy-driver not found beside cargo or on PATH: `rustup component add clippy`")
+}
+
 /// Looks a program up on PATH, like `command -v`.
 pub fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;

@@ -82,7 +82,7 @@ pub struct Arch {
     pub activation: Activation,
     /// q, k, v are one tensor and gate, up another (Phi-3: HF `qkv_proj` / `gate_up_proj`,
     /// GGUF `attn_qkv` / `ffn_up`, rows in that order): both loaders split them by rows
-    /// ([`crate::weights::fused_rows`]), block formats at row boundaries without re-rounding.
+    /// (`weights::fused_rows`), block formats at row boundaries without re-rounding.
     pub fused: bool,
     /// Sliding-window layout of GGUF files ([`GgufSwa`]); `None`: no sliding layers in GGUF.
     pub gguf_swa: Option<GgufSwa>,

@@ -51,7 +51,8 @@ use serde_json::{json, Map, Value};
 use crate::config::{LayerShape, LlamaConfig};
 use crate::error::{EngineError, Result};
 use crate::hf::pairs_to_rotate_half;
-use crate::model::{LayerPart, Model};
+use crate::model::Model;
+use crate::tensors::LayerPart;
 use crate::tokenizer::{GgufTokenizerFields, TextTokenizer};
 
 /// The number format tensors are written in.
@@ -319,7 +320,7 @@ impl Source<'_> {
 /// Block `layer`'s tensors (`l`, shape `shape`) from the one table of parts, each with the name
 /// `name(part, layer)` gives; q/k parts in rotate-half order when `rotate_half`.
 fn layer_sources<'a>(
-    l: &'a crate::model::LayerWeights,
+    l: &'a crate::weights::LayerWeights,
     shape: &LayerShape,
     layer: usize,
     rotate_half: bool,

@@ -17,8 +17,10 @@ use safetensors::{Dtype, SafeTensors};
 
 use crate::config::{Arch, LayerShape, LlamaConfig};
 use crate::error::{EngineError, Result};
-use crate::model::{Model, TensorRole, Weights};
+use crate::model::Model;
+use crate::tensors::TensorRole;
 use crate::tokenizer::TextTokenizer;
+use crate::weights::Weights;
 use crate::weights::{fused_rows, LoadOptions, MemoryNeed, RawTensor};
 
 struct HfConfig {

@@ -70,7 +70,8 @@ pub mod weights;
 
 pub use config::LlamaConfig;
 pub use engine::{
-    Engine, FinishReason, GenerateOptions, Metrics, ModelInfo, PrefillProgress, PREFILL_CHUNK,
+    Engine, FinishReason, GenerateOptions, Metrics, ModelInfo, PrefillProgress, WarmUp,
+    PREFILL_CHUNK,
 };
 pub use error::{EngineError, Result};
 pub use kv_cache::KvCache;

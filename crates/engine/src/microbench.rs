@@ -408,40 +408,6 @@ pub fn op_overhead_us(
     (us.is_finite() && us > 0.0).then_some(us)
 }
 
-/// Warms up the code a run of a model in `formats` with `kernel` executes: a few decode steps of
-/// the synthetic model through the real [`Engine`] (norms, RoPE, attention, sampling) and the
-/// GEMV and 64-row GEMM of each format, for about `budget_ms` in all.
-///
-/// Why: a browser compiles wasm in tiers (Chromium: Liftoff at once, TurboFan for the functions
-/// that turn out hot, in the background), so the first run after loading can execute baseline
-/// code. The page's first measured run after a load was slower than the next ones (the e2e run
-/// of this change: prefill 12.6 against 67.8 and 32.3 tok/s, decode 16.4 against 22.1 and 22.5,
-/// w4g32 on a loaded 2-core machine), so the worker runs this after every load and kernel switch.
-pub fn warm_up(
-    p: &dyn Platform,
-    engine_platform: Box<dyn Platform>,
-    kernel: Kernel,
-    formats: &[WeightFormat],
-    budget_ms: f64,
-) {
-    let serial = Pool::serial();
-    let _ = op_overhead_us(engine_platform, kernel, 4, &serial);
-    let n = formats.len().max(1) as f64;
-    let cfg = MicrobenchConfig {
-        // Warming compiles code: a small working set does (no 64 MiB of copies per format).
-        buffer_bytes: 1 << 20,
-        // gemv and gemm probe for a quarter of this each: about budget / n per format.
-        budget_ms: 2.0 * budget_ms / n,
-        batch_ms: 5.0,
-        max_batches: 4,
-        ..MicrobenchConfig::default()
-    };
-    for &f in formats {
-        let _ = gemv_weight_rate_gws(p, &cfg, f, kernel, &serial);
-        let _ = gemm_weight_rate_gws(p, &cfg, f, kernel, &serial);
-    }
-}
-
 /// Runs the probes with `kernel` and returns what the estimator's `DeviceProfile::this_browser`
 /// takes: the kernel rates of every format in [`MEASURED_FORMATS`] (the others keep their
 /// bundled figures). `engine_platform` makes the platform of the engine the overhead probe runs.
@@ -663,21 +629,6 @@ mod tests {
         assert!(m.weight_rate_gws[&WeightFormat::F32] >= expect * 0.9);
         let expect = 64.0 * 1536.0 * 576.0 / (1e6 * 1.0);
         assert!(m.prefill_weight_rate_gws[&WeightFormat::F32] >= expect * 0.9);
-    }
-
-    #[test]
-    fn warm_up_runs_within_its_budget_and_skips_unknown_formats() {
-        let p = NativePlatform::default();
-        let t0 = p.now_ms();
-        warm_up(
-            &p,
-            native(),
-            Kernel::best(),
-            &[WeightFormat::Q4_1, WeightFormat::Q8_0, WeightFormat::Q4K],
-            40.0,
-        );
-        let took = p.now_ms() - t0;
-        assert!(took < 5000.0, "took {took} ms");
     }
 
     #[test]

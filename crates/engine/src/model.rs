@@ -1,7 +1,7 @@
-//! The forward pass of a decoder-only model over its weights ([`crate::weights`], re-exported
-//! here), composed from block helpers keyed by what the weights hold (q/k/v biases, q/k norms,
-//! sandwich norms), never by the architecture's name; the numeric helpers (RMSNorm, RoPE,
-//! softmax, the activations) are in `crate::ops`.
+//! The forward pass of a decoder-only model over its weights ([`crate::weights::Weights`]),
+//! composed from block helpers keyed by what the weights hold (q/k/v biases, q/k norms, sandwich
+//! norms), never by the architecture's name; the numeric helpers (RMSNorm, RoPE, softmax, the
+//! activations) are in `crate::ops`.
 //!
 //! Every matrix is row-major with one row per output feature, so a linear layer is `y = x · Wᵀ`
 //! ([`edgefit_kernels::Matrix::matmul_t_with`]), in whatever format the weights were loaded in
@@ -26,7 +26,7 @@ use crate::kv_cache::KvCache;
 use crate::ops::{
     add_bias, add_in_place, gelu_tanh, rms_norm, rms_norm_in_place, rope, silu, softmax,
 };
-pub use crate::weights::{LayerPart, LayerWeights, TensorRole, Weights};
+use crate::weights::Weights;
 
 /// Which logits a forward pass returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +35,10 @@ pub enum Logits {
     Last,
     /// For every input token (evaluation, golden tests).
     All,
+    /// None: a prefill chunk before the prompt's last ([`crate::Engine::prefill_chunk`]), whose
+    /// logits nothing reads. Skips the final norm and the output head (Gemma 3: a 262,144-row
+    /// product, as many weights as the rest of the 270M model).
+    None,
 }
 
 /// A point of the forward pass that [`Model::forward_probed`] reports, with the layer's
@@ -329,7 +333,15 @@ impl Model {
                 out.fill(0.0);
                 cache.add_weighted_values(li, kvh, sc, out, k);
             };
-            if window.is_some() {
+            // A sliding layer whose ring does not wrap in this pass (every position below the
+            // window) holds its tokens as a full layer does in a per-token KV format, so they go
+            // in at once and attend as a full layer's: one region for every (token, head) item
+            // instead of one per token over its few heads. Not in kivi4, whose key blocks are
+            // quantized once full: a token of the pass would read its own block quantized there.
+            let one_by_one = window.is_some_and(|w| {
+                start + t_len > w || cache.format() == edgefit_estimate::KvFormat::Kivi4
+            });
+            if one_by_one {
                 // A sliding layer's ring holds only its window ([`KvCache::window_view`]), so
                 // its tokens go in one at a time, each attending right after; the heads of a
                 // token are split across the pool.
@@ -347,7 +359,8 @@ impl Model {
             } else {
                 cache.append(li, kk, vv);
                 // One item per (token, head), `att[t·od + head·dv..]` (od = heads · dv), split
-                // across the pool; each run of items has its own scores buffer.
+                // across the pool; each run of items has its own scores buffer. (A sliding layer
+                // here holds every position so far: its view is the full layer's.)
                 let (heads, cache, q) = (shape.n_heads, &*cache, &*q);
                 pool.for_each_item(att, dv, scores, start + t_len, &|i, out, sc| {
                     let (t, head) = (i / heads, i % heads);
@@ -393,6 +406,7 @@ impl Model {
         let rows = match which {
             Logits::Last => &x[(t_len - 1) * h..],
             Logits::All => &x[..],
+            Logits::None => return Ok(Vec::new()),
         };
         let n_rows = rows.len() / h;
         final_x.resize(rows.len(), 0.0);

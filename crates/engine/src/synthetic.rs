@@ -13,8 +13,10 @@ use candle_core::{Device, Tensor};
 use crate::config::{Arch, LlamaConfig};
 use crate::error::{EngineError, Result};
 use crate::hf::pairs_to_rotate_half;
-use crate::model::{LayerPart, Model, TensorRole, Weights};
+use crate::model::Model;
+use crate::tensors::{LayerPart, TensorRole};
 use crate::tokenizer::{GgufTokenizerFields, TextTokenizer};
+use crate::weights::Weights;
 use crate::weights::{LoadOptions, RawTensor, WeightsFormat};
 
 /// Shape of the synthetic model.

@@ -17,8 +17,8 @@
 //! It is exact where arithmetic can be exact and honest where it is a model:
 //! - **bytes are exact**: [`WeightFormat::matrix_bytes`] and [`kv_bytes_per_token`] are the
 //!   single source of truth for weight and KV-cache sizes; the engine allocates with them, so
-//!   the estimated KV bytes equal the allocated ones by construction ([`format`] documents every
-//!   layout);
+//!   the estimated KV bytes equal the allocated ones by construction ([`format`](mod@format)
+//!   documents every layout);
 //! - **parameter counts are exact** for llama, mistral, qwen2, gemma, gemma2 and phi3 shapes,
 //!   including grouped-query attention, decoupled head dims and pruned per-layer shapes
 //!   ([`spec`]); the bundled presets match the published totals to the parameter;

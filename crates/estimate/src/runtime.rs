@@ -19,9 +19,12 @@
 //!   — `η_d` is **fitted**;
 //! - `op_overhead_us` `o`: fixed cost per op of the estimator's op table (≈ one kernel launch
 //!   or one thread barrier), and `token_overhead_us` `τ`: fixed cost per forward pass;
-//! - `decode_weights_per_cycle` `w` (CPU only): weights per cycle per core its decode GEMV
-//!   kernel unpacks and multiplies for quantized formats — a 4-bit CPU decode is bound by
-//!   instructions before bandwidth with few threads — **fitted**;
+//! - `decode_kernel_fraction` `κ` (CPU only): fraction of the cores' peak at the compute
+//!   precision its decode GEMV kernel reaches for quantized formats (it unpacks every weight
+//!   before the dot product, so a 4-bit CPU decode is bound by instructions before bandwidth
+//!   with few threads) — **fitted**. The roof follows what the cores issue per cycle (clock ×
+//!   SIMD width × the int8 multiplier of SDOT / i8mm), not one rate per core: a 4-pipe
+//!   Apple P-core retires twice the NEON work of a 2-pipe Cortex-A76 per cycle;
 //! - `default_threads` (CPU only; `null` = the device's `default_threads`);
 //! - `static_context`: the runtime runs graphs compiled with static shapes for the whole
 //!   context `C` (QNN / Genie context binaries), so each step's attention reads all `C` cached
@@ -35,7 +38,8 @@
 //! compute  = peak · η_c in prefill; peak in decode (a batch-1 GEMV is bound by bytes or by
 //!            the CPU's unpacking kernel, not by GEMM efficiency)
 //! BW_phase = BW_theoretical · η_phase · min(1, t / t_sat)        (t_sat: cores that saturate DRAM)
-//! rate     = decode of a quantized format on a CPU: Σ over the t fastest cores of f_core · w
+//! rate     = decode of a quantized format on a CPU (weights/s; a GEMV does 2 ops per weight):
+//!            κ · peak / 2, with peak the cluster peak above over the t threads used
 //! t_op     = max(FLOPs / compute, bytes / BW_phase, weights / rate) + o
 //! t_pass   = Σ ops t_op + τ
 //! ```
@@ -77,11 +81,12 @@ pub struct RuntimeUnit {
     pub op_overhead_us: f64,
     /// Fixed cost per forward pass (decode step or prefill chunk), µs.
     pub token_overhead_us: f64,
-    /// CPU only: weights per cycle per core the runtime's decode GEMV kernel unpacks and
-    /// multiplies for quantized formats (everything but f32/f16/bf16) — the instruction-bound
-    /// kernel roof `Σ_cores f · w` of a CPU decode. `None`: no such roof.
+    /// CPU only: fraction `κ` of the threads' peak at the compute precision (the cluster peak,
+    /// `Σ_t f · FLOP/cycle · m`) that the runtime's decode GEMV kernel reaches for quantized
+    /// formats (everything but f32/f16/bf16): the instruction-bound kernel roof
+    /// `κ · peak / 2` weights/s of a CPU decode (2 ops per weight). `None`: no such roof.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decode_weights_per_cycle: Option<f64>,
+    pub decode_kernel_fraction: Option<f64>,
     /// CPU only: whether its int8 kernels use the i8mm matrix instructions (SMMLA, 8× the f32
     /// rate) where the CPU has them; `false`: SDOT dot products (4×) at best.
     #[serde(default = "yes")]
@@ -206,11 +211,11 @@ impl RuntimeProfile {
                     ));
                 }
             }
-            if let Some(w) = r.decode_weights_per_cycle {
-                if !(w.is_finite() && w > 0.0 && w <= 1024.0) {
+            if let Some(k) = r.decode_kernel_fraction {
+                if !(k.is_finite() && k > 0.0 && k <= 1.0) {
                     return Err(bad(
-                        format!("units.{u}.decode_weights_per_cycle"),
-                        format!("{w} must be in (0, 1024]"),
+                        format!("units.{u}.decode_kernel_fraction"),
+                        format!("{k} must be in (0, 1]"),
                     ));
                 }
             }
@@ -389,7 +394,8 @@ pub(crate) fn resolve(
         sdot_only = u;
         &sdot_only
     };
-    let peak = match threads.and_then(|t| cpu.cluster_peak(compute, t)) {
+    let cluster_peak = threads.and_then(|t| cpu.cluster_peak(compute, t));
+    let peak = match cluster_peak {
         Some(p) => p,
         None => unit.peak_for(compute).ok_or_else(|| dtype_err(compute))?,
     };
@@ -418,9 +424,12 @@ pub(crate) fn resolve(
         compute_fraction: 1.0,
         ..phase(ru.decode_bandwidth_fraction)
     };
+    // The decode GEMV's instruction roof: κ of the threads' cluster peak at the compute
+    // precision (SIMD width, clock and the SDOT / i8mm multiplier of the cores used), 2 ops
+    // per weight: rate = κ · peak / 2 weights/s.
     if is_quantized(dep.weights) {
-        if let (Some(w), Some(t)) = (ru.decode_weights_per_cycle, threads) {
-            decode.weight_rate_gws = unit.cluster_ghz(t).map(|ghz| ghz * w);
+        if let (Some(k), Some(p)) = (ru.decode_kernel_fraction, cluster_peak) {
+            decode.weight_rate_gws = Some(k * p / 2.0);
         }
     }
     Ok(Exec {
@@ -460,5 +469,47 @@ mod tests {
             .to_string();
         assert!(msg.contains("qnn") && msg.contains("npu"), "{msg}");
         assert!("tensorrt".parse::<Runtime>().is_err());
+    }
+
+    /// The CPU decode kernel roof follows what the cores issue per cycle: κ · peak / 2 with the
+    /// peak of the threads used, so twice the SIMD width doubles it, and i8mm doubles it only
+    /// for the formats whose kernels use it (llama.cpp: q4_0, not q6_k).
+    #[test]
+    fn cpu_decode_kernel_roof_follows_simd_width_and_int8_multiplier() {
+        let rt = runtime_profile(Runtime::Llamacpp).unwrap();
+        let k = rt.units[&ComputeUnit::Cpu].decode_kernel_fraction.unwrap();
+        let dep = |w| Deployment {
+            weights: w,
+            unit: Some(ComputeUnit::Cpu),
+            runtime: Some(Runtime::Llamacpp),
+            threads: Some(2),
+            ..Deployment::default()
+        };
+        let rate = |d: &DeviceProfile, w| {
+            resolve(d, ComputeUnit::Cpu, &dep(w), &rt)
+                .unwrap()
+                .decode
+                .weight_rate_gws
+                .unwrap()
+        };
+        let pi = crate::device::device("raspberry-pi-5").unwrap();
+        let cpu = pi.unit(ComputeUnit::Cpu).unwrap();
+        let peak = cpu.cluster_peak(ComputeDtype::Int8, 2).unwrap();
+        assert!((rate(&pi, WeightFormat::Q4_0) - k * peak / 2.0).abs() < 1e-9);
+        let mut wide = pi.clone();
+        for c in &mut wide.units.get_mut(&ComputeUnit::Cpu).unwrap().clusters {
+            c.f32_flops_per_cycle *= 2.0;
+        }
+        let r = rate(&wide, WeightFormat::Q4_0) / rate(&pi, WeightFormat::Q4_0);
+        assert!((r - 2.0).abs() < 1e-9, "{r}");
+        let mut mm = pi.clone();
+        mm.units.get_mut(&ComputeUnit::Cpu).unwrap().features.i8mm = true;
+        let r = rate(&mm, WeightFormat::Q4_0) / rate(&pi, WeightFormat::Q4_0);
+        assert!((r - 2.0).abs() < 1e-9, "{r}");
+        let r = rate(&mm, WeightFormat::Q6K) / rate(&pi, WeightFormat::Q6K);
+        assert!((r - 1.0).abs() < 1e-9, "{r}");
+        // Unquantized weights have no unpacking kernel, so no such roof.
+        let d = resolve(&pi, ComputeUnit::Cpu, &dep(WeightFormat::F16), &rt).unwrap();
+        assert_eq!(d.decode.weight_rate_gws, None);
     }
 }

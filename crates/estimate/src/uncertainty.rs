@@ -101,7 +101,7 @@ source_files!(
 
 /// FNV-1a (64 bit) over the crate version, every bundled JSON file (runtime and device
 /// profiles, presets, validation files and their map) and every source file of this crate
-/// ([`SOURCE_FILES`]), each as `name NUL text NUL`: equal keys mean the tables were computed
+/// (`SOURCE_FILES`), each as `name NUL text NUL`: equal keys mean the tables were computed
 /// from the same inputs by the same code. (Any edit of the crate's sources, comments included,
 /// changes the key: the site build recomputes the tables, never a stale set accepted.)
 pub fn tables_key() -> String {

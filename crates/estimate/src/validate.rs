@@ -24,9 +24,9 @@
 //! 2. `decode_bandwidth_fraction` `η_d` from its decode points — on a CPU runtime with a
 //!    kernel roof, only from points of unquantized formats (f32/f16/bf16, which no unpacking
 //!    kernel bounds), else the prior stays;
-//! 3. `decode_weights_per_cycle` `w` (CPU runtimes with a kernel roof) from its decode points
-//!    of quantized formats (bisection in log space over [0.05, 64]);
-//! 4. `η_c` again with the new `η_d` and `w`.
+//! 3. `decode_kernel_fraction` `κ` (CPU runtimes with a kernel roof) from its decode points
+//!    of quantized formats (bisection in log space over [[`FIT_MIN`], 1]);
+//! 4. `η_c` again with the new `η_d` and `κ`.
 //!
 //! Each step solves, per point, the value that makes the estimate equal the measurement (the
 //! estimate is monotone in it; bisection over [[`FIT_MIN`], 1] to 2^-30; a point beyond
@@ -383,7 +383,7 @@ enum Param {
     /// `decode_bandwidth_fraction`, from decode points (of unquantized formats when the unit
     /// has a kernel roof).
     Bandwidth,
-    /// `decode_weights_per_cycle`, from decode points of quantized formats.
+    /// `decode_kernel_fraction`, from decode points of quantized formats.
     Kernel,
 }
 
@@ -396,8 +396,7 @@ impl Param {
     }
     fn bounds(self) -> (f64, f64) {
         match self {
-            Param::Compute | Param::Bandwidth => (FIT_MIN, 1.0),
-            Param::Kernel => (0.05, 64.0),
+            Param::Compute | Param::Bandwidth | Param::Kernel => (FIT_MIN, 1.0),
         }
     }
 }
@@ -407,7 +406,7 @@ fn set_param(p: &mut RuntimeProfile, unit: ComputeUnit, param: Param, v: f64) {
         match param {
             Param::Compute => u.compute_fraction = v,
             Param::Bandwidth => u.decode_bandwidth_fraction = v,
-            Param::Kernel => u.decode_weights_per_cycle = Some(v),
+            Param::Kernel => u.decode_kernel_fraction = Some(v),
         }
     }
 }
@@ -495,7 +494,7 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
             if ru.device_figures {
                 continue;
             }
-            let kernel_roof = ru.decode_weights_per_cycle.is_some();
+            let kernel_roof = ru.decode_kernel_fraction.is_some();
             if param == Param::Kernel && !kernel_roof {
                 continue;
             }
@@ -532,7 +531,7 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
         for p in profiles.iter_mut() {
             for (unit, ru) in p.units.iter_mut() {
                 if ru.device_figures
-                    || (param == Param::Kernel && ru.decode_weights_per_cycle.is_none())
+                    || (param == Param::Kernel && ru.decode_kernel_fraction.is_none())
                     || fitted
                         .iter()
                         .any(|(r, u, q, _)| *r == p.id && u == unit && *q == param)
@@ -548,7 +547,7 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
                     match param {
                         Param::Compute => ru.compute_fraction = v,
                         Param::Bandwidth => ru.decode_bandwidth_fraction = v,
-                        Param::Kernel => ru.decode_weights_per_cycle = Some(v),
+                        Param::Kernel => ru.decode_kernel_fraction = Some(v),
                     }
                 }
             }
@@ -807,7 +806,7 @@ pub fn validate() -> Result<ValidationReport> {
                         *u,
                         ru.compute_fraction,
                         ru.decode_bandwidth_fraction,
-                        ru.decode_weights_per_cycle,
+                        ru.decode_kernel_fraction,
                     )
                 })
                 .collect::<Vec<_>>()
@@ -884,7 +883,7 @@ impl ValidationReport {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "fitted (whole set): runtime unit compute_fraction decode_bandwidth_fraction decode_weights_per_cycle"
+            "fitted (whole set): runtime unit compute_fraction decode_bandwidth_fraction decode_kernel_fraction"
         );
         for (rt, u, cf, bw, w) in &self.fitted {
             let w = w.map(|w| format!("{w:.3}")).unwrap_or_else(|| "-".into());

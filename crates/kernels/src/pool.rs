@@ -384,8 +384,9 @@ impl Pool {
     /// `y = x · Wᵀ` for every `(w, out)` reading the same input `x` (`m × cols`), which is
     /// prepared once into `prep` on `kernel`; each thread computes one range of rows of every
     /// matrix, so a group (q/k/v, gate/up) is one region. `out`s are resized to `m × rows`.
-    /// For `m > 1` (token-major outputs, strided per row range) the ranges are written into
-    /// `scratch` and copied into place after the region (O(m·n) against O(m·n·k)).
+    /// For `m > 1` (token-major outputs, strided per row range) each job writes its range into
+    /// `scratch` and copies it into place itself (O(m·n) against O(m·n·k), split like the
+    /// product).
     pub fn linear(
         &self,
         kernel: Kernel,
@@ -418,48 +419,44 @@ impl Pool {
         if !direct {
             scratch.resize(outs.iter().map(|(w, _)| m * w.rows()).sum(), 0.0);
         }
-        // Where each matrix's outputs go: its own buffer (one token) or its part of `scratch`.
-        let mut targets: [(Option<&Matrix>, Disjoint); MAX_GROUP] = Default::default();
+        // Where each matrix's outputs go: its own buffer, and (more than one token) its part of
+        // `scratch`, where a job's rows `r` come out as one `m × r.len()` block.
+        let mut targets: [(Option<&Matrix>, Disjoint, Disjoint); MAX_GROUP] = Default::default();
         let mut at = 0;
         for (i, (w, out)) in outs.iter_mut().enumerate() {
-            targets[i] = if direct {
-                (Some(*w), Disjoint::new(out))
+            let block = if direct {
+                Disjoint::default()
             } else {
                 let len = m * w.rows();
                 let d = Disjoint::new(&mut scratch[at..at + len]);
                 at += len;
-                (Some(*w), d)
+                d
             };
+            targets[i] = (Some(*w), Disjoint::new(out), block);
         }
         let prep = &*prep;
         self.run(jobs, &|j| {
-            for (w, target) in targets.iter() {
+            for (w, out, block) in targets.iter() {
                 let Some(w) = w else { break };
-                let r = split(w.rows(), jobs, j);
-                // SAFETY: job `j`'s ranges `r` are disjoint from every other job's, and one
-                // matrix's block `[m·r.start, m·r.end)` is written by job `j` only.
-                let out = unsafe { target.slice(m * r.start..m * r.end) };
-                w.matmul_rows(prep, x, r, out);
+                let (n, r) = (w.rows(), split(w.rows(), jobs, j));
+                if direct {
+                    // SAFETY: job `j`'s ranges `r` are disjoint from every other job's.
+                    w.matmul_rows(prep, x, r.clone(), unsafe { out.slice(r) });
+                    continue;
+                }
+                // SAFETY: job `j` alone writes block `[m·r.start, m·r.end)` of the scratch.
+                let part = unsafe { block.slice(m * r.start..m * r.end) };
+                w.matmul_rows(prep, x, r.clone(), part);
+                // Block `[t][r − lo]` into `out[t][r]`, here rather than after the region: the
+                // copy is split across the threads too.
+                let len = r.len();
+                for t in 0..m {
+                    // SAFETY: row `t`'s columns `r` of `out` are job `j`'s alone.
+                    let dst = unsafe { out.slice(t * n + r.start..t * n + r.end) };
+                    dst.copy_from_slice(&part[t * len..(t + 1) * len]);
+                }
             }
         });
-        if !direct {
-            // Block `[t][r − lo]` of each range into `out[t][r]`.
-            let mut at = 0;
-            for (w, out) in outs.iter_mut() {
-                let n = w.rows();
-                let part = &scratch[at..at + m * n];
-                for j in 0..jobs {
-                    let r = split(n, jobs, j);
-                    let (lo, len) = (r.start, r.len());
-                    let block = &part[m * lo..m * r.end];
-                    for t in 0..m {
-                        out[t * n + lo..t * n + r.end]
-                            .copy_from_slice(&block[t * len..(t + 1) * len]);
-                    }
-                }
-                at += m * n;
-            }
-        }
     }
 
     /// Runs `f(item, out_item, scratch)` for every item of `out` (`out.len() / item_len` items

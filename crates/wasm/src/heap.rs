@@ -1,6 +1,6 @@
 //! The heap in use, counted: on wasm32 this crate's global allocator forwards every call to
 //! the standard allocator and keeps a running total of the bytes handed out and not yet freed.
-//! The linear memory's size ([`crate::BrowserPlatform`]'s peak) only grows, so it cannot show
+//! The linear memory's size (the browser platform's peak) only grows, so it cannot show
 //! whether memory is given back; this count can (the soak test relies on it, and the page shows
 //! it as "heap in use"). The bookkeeping is one add or subtract per allocation.
 

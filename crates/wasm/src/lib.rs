@@ -9,6 +9,14 @@
 //! that runs pool threads on Web Workers (`threads`). It has no logic of its own: every
 //! number it returns is computed by `edgefit-engine` (and, from issue 3 on, `edgefit-estimate`),
 //! exactly as the CLI computes it.
+//!
+//! It speaks JavaScript: model info, metrics, specs, device profiles, estimates, fit results and
+//! reports cross as plain JS objects (serde-wasm-bindgen, `to_js`: `None` is `null`, maps
+//! are objects), never as JSON text the worker parses; what the page hands in (a deployment, a
+//! prune plan, `start`'s options) is a JS object too. Inputs are read with serde_json's rules
+//! (`from_js`), so a misspelt field of a struct that refuses unknown ones is refused as the
+//! CLI refuses it. The one JSON text left is the estimator's tables (`estimatorTables`,
+//! `seedEstimatorTables`): a file the site build writes and the worker fetches as text.
 
 pub mod heap;
 
@@ -129,14 +137,50 @@ fn js_err(e: impl std::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
 }
 
+/// A Rust value as a plain JS value, shaped exactly as its JSON would be: through
+/// `serde_json::Value` first, so a map with integer keys (a `Pruning`'s layers) has string
+/// keys, `None` and a non-finite float are `null`, then serde-wasm-bindgen builds the objects
+/// (maps as objects, not `Map`s; integers as numbers, one above 2^53 an error, not a rounded
+/// number). An `f32` field arrives as the `f64` of that `f32` (an `rms_eps` of 1e-5 reads
+/// 9.999999747378752e-6), where JSON text printed the shortest decimal.
+fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue, JsError> {
+    let ser = serde_wasm_bindgen::Serializer::new()
+        .serialize_missing_as_null(true)
+        .serialize_maps_as_objects(true);
+    let json = serde_json::to_value(value).map_err(js_err)?;
+    serde::Serialize::serialize(&json, &ser).map_err(js_err)
+}
+
+/// The JSON text of a JS value (`JSON.stringify`), for the readers that take text
+/// ([`DeviceProfile::from_json`](edgefit_estimate::DeviceProfile::from_json)); the error names
+/// `what`.
+fn js_json(what: &str, v: &JsValue) -> Result<String, JsError> {
+    js_sys::JSON::stringify(v)
+        .ok()
+        .and_then(|t| JsValue::from(t).as_string())
+        .ok_or_else(|| {
+            JsError::new(&format!(
+                "{what}: expected a plain JS object (no cycle, no BigInt, not undefined)"
+            ))
+        })
+}
+
+/// A JS value read as `T` by serde_json, exactly as the CLI reads the same JSON: through
+/// `JSON.stringify`, so a field left `undefined` is missing (its default applies) and
+/// `deny_unknown_fields` refuses a misspelt field (serde-wasm-bindgen's own reader looks a
+/// struct's fields up by name and would ignore one). The error names `what`.
+fn from_js<T: serde::de::DeserializeOwned>(what: &str, v: &JsValue) -> Result<T, JsError> {
+    serde_json::from_str(&js_json(what, v)?).map_err(|e| JsError::new(&format!("{what}: {e}")))
+}
+
 /// Checks a GGUF file from its first bytes before the whole file is read
 /// (`edgefit_engine::gguf::check_header`: magic, version, tensor layout against the file's
 /// `fileLen` bytes, an architecture this engine builds). `prefix` is the start of the file (all
-/// of it for a small file). Returns JSON: `{"status":"ok","arch","name","tensors"}`,
-/// `{"status":"refused","message"}` (the load would fail: the message says why), or
-/// `{"status":"need_more"}` (the header runs past `prefix`: check again with more bytes).
+/// of it for a small file). Returns a JS object: `{status: "ok", arch, name, tensors}`,
+/// `{status: "refused", message}` (the load would fail: the message says why), or
+/// `{status: "need_more"}` (the header runs past `prefix`: check again with more bytes).
 #[wasm_bindgen(js_name = checkGgufHeader)]
-pub fn check_gguf_header(prefix: &js_sys::Uint8Array, file_len: f64) -> Result<String, JsError> {
+pub fn check_gguf_header(prefix: &js_sys::Uint8Array, file_len: f64) -> Result<JsValue, JsError> {
     if !(file_len.is_finite()
         && file_len >= 0.0
         && file_len.fract() == 0.0
@@ -161,24 +205,24 @@ pub fn check_gguf_header(prefix: &js_sys::Uint8Array, file_len: f64) -> Result<S
         Err(_) if r.past => serde_json::json!({ "status": "need_more" }),
         Err(e) => serde_json::json!({ "status": "refused", "message": e.to_string() }),
     };
-    serde_json::to_string(&out).map_err(js_err)
+    to_js(&out)
 }
 
-/// The weight formats `loadGguf` takes, JSON array of names (default first).
+/// The weight formats `loadGguf` takes: an array of names (default first).
 #[wasm_bindgen(js_name = weightFormats)]
-pub fn weight_formats() -> Result<String, JsError> {
+pub fn weight_formats() -> Result<JsValue, JsError> {
     let names: Vec<&str> = edgefit_engine::WeightsFormat::ALL
         .iter()
         .map(|f| f.as_str())
         .collect();
-    serde_json::to_string(&names).map_err(js_err)
+    to_js(&names)
 }
 
-/// The KV-cache formats `setKvFormat` takes, JSON array of names.
+/// The KV-cache formats `setKvFormat` takes: an array of names.
 #[wasm_bindgen(js_name = kvFormats)]
-pub fn kv_formats() -> Result<String, JsError> {
+pub fn kv_formats() -> Result<JsValue, JsError> {
     let names: Vec<&str> = KvFormat::ALL.iter().map(|f| f.as_str()).collect();
-    serde_json::to_string(&names).map_err(js_err)
+    to_js(&names)
 }
 
 /// The KV format the engine runs with until `setKvFormat` (and the estimator's default).
@@ -188,11 +232,11 @@ pub fn default_kv_format() -> String {
 }
 
 /// Bytes the estimator says `tokens` tokens of KV cache in `format` occupy for the model shape
-/// `spec_json` (a `ModelSpec`, e.g. from `Engine.modelSpec()`): what the engine's cache holds
+/// `spec` (a `ModelSpec` object, e.g. from `Engine.modelSpec()`): what the engine's cache holds
 /// for that many tokens, exactly.
 #[wasm_bindgen(js_name = kvBytes)]
-pub fn kv_bytes(spec_json: &str, format: &str, tokens: f64) -> Result<f64, JsError> {
-    let spec: edgefit_estimate::ModelSpec = serde_json::from_str(spec_json).map_err(js_err)?;
+pub fn kv_bytes(spec: &JsValue, format: &str, tokens: f64) -> Result<f64, JsError> {
+    let spec: edgefit_estimate::ModelSpec = from_js("model spec", spec)?;
     spec.validate().map_err(js_err)?;
     let format: KvFormat = format.parse().map_err(js_err)?;
     if !(tokens.is_finite() && tokens.fract() == 0.0 && (0.0..=1e12).contains(&tokens)) {
@@ -301,6 +345,150 @@ fn count(name: &str, v: f64, max: usize) -> Result<usize, JsError> {
     }
 }
 
+/// `Engine.start`'s options, read from one JS object and checked field by field: every bad or
+/// unknown field is named in one error (`start options: maxTokens 1.5: expected a whole number
+/// from 1 to 4294967295; topP 0: expected a number above 0 and at most 1`). `undefined` counts
+/// as left out.
+///
+/// | field | value | left out |
+/// |---|---|---|
+/// | `prompt` | a string | refused |
+/// | `maxTokens` | a whole number from 1 to 2³²−1 (the engine refuses one past the context) | refused |
+/// | `chat` | `true` / `false`: wrap the prompt in the chat template | `false` |
+/// | `temperature` | a number from 0 (greedy) to [`MAX_TEMPERATURE`](edgefit_engine::sampler::MAX_TEMPERATURE) | 0 |
+/// | `topP` | a number above 0 and at most 1 | 1 |
+/// | `seed` | a whole number from 0 to 2³²−1 | 0 |
+/// | `keep` | `true` / `false`: continue the conversation | `false` |
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartOptions {
+    pub prompt: String,
+    pub options: GenerateOptions,
+}
+
+/// The fields [`StartOptions`] reads (in the order of the page's `generate` message).
+pub const START_FIELDS: [&str; 7] = [
+    "prompt",
+    "chat",
+    "maxTokens",
+    "temperature",
+    "topP",
+    "seed",
+    "keep",
+];
+
+/// A JS value as an error message shows it: `undefined`, `NaN`, `Infinity`, or its JSON
+/// (`"text"`, `1.5`, `null`).
+fn shown(v: &JsValue) -> String {
+    if v.is_undefined() {
+        return "undefined".into();
+    }
+    match v.as_f64() {
+        Some(n) if n.is_nan() => return "NaN".into(),
+        Some(n) if n.is_infinite() => return if n > 0.0 { "Infinity" } else { "-Infinity" }.into(),
+        _ => {}
+    }
+    js_sys::JSON::stringify(v)
+        .ok()
+        .and_then(|t| JsValue::from(t).as_string())
+        .unwrap_or_else(|| "(not JSON)".into())
+}
+
+impl StartOptions {
+    /// Reads and checks `v` (see the table above).
+    pub fn from_js(v: &JsValue) -> Result<StartOptions, JsError> {
+        if !v.is_object() || js_sys::Array::is_array(v) {
+            return Err(JsError::new(&format!(
+                "start options: expected an object {{{}}}, got {}",
+                START_FIELDS.join(", "),
+                shown(v)
+            )));
+        }
+        let mut bad: Vec<String> = Vec::new();
+        for key in js_sys::Object::keys(v.unchecked_ref::<js_sys::Object>()).iter() {
+            let key = key.as_string().unwrap_or_default();
+            if !START_FIELDS.contains(&key.as_str()) {
+                bad.push(format!(
+                    "{key:?} is not an option (they are {})",
+                    START_FIELDS.join(", ")
+                ));
+            }
+        }
+        let get = |k: &str| js_sys::Reflect::get(v, &JsValue::from_str(k)).unwrap_or_default();
+        // Each field: its value, or the default when left out, or an entry in `bad`.
+        let mut field =
+            |name: &str, expected: &str, default: Option<f64>, ok: &dyn Fn(f64) -> bool| {
+                let x = get(name);
+                match (x.as_f64(), default) {
+                    (None, Some(d)) if x.is_undefined() => d,
+                    (Some(n), _) if ok(n) => n,
+                    _ => {
+                        bad.push(format!("{name} {}: expected {expected}", shown(&x)));
+                        default.unwrap_or(0.0)
+                    }
+                }
+            };
+        let whole_u32 = |n: f64| n.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&n);
+        let max_tokens = field(
+            "maxTokens",
+            "a whole number from 1 to 4294967295",
+            None,
+            &|n| whole_u32(n) && n >= 1.0,
+        );
+        let max_t = edgefit_engine::sampler::MAX_TEMPERATURE as f64;
+        let temperature = field(
+            "temperature",
+            &format!("a number from 0 (greedy) to {max_t}"),
+            Some(0.0),
+            &|n| (0.0..=max_t).contains(&n),
+        );
+        let top_p = field("topP", "a number above 0 and at most 1", Some(1.0), &|n| {
+            n > 0.0 && n <= 1.0
+        });
+        let seed = field(
+            "seed",
+            "a whole number from 0 to 4294967295",
+            Some(0.0),
+            &whole_u32,
+        );
+        let mut flag = |name: &str| {
+            let x = get(name);
+            match x.as_bool() {
+                Some(b) => b,
+                None if x.is_undefined() => false,
+                None => {
+                    bad.push(format!("{name} {}: expected true or false", shown(&x)));
+                    false
+                }
+            }
+        };
+        let chat = flag("chat");
+        let keep = flag("keep");
+        let prompt = get("prompt").as_string();
+        if prompt.is_none() {
+            bad.insert(
+                0,
+                format!("prompt {}: expected a string", shown(&get("prompt"))),
+            );
+        }
+        if !bad.is_empty() {
+            return Err(JsError::new(&format!("start options: {}", bad.join("; "))));
+        }
+        Ok(StartOptions {
+            prompt: prompt.unwrap_or_default(),
+            options: GenerateOptions {
+                chat,
+                max_tokens: max_tokens as usize,
+                sampler: SamplerConfig {
+                    temperature: temperature as f32,
+                    top_p: top_p as f32,
+                    seed: seed as u64,
+                },
+                keep,
+            },
+        })
+    }
+}
+
 #[wasm_bindgen]
 impl Engine {
     /// Parses a GGUF file's bytes and builds the model with the linear layers in `weights`
@@ -371,37 +559,19 @@ impl Engine {
         Ok(())
     }
 
-    /// Model shape and tokenizer summary as JSON.
-    pub fn info(&self) -> Result<String, JsError> {
-        serde_json::to_string(&self.inner.info()).map_err(js_err)
+    /// Model shape and tokenizer summary: a JS object (`ModelInfo`; the shape's fields inlined).
+    pub fn info(&self) -> Result<JsValue, JsError> {
+        to_js(&self.inner.info())
     }
 
-    /// Begins a generation; throws on out-of-range settings or a full context ("context full:
+    /// Begins a generation with `options`, one JS object ([`StartOptions`]: `{prompt, maxTokens,
+    /// chat?, temperature?, topP?, seed?, keep?}`, the page's `generate` message without its
+    /// `type`); throws naming every bad or unknown field, or on a full context ("context full:
     /// ..."). `keep` continues the conversation (the cache keeps the earlier turns' tokens and
     /// only new ones are computed); without it the conversation and the cache start empty.
-    // One positional argument per setting keeps the JS call free of object marshalling.
-    #[allow(clippy::too_many_arguments)]
-    pub fn start(
-        &mut self,
-        prompt: &str,
-        chat: bool,
-        max_tokens: u32,
-        temperature: f32,
-        top_p: f32,
-        seed: u32,
-        keep: Option<bool>,
-    ) -> Result<(), JsError> {
-        let options = GenerateOptions {
-            chat,
-            max_tokens: max_tokens as usize,
-            sampler: SamplerConfig {
-                temperature,
-                top_p,
-                seed: seed as u64,
-            },
-            keep: keep.unwrap_or(false),
-        };
-        self.inner.start(prompt, options).map_err(js_err)
+    pub fn start(&mut self, options: &JsValue) -> Result<(), JsError> {
+        let o = StartOptions::from_js(options)?;
+        self.inner.start(&o.prompt, o.options).map_err(js_err)
     }
 
     /// The next piece of text (the first call runs what is left of the prefill); `undefined`
@@ -420,10 +590,10 @@ impl Engine {
         to_js(&progress)
     }
 
-    /// The estimator's `ModelSpec` of the loaded model as JSON (feed it to [`estimate`]).
+    /// The estimator's `ModelSpec` of the loaded model, a JS object (feed it to [`estimate`]).
     #[wasm_bindgen(js_name = modelSpec)]
-    pub fn model_spec(&self) -> Result<String, JsError> {
-        serde_json::to_string(&self.inner.model_spec()).map_err(js_err)
+    pub fn model_spec(&self) -> Result<JsValue, JsError> {
+        to_js(&self.inner.model_spec())
     }
 
     /// Starts a calibration of the model as loaded on the first `maxTokens` tokens of `text`,
@@ -473,18 +643,18 @@ impl Engine {
         }
     }
 
-    /// Prunes the model as loaded with the plan `plan_json` (a `PrunePlan`: `{ratios: {heads,
+    /// Prunes the model as loaded with `plan` (a `PrunePlan` object: `{ratios: {heads,
     /// kv_heads, qk_dims, v_dims, mlp}, layers, importance: "magnitude"|"activation",
-    /// allocation: "uniform"|"global"}`, missing fields default) and runs the result from now
-    /// on in the loaded formats; returns the `PruneReport` JSON. Activation importance needs a
-    /// finished calibration. The cache and the conversation start empty. Every prune starts
-    /// from the model as loaded; [`restore`](Self::restore) runs that again.
-    pub fn prune(&mut self, plan_json: &str) -> Result<String, JsError> {
-        let plan: edgefit_engine::PrunePlan =
-            serde_json::from_str(plan_json).map_err(|e| JsError::new(&format!("plan: {e}")))?;
+    /// allocation: "uniform"|"global"}`, missing fields default, unknown ones refused) and runs
+    /// the result from now on in the loaded formats; returns the `PruneReport` object.
+    /// Activation importance needs a finished calibration. The cache and the conversation start
+    /// empty. Every prune starts from the model as loaded; [`restore`](Self::restore) runs that
+    /// again.
+    pub fn prune(&mut self, plan: &JsValue) -> Result<JsValue, JsError> {
+        let plan: edgefit_engine::PrunePlan = from_js("plan", plan)?;
         let stats = self.calibration.as_ref().and_then(|c| c.stats());
         let report = self.inner.prune(&plan, stats).map_err(js_err)?;
-        serde_json::to_string(&report).map_err(js_err)
+        to_js(&report)
     }
 
     /// Runs the model as loaded again after a prune; `false` when it already runs.
@@ -499,8 +669,8 @@ impl Engine {
     }
 
     /// Perplexity of the running model on the first `maxTokens` + 1 tokens of `text` (one
-    /// window), as the `PerplexityReport` JSON (with `ms`).
-    pub fn perplexity(&self, text: &str, max_tokens: f64) -> Result<String, JsError> {
+    /// window), as the `PerplexityReport` object (with `ms`).
+    pub fn perplexity(&self, text: &str, max_tokens: f64) -> Result<JsValue, JsError> {
         let context = self.inner.model().config.context_length;
         let max_tokens = count("maxTokens", max_tokens, context - 1)?;
         let options = edgefit_engine::PerplexityOptions {
@@ -517,7 +687,7 @@ impl Engine {
             &mut |_, _| {},
         )
         .map_err(js_err)?;
-        serde_json::to_string(&report).map_err(js_err)
+        to_js(&report)
     }
 
     /// The running model as one GGUF file in `dtype` (`q8_0`, `f16`, `f32`; the engine's GGUF
@@ -551,9 +721,21 @@ impl Engine {
         Ok(out)
     }
 
-    /// Measurements of the load and the latest generation as JSON.
-    pub fn metrics(&self) -> Result<String, JsError> {
-        serde_json::to_string(self.inner.metrics()).map_err(js_err)
+    /// Runs the loaded model on a throwaway input for about `budget_ms` (at least one pass) so
+    /// that the browser has tiered up the code a run executes before the first measured one
+    /// (`edgefit_engine::Engine::warm_up`); returns what it ran as a JS object (`WarmUp`: passes,
+    /// prompt_tokens, pass_ms, total_ms), also kept in `metrics().warm_up`. A budget outside
+    /// 0..=10000 ms throws naming it.
+    #[wasm_bindgen(js_name = warmUp)]
+    pub fn warm_up(&mut self, budget_ms: f64) -> Result<JsValue, JsError> {
+        let report = self.inner.warm_up(budget_ms).map_err(js_err)?;
+        to_js(&report)
+    }
+
+    /// Measurements of the load and the latest generation: a JS object (`Metrics`, with every
+    /// `token_ms` entry; [`metrics_since`](Self::metrics_since) sends only the new ones).
+    pub fn metrics(&self) -> Result<JsValue, JsError> {
+        to_js(self.inner.metrics())
     }
 
     /// The metrics as a JS object whose `token_ms` holds only the entries from index `from` on
@@ -589,53 +771,45 @@ impl Engine {
             heap_bytes: m.heap_bytes,
             finish_reason: m.finish_reason,
             token_ms: m.token_ms.get(from as usize..).unwrap_or_default().to_vec(),
+            warm_up: m.warm_up.clone(),
         };
         to_js(&since)
     }
 }
 
-/// A Rust value as a plain JS value, shaped as its JSON would be: `None` is `null` (not
-/// `undefined`), maps are objects (not `Map`s), integers are numbers.
-fn to_js<T: serde::Serialize + ?Sized>(value: &T) -> Result<JsValue, JsError> {
-    let ser = serde_wasm_bindgen::Serializer::new()
-        .serialize_missing_as_null(true)
-        .serialize_maps_as_objects(true);
-    value.serialize(&ser).map_err(js_err)
-}
-
-/// `[{id, name}]` as JSON, with each name looked up by `name_of` (empty if the lookup fails).
+/// `[{id, name}]`, with each name looked up by `name_of` (empty if the lookup fails).
 fn id_name_list(
     ids: Vec<&str>,
     name_of: impl Fn(&str) -> Option<String>,
-) -> Result<String, JsError> {
+) -> Result<JsValue, JsError> {
     let list: Vec<serde_json::Value> = ids
         .into_iter()
         .map(|id| serde_json::json!({ "id": id, "name": name_of(id).unwrap_or_default() }))
         .collect();
-    serde_json::to_string(&list).map_err(js_err)
+    to_js(&list)
 }
 
-/// The model presets: JSON array of `{id, name}`.
+/// The model presets: an array of `{id, name}`.
 #[wasm_bindgen(js_name = presetIds)]
-pub fn preset_ids() -> Result<String, JsError> {
+pub fn preset_ids() -> Result<JsValue, JsError> {
     id_name_list(edgefit_estimate::preset_ids(), |id| {
         edgefit_estimate::preset(id).ok().map(|s| s.name)
     })
 }
 
-/// The bundled device profiles: JSON array of `{id, name}`.
+/// The bundled device profiles: an array of `{id, name}`.
 #[wasm_bindgen(js_name = deviceIds)]
-pub fn device_ids() -> Result<String, JsError> {
+pub fn device_ids() -> Result<JsValue, JsError> {
     id_name_list(edgefit_estimate::device_ids(), |id| {
         edgefit_estimate::device(id).ok().map(|d| d.name)
     })
 }
 
-/// The bundled runtimes: JSON array of `{id, name, units}` (`units`: the compute units its
+/// The bundled runtimes: an array of `{id, name, units}` (`units`: the compute units its
 /// profile runs on, e.g. `["cpu","gpu"]`; a deployment naming another unit is refused by the
 /// estimator), in the estimator's order.
 #[wasm_bindgen(js_name = runtimeIds)]
-pub fn runtime_ids() -> Result<String, JsError> {
+pub fn runtime_ids() -> Result<JsValue, JsError> {
     let list: Vec<serde_json::Value> = edgefit_estimate::runtime_profiles()
         .map_err(js_err)?
         .into_iter()
@@ -644,7 +818,7 @@ pub fn runtime_ids() -> Result<String, JsError> {
             serde_json::json!({ "id": p.id.as_str(), "name": p.name, "units": units })
         })
         .collect();
-    serde_json::to_string(&list).map_err(js_err)
+    to_js(&list)
 }
 
 /// The estimator's tables (`edgefit_estimate::uncertainty::Tables` JSON: the ranges' bands and
@@ -665,82 +839,79 @@ pub fn seed_estimator_tables(tables_json: &str) -> Result<bool, JsError> {
     edgefit_estimate::uncertainty::seed(t).map_err(js_err)
 }
 
-/// A preset's `ModelSpec` as JSON.
+/// A preset's `ModelSpec` object.
 #[wasm_bindgen(js_name = presetSpec)]
-pub fn preset_spec(id: &str) -> Result<String, JsError> {
-    serde_json::to_string(&edgefit_estimate::preset(id).map_err(js_err)?).map_err(js_err)
+pub fn preset_spec(id: &str) -> Result<JsValue, JsError> {
+    to_js(&edgefit_estimate::preset(id).map_err(js_err)?)
 }
 
-/// A `ModelSpec` (JSON) from the text of an HF `config.json`.
+/// A `ModelSpec` object from the text of an HF `config.json` (a file the user dropped: text).
 #[wasm_bindgen(js_name = specFromConfig)]
-pub fn spec_from_config(name: &str, config_json: &str) -> Result<String, JsError> {
-    let spec = edgefit_estimate::ModelSpec::from_hf_config(name, config_json).map_err(js_err)?;
-    serde_json::to_string(&spec).map_err(js_err)
+pub fn spec_from_config(name: &str, config_json: &str) -> Result<JsValue, JsError> {
+    to_js(&edgefit_estimate::ModelSpec::from_hf_config(name, config_json).map_err(js_err)?)
 }
 
-/// A bundled device profile as JSON.
+/// A bundled device profile object.
 #[wasm_bindgen(js_name = deviceProfile)]
-pub fn device_profile(id: &str) -> Result<String, JsError> {
-    serde_json::to_string(&edgefit_estimate::device(id).map_err(js_err)?).map_err(js_err)
+pub fn device_profile(id: &str) -> Result<JsValue, JsError> {
+    to_js(&edgefit_estimate::device(id).map_err(js_err)?)
+}
+
+/// A device profile object read and validated as the CLI reads a profile file.
+fn device_from_js(device: &JsValue) -> Result<edgefit_estimate::DeviceProfile, JsError> {
+    edgefit_estimate::DeviceProfile::from_json(&js_json("device profile", device)?).map_err(js_err)
 }
 
 /// The published sustained-load traces measured on the bundled device `id`, for the thermal
-/// chart: a JSON array (empty when the device has none) of the committed trace objects
+/// chart: an array (empty when the device has none) of the committed trace objects
 /// (`source`, `device`, `soc`, `model`, `runtime`, `unit`, `ambient_c`, `samples`, ...) each
 /// with `reference_tok_s` (its peak, or null) and `points`: `[{t_s, span_s: [from, to],
 /// fraction, tok_s}]` (seconds since the start of the load; the fraction of the peak; tok/s or
 /// null). Throws naming an unknown id.
 #[wasm_bindgen(js_name = thermalTraces)]
-pub fn thermal_traces(id: &str) -> Result<String, JsError> {
-    serde_json::to_string(&edgefit_estimate::trace_views(id).map_err(js_err)?).map_err(js_err)
+pub fn thermal_traces(id: &str) -> Result<JsValue, JsError> {
+    to_js(&edgefit_estimate::trace_views(id).map_err(js_err)?)
 }
 
-/// The `this-browser` profile filled with figures measured in this tab (`BrowserMeasurements`
-/// JSON), as a device profile JSON.
+/// The `this-browser` profile filled with figures measured in this tab (a `BrowserMeasurements`
+/// object, from `BrowserBench.finish()`), as a device profile object.
 #[wasm_bindgen(js_name = thisBrowserDevice)]
-pub fn this_browser_device(measurements_json: &str) -> Result<String, JsError> {
-    let m: edgefit_estimate::BrowserMeasurements =
-        serde_json::from_str(measurements_json).map_err(js_err)?;
-    serde_json::to_string(&edgefit_estimate::DeviceProfile::this_browser(&m).map_err(js_err)?)
-        .map_err(js_err)
+pub fn this_browser_device(measurements: &JsValue) -> Result<JsValue, JsError> {
+    let m: edgefit_estimate::BrowserMeasurements = from_js("measurements", measurements)?;
+    to_js(&edgefit_estimate::DeviceProfile::this_browser(&m).map_err(js_err)?)
 }
 
-/// The estimator's full report (JSON) for a `ModelSpec` (JSON), a deployment (JSON object whose
-/// missing fields take their defaults) and a device profile (JSON).
+/// The estimator's full report (a `Report` object) for a `ModelSpec` object, a deployment (an
+/// object whose missing fields take their defaults) and a device profile object.
 #[wasm_bindgen]
 pub fn estimate(
-    spec_json: &str,
-    deployment_json: &str,
-    device_json: &str,
-) -> Result<String, JsError> {
-    let spec: edgefit_estimate::ModelSpec =
-        serde_json::from_str(spec_json).map_err(|e| JsError::new(&format!("model spec: {e}")))?;
-    let dep: edgefit_estimate::Deployment = serde_json::from_str(deployment_json)
-        .map_err(|e| JsError::new(&format!("deployment: {e}")))?;
-    let dev = edgefit_estimate::DeviceProfile::from_json(device_json).map_err(js_err)?;
-    let report = edgefit_estimate::estimate(&spec, &dep, &dev).map_err(js_err)?;
-    serde_json::to_string(&report).map_err(js_err)
+    spec: &JsValue,
+    deployment: &JsValue,
+    device: &JsValue,
+) -> Result<JsValue, JsError> {
+    let spec: edgefit_estimate::ModelSpec = from_js("model spec", spec)?;
+    let dep: edgefit_estimate::Deployment = from_js("deployment", deployment)?;
+    let dev = device_from_js(device)?;
+    to_js(&edgefit_estimate::estimate(&spec, &dep, &dev).map_err(js_err)?)
 }
 
-/// "What fits?": the sizing solver's answer (`FitResult` JSON) for a `FitRequest` (JSON: the
-/// candidate models with their shapes, and optional weight / KV / pruning-level / context lists
-/// and base deployment; empty lists take the defaults) on a device profile (JSON). The CLI's
-/// `edgefit fit --json` runs the same function, so the two rankings are equal by construction.
-/// Throws with a message naming the problem (a bad field, a level outside [0, 0.9], too many
-/// configurations, an impossible model shape).
+/// "What fits?": the sizing solver's answer (a `FitResult` object) for a `FitRequest` object
+/// (the candidate models with their shapes, and optional weight / KV / pruning-level / context
+/// lists and base deployment; empty lists take the defaults) on a device profile object. The
+/// CLI's `edgefit fit --json` runs the same function, so the two rankings are equal by
+/// construction. Throws with a message naming the problem (a bad field, a level outside
+/// [0, 0.9], too many configurations, an impossible model shape).
 #[wasm_bindgen]
-pub fn fit(request_json: &str, device_json: &str) -> Result<String, JsError> {
-    let req: edgefit_estimate::FitRequest = serde_json::from_str(request_json)
-        .map_err(|e| JsError::new(&format!("fit request: {e}")))?;
-    let dev = edgefit_estimate::DeviceProfile::from_json(device_json).map_err(js_err)?;
-    let res = edgefit_estimate::fit(&req, &dev).map_err(js_err)?;
-    serde_json::to_string(&res).map_err(js_err)
+pub fn fit(request: &JsValue, device: &JsValue) -> Result<JsValue, JsError> {
+    let req: edgefit_estimate::FitRequest = from_js("fit request", request)?;
+    let dev = device_from_js(device)?;
+    to_js(&edgefit_estimate::fit(&req, &dev).map_err(js_err)?)
 }
 
 /// The search of [`fit`] one model at a time, so the page can show progress with time left:
 /// `new FitSearch(request, device)` validates (throwing like `fit`), `step()` searches the next
 /// model and returns whether more remain, `models()` / `modelsDone()` count them, `finish()`
-/// returns the same `FitResult` JSON as `fit`.
+/// returns the same `FitResult` object as `fit`.
 #[wasm_bindgen]
 pub struct FitSearch {
     inner: edgefit_estimate::FitSearch,
@@ -749,10 +920,9 @@ pub struct FitSearch {
 #[wasm_bindgen]
 impl FitSearch {
     #[wasm_bindgen(constructor)]
-    pub fn new(request_json: &str, device_json: &str) -> Result<FitSearch, JsError> {
-        let req: edgefit_estimate::FitRequest = serde_json::from_str(request_json)
-            .map_err(|e| JsError::new(&format!("fit request: {e}")))?;
-        let dev = edgefit_estimate::DeviceProfile::from_json(device_json).map_err(js_err)?;
+    pub fn new(request: &JsValue, device: &JsValue) -> Result<FitSearch, JsError> {
+        let req: edgefit_estimate::FitRequest = from_js("fit request", request)?;
+        let dev = device_from_js(device)?;
         let inner = edgefit_estimate::FitSearch::new(&req, &dev).map_err(js_err)?;
         Ok(FitSearch { inner })
     }
@@ -773,9 +943,9 @@ impl FitSearch {
         self.inner.step().map_err(js_err)
     }
 
-    /// The ranked `FitResult` JSON (consumes the search).
-    pub fn finish(self) -> Result<String, JsError> {
-        serde_json::to_string(&self.inner.finish()).map_err(js_err)
+    /// The ranked `FitResult` object (consumes the search).
+    pub fn finish(self) -> Result<JsValue, JsError> {
+        to_js(&self.inner.finish())
     }
 }
 
@@ -784,33 +954,43 @@ impl FitSearch {
 /// `FIT_MAX_PRUNE` mirrors it, and `tests/page_constants.rs` checks both).
 pub const MAX_PRUNE_LEVEL: f64 = edgefit_estimate::fit::MAX_PRUNE_LEVEL;
 
-/// A `ModelSpec` (JSON) pruned TransAct-style at `level` (the fit solver's recipe: MLP width,
-/// per-head Q/K dims and per-head V dims each lose the fraction `level` in every layer; heads,
-/// depth and hidden size stay), rounded exactly as the engine prunes. Level 0 returns the spec
-/// unchanged; a level outside [0, [`MAX_PRUNE_LEVEL`]] throws naming it.
+/// A `ModelSpec` object pruned TransAct-style at `level` ([`prune_spec`]). Throws naming a bad
+/// spec or a level outside [0, [`MAX_PRUNE_LEVEL`]].
 #[wasm_bindgen(js_name = prunedSpec)]
-pub fn pruned_spec(spec_json: &str, level: f64) -> Result<String, JsError> {
-    let spec: edgefit_estimate::ModelSpec =
-        serde_json::from_str(spec_json).map_err(|e| JsError::new(&format!("model spec: {e}")))?;
-    spec.validate().map_err(js_err)?;
+pub fn pruned_spec(spec: &JsValue, level: f64) -> Result<JsValue, JsError> {
+    let spec: edgefit_estimate::ModelSpec = from_js("model spec", spec)?;
+    to_js(&prune_spec(&spec, level).map_err(|e| JsError::new(&e))?)
+}
+
+/// `spec` pruned TransAct-style at `level` (the fit solver's recipe: MLP width, per-head Q/K
+/// dims and per-head V dims each lose the fraction `level` in every layer; heads, depth and
+/// hidden size stay), rounded exactly as the engine prunes. Level 0 returns the spec
+/// unchanged; a level outside [0, [`MAX_PRUNE_LEVEL`]] is refused naming it. (The Rust half
+/// of [`pruned_spec`], callable off wasm: `tests/page_constants.rs` runs it natively.)
+pub fn prune_spec(
+    spec: &edgefit_estimate::ModelSpec,
+    level: f64,
+) -> Result<edgefit_estimate::ModelSpec, String> {
+    spec.validate().map_err(|e| e.to_string())?;
     if !(level.is_finite() && (0.0..=MAX_PRUNE_LEVEL).contains(&level)) {
-        return Err(JsError::new(&format!(
+        return Err(format!(
             "pruning level {level}: expected a fraction from 0 to {MAX_PRUNE_LEVEL}"
-        )));
+        ));
     }
     if level == 0.0 {
-        return serde_json::to_string(&spec).map_err(js_err);
+        return Ok(spec.clone());
     }
     let recipe = edgefit_estimate::fit::prune_recipe(level);
-    let pruning = edgefit_estimate::Pruning::from_ratios(&spec, &recipe).map_err(js_err)?;
-    serde_json::to_string(&spec.pruned(&pruning).map_err(js_err)?).map_err(js_err)
+    let pruning =
+        edgefit_estimate::Pruning::from_ratios(spec, &recipe).map_err(|e| e.to_string())?;
+    spec.pruned(&pruning).map_err(|e| e.to_string())
 }
 
 /// wasm32 linear memory is addressed with 32 bits: at most 4 GiB (65 536 pages of 64 KiB).
 const WASM32_LIMIT_BYTES: u64 = 4 << 30;
 
 /// Bytes a model may still take in this wasm instance: the 4 GiB a wasm32 memory can grow to
-/// ([`WASM32_LIMIT_BYTES`]) minus what it has grown to already (`memory.size`). Memory the
+/// (`WASM32_LIMIT_BYTES`) minus what it has grown to already (`memory.size`). Memory the
 /// allocator has freed but the instance keeps (wasm memory never shrinks) counts as used, so
 /// the figure is on the safe side. [`Engine::load_gguf`] refuses a model whose preflight need
 /// (weights, KV cache at its full context, scratch; `edgefit_engine::weights::MemoryNeed`) is
@@ -829,7 +1009,7 @@ pub fn memory_budget() -> u64 {
 /// f32, f16, w4g32, w4g64, w4g128, q4_1 and q8_0; two to three seconds in all), with the kernel
 /// the engine runs, one probe per `step()` so the page can show progress: `step()` returns
 /// whether probes remain, `done()` / `total()` count them, `finish()` returns the
-/// `BrowserMeasurements` JSON that [`this_browser_device`] takes. Allocates a 64 MiB buffer for
+/// `BrowserMeasurements` object that [`this_browser_device`] takes. Allocates a 64 MiB buffer for
 /// the bandwidth probe, so the wasm memory grows by that much (it never shrinks). The probes run
 /// on `threads` threads (a pool of their own, as the engine splits its work; the figures say
 /// `threads`): in the threaded build the pool's Web Workers start asynchronously, so the worker
@@ -890,71 +1070,37 @@ impl BrowserBench {
         })
     }
 
-    /// The `BrowserMeasurements` JSON (consumes the run).
-    pub fn finish(self) -> Result<String, JsError> {
-        serde_json::to_string(&self.run.finish()).map_err(js_err)
+    /// The `BrowserMeasurements` object (consumes the run).
+    pub fn finish(self) -> Result<JsValue, JsError> {
+        to_js(&self.run.finish())
     }
 }
 
-/// Warms up the engine's code for a run in `formats_json` (a JSON array of weight format names,
-/// e.g. `["q4_1","q8_0"]`) with `kernel` (empty: the fastest), for about `budget_ms`
-/// (`edgefit_engine::microbench::warm_up`: the browser compiles wasm in tiers, and the first run
-/// after a load otherwise executes baseline code). Unknown names are skipped; bad JSON throws.
-#[wasm_bindgen(js_name = warmUp)]
-pub fn warm_up(kernel: &str, formats_json: &str, budget_ms: f64) -> Result<(), JsError> {
-    let names: Vec<String> =
-        serde_json::from_str(formats_json).map_err(|e| JsError::new(&format!("formats: {e}")))?;
-    let formats: Vec<edgefit_estimate::WeightFormat> =
-        names.iter().filter_map(|n| n.parse().ok()).collect();
-    let k = Kernel::from_name(kernel)
-        .filter(|k| k.is_available())
-        .unwrap_or_else(Kernel::best);
-    if !(budget_ms.is_finite() && (0.0..=10_000.0).contains(&budget_ms)) {
-        return Err(JsError::new(&format!(
-            "budget {budget_ms} ms: expected 0 to 10000"
-        )));
-    }
-    edgefit_engine::microbench::warm_up(
-        &BrowserPlatform,
-        Box::new(BrowserPlatform),
-        k,
-        &formats,
-        budget_ms,
-    );
-    Ok(())
-}
-
-/// The deployment (JSON) that predicts the run the engine measured
-/// (`edgefit_estimate::compare::measured_deployment`): `metrics_json` is the engine's
-/// `metrics()`, `stored_json` its `info().weights.stored` (`[]`: the requested format). Throws
-/// when the run has nothing to compare (no generated token) or names an unknown format.
+/// The deployment object that predicts the run the engine measured
+/// (`edgefit_estimate::compare::measured_deployment`): `metrics` is the engine's `metrics()`,
+/// `stored` its `info().weights.stored` (`[]`: the requested format). Throws when the run has
+/// nothing to compare (no generated token) or names an unknown format.
 #[wasm_bindgen(js_name = comparisonDeployment)]
-pub fn comparison_deployment(metrics_json: &str, stored_json: &str) -> Result<String, JsError> {
+pub fn comparison_deployment(metrics: &JsValue, stored: &JsValue) -> Result<JsValue, JsError> {
     use edgefit_estimate::compare::{measured_deployment, Measured, StoredWeights};
-    let m: Measured =
-        serde_json::from_str(metrics_json).map_err(|e| JsError::new(&format!("metrics: {e}")))?;
-    let stored: Vec<StoredWeights> = serde_json::from_str(stored_json)
-        .map_err(|e| JsError::new(&format!("stored weights: {e}")))?;
-    serde_json::to_string(&measured_deployment(&m, &stored).map_err(js_err)?).map_err(js_err)
+    let m: Measured = from_js("metrics", metrics)?;
+    let stored: Vec<StoredWeights> = from_js("stored weights", stored)?;
+    to_js(&measured_deployment(&m, &stored).map_err(js_err)?)
 }
 
-/// The estimate-vs-measured rows (JSON array of `{key, label, unit, estimate, measured,
-/// error_pct}`, `edgefit_estimate::compare::comparison_rows`) of a report (JSON, the estimate of
-/// [`comparison_deployment`]) against the engine's metrics (JSON) of the model `spec_json`.
+/// The estimate-vs-measured rows (an array of `{key, label, unit, estimate, measured,
+/// error_pct}`, `edgefit_estimate::compare::comparison_rows`) of a report (the estimate of
+/// [`comparison_deployment`]) against the engine's metrics of the model `spec` (objects all).
 #[wasm_bindgen(js_name = comparisonRows)]
 pub fn comparison_rows(
-    spec_json: &str,
-    report_json: &str,
-    metrics_json: &str,
-) -> Result<String, JsError> {
-    let spec: edgefit_estimate::ModelSpec =
-        serde_json::from_str(spec_json).map_err(|e| JsError::new(&format!("model spec: {e}")))?;
-    let report: edgefit_estimate::Report =
-        serde_json::from_str(report_json).map_err(|e| JsError::new(&format!("report: {e}")))?;
-    let m: edgefit_estimate::compare::Measured =
-        serde_json::from_str(metrics_json).map_err(|e| JsError::new(&format!("metrics: {e}")))?;
-    let rows = edgefit_estimate::compare::comparison_rows(&spec, &report, &m).map_err(js_err)?;
-    serde_json::to_string(&rows).map_err(js_err)
+    spec: &JsValue,
+    report: &JsValue,
+    metrics: &JsValue,
+) -> Result<JsValue, JsError> {
+    let spec: edgefit_estimate::ModelSpec = from_js("model spec", spec)?;
+    let report: edgefit_estimate::Report = from_js("report", report)?;
+    let m: edgefit_estimate::compare::Measured = from_js("metrics", metrics)?;
+    to_js(&edgefit_estimate::compare::comparison_rows(&spec, &report, &m).map_err(js_err)?)
 }
 
 /// Fault injection for the page's tests, never called in normal use: the worker calls it only

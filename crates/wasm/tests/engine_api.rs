@@ -4,6 +4,7 @@
 
 use edgefit_engine::synthetic::{gguf_bytes, SyntheticDType};
 use edgefit_wasm::Engine;
+use wasm_bindgen::JsValue;
 use wasm_bindgen_test::wasm_bindgen_test;
 
 fn engine() -> Engine {
@@ -16,12 +17,38 @@ fn js(bytes: &[u8]) -> js_sys::Uint8Array {
     js_sys::Uint8Array::from(bytes)
 }
 
-fn json(s: &str) -> serde_json::Value {
-    serde_json::from_str(s).expect("valid JSON")
+/// A JS value the facade returns (serde-wasm-bindgen) read back as JSON.
+fn json(v: &JsValue) -> serde_json::Value {
+    serde_wasm_bindgen::from_value(v.clone()).expect("a plain JS value")
 }
 
-/// A JS value the facade returns (serde-wasm-bindgen) read back as JSON.
-fn value(v: wasm_bindgen::JsValue) -> serde_json::Value {
+/// A JS object from JSON text, as the worker would build it.
+fn obj(text: &str) -> JsValue {
+    js_sys::JSON::parse(text).expect("valid JSON")
+}
+
+/// `start`'s options object, the worker's `generate` message without its `type`.
+fn opts(
+    prompt: &str,
+    chat: bool,
+    max_tokens: u32,
+    temperature: f64,
+    top_p: f64,
+    seed: u32,
+    keep: Option<bool>,
+) -> JsValue {
+    let mut o = serde_json::json!({
+        "prompt": prompt, "chat": chat, "maxTokens": max_tokens, "temperature": temperature,
+        "topP": top_p, "seed": seed,
+    });
+    if let Some(k) = keep {
+        o["keep"] = k.into();
+    }
+    obj(&o.to_string())
+}
+
+/// [`json`] of an owned value.
+fn value(v: JsValue) -> serde_json::Value {
     serde_wasm_bindgen::from_value(v).expect("a plain JS value")
 }
 
@@ -37,7 +64,7 @@ fn loads_and_reports_the_shape() {
 #[wasm_bindgen_test]
 fn generates_with_measurements() {
     let mut e = engine();
-    e.start("the cat", false, 6, 0.0, 1.0, 0, None)
+    e.start(&opts("the cat", false, 6, 0.0, 1.0, 0, None))
         .unwrap_or_else(|_| panic!("start"));
     let mut pieces = 0;
     while let Some(_piece) = e.step().unwrap_or_else(|_| panic!("step")) {
@@ -98,7 +125,7 @@ fn the_heap_count_follows_allocations_and_frees() {
 fn greedy_is_deterministic_and_chat_works() {
     let run = |chat| {
         let mut e = engine();
-        e.start("hello there", chat, 5, 0.0, 1.0, 0, None)
+        e.start(&opts("hello there", chat, 5, 0.0, 1.0, 0, None))
             .unwrap_or_else(|_| panic!("start"));
         let mut text = String::new();
         while let Some(p) = e.step().unwrap_or_else(|_| panic!("step")) {
@@ -128,19 +155,20 @@ fn bad_input_is_an_error_not_a_panic() {
     );
     let mut e = engine();
     assert!(
-        e.start("x", false, 4, -1.0, 1.0, 0, None).is_err(),
+        e.start(&opts("x", false, 4, -1.0, 1.0, 0, None)).is_err(),
         "negative temperature"
     );
     assert!(
-        e.start("x", false, 0, 0.0, 1.0, 0, None).is_err(),
+        e.start(&opts("x", false, 0, 0.0, 1.0, 0, None)).is_err(),
         "zero max tokens"
     );
     assert!(
-        e.start("x", false, 4, 0.0, 1.5, 0, None).is_err(),
+        e.start(&opts("x", false, 4, 0.0, 1.5, 0, None)).is_err(),
         "top-p above 1"
     );
     assert!(
-        e.start("x", false, 100_000, 0.0, 1.0, 0, None).is_err(),
+        e.start(&opts("x", false, 100_000, 0.0, 1.0, 0, None))
+            .is_err(),
         "beyond the context"
     );
     assert!(e.step().is_err(), "step without a started generation");
@@ -154,9 +182,10 @@ fn bad_input_is_an_error_not_a_panic() {
 #[wasm_bindgen_test]
 fn weight_formats_and_kernels_are_selectable() {
     let bytes = gguf_bytes(7, SyntheticDType::F32).unwrap();
-    let formats: Vec<String> =
-        serde_json::from_str(&edgefit_wasm::weight_formats().unwrap_or_else(|_| panic!("formats")))
-            .unwrap();
+    let formats: Vec<String> = serde_json::from_value(json(
+        &edgefit_wasm::weight_formats().unwrap_or_else(|_| panic!("formats")),
+    ))
+    .unwrap();
     assert_eq!(formats[0], "auto", "the default comes first");
     for w in ["w4g32", "f32"] {
         let mut texts = Vec::new();
@@ -171,7 +200,7 @@ fn weight_formats_and_kernels_are_selectable() {
         assert_eq!(info["kernel"], "simd128");
         for k in &kernels {
             e.set_kernel(k).unwrap_or_else(|_| panic!("kernel {k}"));
-            e.start("the cat", false, 4, 0.0, 1.0, 0, None)
+            e.start(&opts("the cat", false, 4, 0.0, 1.0, 0, None))
                 .unwrap_or_else(|_| panic!("start"));
             let mut text = String::new();
             while let Some(p) = e.step().unwrap_or_else(|_| panic!("step")) {
@@ -198,7 +227,7 @@ fn estimates_the_loaded_model_and_presets() {
     let device =
         edgefit_wasm::device_profile("snapdragon-8-gen3").unwrap_or_else(|_| panic!("device"));
     let report = json(
-        &edgefit_wasm::estimate(&spec, r#"{"weights":"w4g32","kv":"k8v16"}"#, &device)
+        &edgefit_wasm::estimate(&spec, &obj(r#"{"weights":"w4g32","kv":"k8v16"}"#), &device)
             .unwrap_or_else(|_| panic!("estimate")),
     );
     assert!(report["memory"]["kv_bytes_per_token"].as_u64().unwrap() > 0);
@@ -211,11 +240,11 @@ fn estimates_the_loaded_model_and_presets() {
         .any(|p| p["id"] == "smollm2-135m"));
     let smol = edgefit_wasm::preset_spec("smollm2-135m").unwrap_or_else(|_| panic!("preset"));
     assert!(
-        edgefit_wasm::estimate(&smol, r#"{"context":0}"#, &device).is_err(),
+        edgefit_wasm::estimate(&smol, &obj(r#"{"context":0}"#), &device).is_err(),
         "context 0 is refused"
     );
     assert!(
-        edgefit_wasm::estimate(&smol, "{}", "{}").is_err(),
+        edgefit_wasm::estimate(&smol, &obj("{}"), &obj("{}")).is_err(),
         "an empty device is refused"
     );
 }
@@ -268,7 +297,7 @@ fn measures_this_browser_and_builds_its_profile() {
         edgefit_wasm::threads_supported()
     );
     assert_eq!(m["wasm_limit_bytes"].as_u64(), Some(4 << 30));
-    let device = edgefit_wasm::this_browser_device(&m.to_string())
+    let device = edgefit_wasm::this_browser_device(&obj(&m.to_string()))
         .unwrap_or_else(|_| panic!("this-browser profile"));
     let d = json(&device);
     assert_eq!(
@@ -281,7 +310,7 @@ fn measures_this_browser_and_builds_its_profile() {
     );
     let spec = edgefit_wasm::preset_spec("smollm2-135m").unwrap_or_else(|_| panic!("preset"));
     let report = json(
-        &edgefit_wasm::estimate(&spec, r#"{"weights":"f32","kv":"f32"}"#, &device)
+        &edgefit_wasm::estimate(&spec, &obj(r#"{"weights":"f32","kv":"f32"}"#), &device)
             .unwrap_or_else(|_| panic!("estimate")),
     );
     assert!(report["latency"]["decode_tok_s"].as_f64().unwrap() > 0.0);
@@ -291,11 +320,11 @@ fn measures_this_browser_and_builds_its_profile() {
 fn every_kv_format_runs_and_holds_the_estimated_bytes() {
     let mut e = engine();
     let spec: edgefit_estimate::ModelSpec =
-        serde_json::from_str(&e.model_spec().unwrap_or_else(|_| panic!("spec"))).unwrap();
+        serde_json::from_value(json(&e.model_spec().unwrap_or_else(|_| panic!("spec")))).unwrap();
     for format in edgefit_estimate::KvFormat::ALL {
         e.set_kv_format(format.as_str())
             .unwrap_or_else(|_| panic!("kv {format}"));
-        e.start("the cat", false, 4, 0.0, 1.0, 0, None)
+        e.start(&opts("the cat", false, 4, 0.0, 1.0, 0, None))
             .unwrap_or_else(|_| panic!("start"));
         while e.step().unwrap_or_else(|_| panic!("step")).is_some() {}
         let m = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
@@ -317,13 +346,13 @@ fn kept_turns_reuse_the_cache_and_kv_bytes_match() {
     let mut e = engine();
     let m = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
     assert_eq!(m["kv_format"], edgefit_wasm::default_kv_format());
-    e.start("the cat", false, 4, 0.0, 1.0, 0, None)
+    e.start(&opts("the cat", false, 4, 0.0, 1.0, 0, None))
         .unwrap_or_else(|_| panic!("start"));
     while e.step().unwrap_or_else(|_| panic!("step")).is_some() {}
     let held = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")))["kv_tokens"]
         .as_u64()
         .unwrap();
-    e.start(" and the dog", false, 4, 0.0, 1.0, 0, Some(true))
+    e.start(&opts(" and the dog", false, 4, 0.0, 1.0, 0, Some(true)))
         .unwrap_or_else(|_| panic!("second turn"));
     while e.step().unwrap_or_else(|_| panic!("step")).is_some() {}
     let m = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
@@ -345,7 +374,10 @@ fn fit_ranks_passing_configurations_and_names_bad_requests() {
     let spec = edgefit_wasm::preset_spec("smollm2-135m").unwrap_or_else(|_| panic!("preset"));
     let dev =
         edgefit_wasm::device_profile("snapdragon-8-gen3").unwrap_or_else(|_| panic!("device"));
-    let req = format!(r#"{{"models":[{{"id":"smollm2-135m","spec":{spec}}}],"contexts":[2048]}}"#);
+    let spec = json(&spec);
+    let req = obj(&format!(
+        r#"{{"models":[{{"id":"smollm2-135m","spec":{spec}}}],"contexts":[2048]}}"#
+    ));
     let res = json(&edgefit_wasm::fit(&req, &dev).unwrap_or_else(|_| panic!("fit")));
     let rows = res["rows"].as_array().unwrap();
     assert!(!rows.is_empty(), "a 135M model fits a flagship phone");
@@ -353,10 +385,13 @@ fn fit_ranks_passing_configurations_and_names_bad_requests() {
     assert_eq!(res["device"], "snapdragon-8-gen3");
     assert!(res["tried"].as_u64().unwrap() >= rows.len() as u64);
     // A level outside [0, 0.9] and an empty model list are refused, not clamped.
-    let bad = format!(r#"{{"models":[{{"id":"x","spec":{spec}}}],"prune_levels":[0.95]}}"#);
+    let bad = obj(&format!(
+        r#"{{"models":[{{"id":"x","spec":{spec}}}],"prune_levels":[0.95]}}"#
+    ));
     assert!(edgefit_wasm::fit(&bad, &dev).is_err());
-    assert!(edgefit_wasm::fit(r#"{"models":[]}"#, &dev).is_err());
-    assert!(edgefit_wasm::fit("not json", &dev).is_err());
+    assert!(edgefit_wasm::fit(&obj(r#"{"models":[]}"#), &dev).is_err());
+    assert!(edgefit_wasm::fit(&JsValue::from_str("not a request"), &dev).is_err());
+    assert!(edgefit_wasm::fit(&JsValue::UNDEFINED, &dev).is_err());
     // Model by model (the page's progress bar): the same result, refused the same way.
     let mut search = edgefit_wasm::FitSearch::new(&req, &dev).unwrap_or_else(|_| panic!("search"));
     assert_eq!((search.models_done(), search.models()), (0, 1));
@@ -388,7 +423,7 @@ fn the_prefill_runs_in_chunks_with_progress() {
     // Long enough for more than one chunk on the synthetic tokenizer.
     let prompt = "the theme of the thesis is the theme of the cat and the dog on the mat, \
         then the thesis of the theme is the cat sat on the theme";
-    e.start(prompt, false, 4, 0.0, 1.0, 0, None)
+    e.start(&opts(prompt, false, 4, 0.0, 1.0, 0, None))
         .unwrap_or_else(|_| panic!("start"));
     let total = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")))["prompt_tokens"]
         .as_u64()
@@ -419,12 +454,12 @@ fn the_prefill_runs_in_chunks_with_progress() {
 #[wasm_bindgen_test]
 fn compares_a_run_with_its_estimate() {
     let mut e = engine();
-    e.start("the cat", false, 6, 0.0, 1.0, 0, None)
+    e.start(&opts("the cat", false, 6, 0.0, 1.0, 0, None))
         .unwrap_or_else(|_| panic!("start"));
     while e.step().unwrap_or_else(|_| panic!("step")).is_some() {}
     let metrics = e.metrics().unwrap_or_else(|_| panic!("metrics"));
     let info = json(&e.info().unwrap_or_else(|_| panic!("info")));
-    let stored = info["weights"]["stored"].to_string();
+    let stored = obj(&info["weights"]["stored"].to_string());
     let dep = edgefit_wasm::comparison_deployment(&metrics, &stored)
         .unwrap_or_else(|_| panic!("deployment"));
     let d = json(&dep);
@@ -447,7 +482,7 @@ fn compares_a_run_with_its_estimate() {
     let kv = &rows[4];
     assert_eq!(kv["error_pct"].as_f64(), Some(0.0), "{kv}");
     assert!(
-        edgefit_wasm::comparison_deployment("{}", "[]").is_err(),
+        edgefit_wasm::comparison_deployment(&obj("{}"), &obj("[]")).is_err(),
         "a run without tokens is refused"
     );
 }
@@ -455,7 +490,7 @@ fn compares_a_run_with_its_estimate() {
 #[wasm_bindgen_test]
 fn metrics_since_sends_only_the_new_token_ms() {
     let mut e = engine();
-    e.start("the cat", false, 6, 0.0, 1.0, 0, None)
+    e.start(&opts("the cat", false, 6, 0.0, 1.0, 0, None))
         .unwrap_or_else(|_| panic!("start"));
     // What the worker does: after each step ask from the entries it holds and append them.
     let mut held: Vec<f64> = Vec::new();
@@ -488,14 +523,15 @@ fn metrics_since_sends_only_the_new_token_ms() {
         .collect();
     assert!(!whole_ms.is_empty());
     assert_eq!(held, whole_ms, "the appended entries are the whole list");
-    // The JSON metrics() holds the same list (serde_json's text round trip may move a last digit).
+    // metrics() holds the same list (the same serializer: exactly the same f64s).
     let full = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
-    let json_ms = full["token_ms"].as_array().unwrap();
-    assert_eq!(json_ms.len(), held.len());
-    for (a, b) in held.iter().zip(json_ms) {
-        let b = b.as_f64().unwrap();
-        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
-    }
+    let full_ms: Vec<f64> = full["token_ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(held, full_ms);
     // Every other field is the full metrics' (finish_reason a string or null, as in the JSON),
     // and the object has exactly the JSON's keys.
     let strip = |v: &serde_json::Value| {
@@ -515,4 +551,123 @@ fn metrics_since_sends_only_the_new_token_ms() {
             .unwrap_or_else(|_| panic!("metricsSince")),
     );
     assert_eq!(past["token_ms"], serde_json::json!([]));
+}
+
+/// The message of a facade error, as the page's worker shows it.
+fn message(e: wasm_bindgen::JsError) -> String {
+    let v: JsValue = e.into();
+    js_sys::Reflect::get(&v, &"message".into())
+        .ok()
+        .and_then(|m| m.as_string())
+        .unwrap_or_default()
+}
+
+#[wasm_bindgen_test]
+fn start_takes_one_options_object_and_names_every_bad_field() {
+    let mut e = engine();
+    // Only prompt and maxTokens are needed: the rest take the engine's defaults (greedy, top-p 1,
+    // seed 0, no chat template, a new conversation), so the text equals the explicit options'.
+    let run = |e: &mut Engine, o: &JsValue| {
+        e.start(o).unwrap_or_else(|_| panic!("start"));
+        let mut text = String::new();
+        while let Some(p) = e.step().unwrap_or_else(|_| panic!("step")) {
+            text.push_str(&p);
+        }
+        text
+    };
+    let short = run(&mut e, &obj(r#"{"prompt":"the cat","maxTokens":5}"#));
+    let full = run(&mut e, &opts("the cat", false, 5, 0.0, 1.0, 0, Some(false)));
+    assert_eq!(short, full);
+    // undefined counts as left out (a JS caller's `{keep: undefined}`).
+    let o = obj(r#"{"prompt":"the cat","maxTokens":5}"#);
+    js_sys::Reflect::set(&o, &"keep".into(), &JsValue::UNDEFINED).unwrap();
+    assert_eq!(run(&mut e, &o), full);
+    // Every bad field in one message, each with its value and what it takes.
+    let bad = obj(
+        r#"{"prompt":7,"maxTokens":1.5,"chat":"yes","temperature":-1,"topP":0,"seed":-2,"keep":1,"topK":40}"#,
+    );
+    let msg = message(e.start(&bad).expect_err("bad options are refused"));
+    for part in [
+        "start options: prompt 7: expected a string",
+        r#""topK" is not an option"#,
+        "maxTokens 1.5: expected a whole number from 1 to 4294967295",
+        "temperature -1: expected a number from 0 (greedy) to 10",
+        "topP 0: expected a number above 0 and at most 1",
+        "seed -2: expected a whole number from 0 to 4294967295",
+        r#"chat "yes": expected true or false"#,
+        "keep 1: expected true or false",
+    ] {
+        assert!(msg.contains(part), "{part:?} missing from {msg:?}");
+    }
+    let o = obj(r#"{"prompt":"x","maxTokens":8}"#);
+    js_sys::Reflect::set(&o, &"temperature".into(), &JsValue::from_f64(f64::NAN)).unwrap();
+    js_sys::Reflect::set(&o, &"topP".into(), &JsValue::from_f64(f64::INFINITY)).unwrap();
+    let msg = message(e.start(&o).expect_err("NaN and Infinity are refused"));
+    assert!(
+        msg.contains("temperature NaN: expected") && msg.contains("topP Infinity: expected"),
+        "{msg}"
+    );
+    let msg = message(
+        e.start(&obj(r#"{"prompt":"x"}"#))
+            .expect_err("maxTokens is needed"),
+    );
+    assert!(
+        msg.contains("maxTokens undefined: expected a whole number"),
+        "{msg}"
+    );
+    for not_object in [
+        JsValue::UNDEFINED,
+        JsValue::from_str("the cat"),
+        obj("[1,2]"),
+    ] {
+        let msg = message(e.start(&not_object).expect_err("not an object"));
+        assert!(
+            msg.starts_with("start options: expected an object"),
+            "{msg}"
+        );
+    }
+    // Past the 2^32 - 1 a u32 holds: refused, not wrapped.
+    let msg = message(
+        e.start(&obj(r#"{"prompt":"x","maxTokens":4294967296}"#))
+            .expect_err("too many tokens"),
+    );
+    assert!(msg.contains("maxTokens 4294967296"), "{msg}");
+}
+
+#[wasm_bindgen_test]
+fn objects_in_are_read_as_the_cli_reads_json() {
+    let mut e = engine();
+    // A prune plan refuses an unknown field (deny_unknown_fields), as `edgefit prune` does.
+    let msg = message(
+        e.prune(&obj(r#"{"ratios":{"mlp":0.25},"bogus":1}"#))
+            .expect_err("an unknown plan field"),
+    );
+    assert!(msg.contains("plan: unknown field `bogus`"), "{msg}");
+    let report = json(
+        &e.prune(&obj(r#"{"ratios":{"mlp":0.25}}"#))
+            .unwrap_or_else(|e| panic!("prune: {}", message(e))),
+    );
+    assert!(report.is_object(), "a PruneReport object: {report}");
+    // A deployment field left undefined takes its default, as a field left out of JSON does.
+    let spec = edgefit_wasm::preset_spec("smollm2-135m").unwrap_or_else(|_| panic!("preset"));
+    let device =
+        edgefit_wasm::device_profile("snapdragon-8-gen3").unwrap_or_else(|_| panic!("device"));
+    let dep = obj("{}");
+    js_sys::Reflect::set(&dep, &"context".into(), &JsValue::UNDEFINED).unwrap();
+    let a = json(&edgefit_wasm::estimate(&spec, &dep, &device).unwrap_or_else(|_| panic!("a")));
+    let b =
+        json(&edgefit_wasm::estimate(&spec, &obj("{}"), &device).unwrap_or_else(|_| panic!("b")));
+    assert_eq!(a, b);
+    let msg = message(
+        edgefit_wasm::estimate(&spec, &obj(r#"{"weights":"w9"}"#), &device)
+            .expect_err("an unknown format"),
+    );
+    assert!(msg.starts_with("deployment: "), "{msg}");
+    // The header check answers with an object too.
+    let bytes = gguf_bytes(7, SyntheticDType::Q8_0).unwrap();
+    let h = json(
+        &edgefit_wasm::check_gguf_header(&js(&bytes), bytes.len() as f64)
+            .unwrap_or_else(|_| panic!("header")),
+    );
+    assert_eq!(h["status"], "ok", "{h}");
 }

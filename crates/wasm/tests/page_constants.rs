@@ -9,6 +9,7 @@
 //! | `web/protocol/catalog.js` `FIT_MAX_PRUNE` | [`edgefit_wasm::MAX_PRUNE_LEVEL`], the bound the fit solver checks |
 //! | `web/protocol/catalog.js` `MAX_THREADS` | `edgefit_kernels::pool::MAX_THREADS` (the wasm's `maxThreads()`) |
 //! | `web/estimate-view.js` `MAX_THREADS`, `MAX_CONTEXT` | `edgefit_estimate::{MAX_THREADS, MAX_CONTEXT}` |
+//! | `web/protocol/catalog.js` `START_OPTION_KEYS` | [`edgefit_wasm::START_FIELDS`], the fields `Engine.start` reads |
 //!
 //! Natively only (the wasm32 test runners have no file system).
 #![cfg(not(target_arch = "wasm32"))]
@@ -136,11 +137,10 @@ fn fit_max_prune_is_the_bound_the_solver_checks() {
     let above = f64::from_bits(max.to_bits() + 1);
     let err = fit(&request(above), &device).expect_err("the solver refuses above it");
     assert!(err.to_string().contains("prune level"), "{err}");
-    assert!(edgefit_wasm::pruned_spec(
-        &serde_json::to_string(&request(0.0).models[0].spec).expect("spec"),
-        max
-    )
-    .is_ok());
+    let spec = &request(0.0).models[0].spec;
+    assert!(edgefit_wasm::prune_spec(spec, max).is_ok());
+    let err = edgefit_wasm::prune_spec(spec, above).expect_err("the page's bound too");
+    assert!(err.starts_with("pruning level "), "{err}");
 }
 
 #[test]
@@ -170,5 +170,19 @@ fn the_estimators_context_limit_is_the_rust_one() {
         view,
         edgefit_estimate::MAX_CONTEXT as f64,
         "web/estimate-view.js MAX_CONTEXT"
+    );
+}
+
+#[test]
+fn start_option_keys_are_the_fields_start_reads() {
+    let src = web("protocol/catalog.js");
+    let keys = js_list(
+        js_const(&src, "catalog.js", "START_OPTION_KEYS"),
+        "START_OPTION_KEYS",
+    );
+    assert_eq!(
+        keys,
+        edgefit_wasm::START_FIELDS,
+        "web/protocol/catalog.js START_OPTION_KEYS must list edgefit_wasm::START_FIELDS in order"
     );
 }

@@ -90,6 +90,7 @@ impl Engine {
         self.generation = None;
         self.metrics = Metrics {
             load_ms: self.metrics.load_ms,
+            warm_up: self.metrics.warm_up.take(),
             prompt_tokens: tokens.len() - kept,
             reused_tokens: kept,
             ..Metrics::for_model(&self.model)

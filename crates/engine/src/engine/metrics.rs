@@ -62,6 +62,10 @@ pub struct Metrics {
     pub finish_reason: Option<FinishReason>,
     /// Milliseconds of each decode step (forward + sample), in order.
     pub token_ms: Vec<f64>,
+    /// The latest [`Engine::warm_up`] of this model (kept across generations); absent before
+    /// the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warm_up: Option<super::WarmUp>,
 }
 
 impl Engine {

@@ -3,7 +3,8 @@
 //! calibration, pruning and restoring the loaded model. The rest is split by what it does:
 //! `session.rs` (one generation: settings, the prefill in chunks, the step loop),
 //! `conversation.rs` (history, transcript and reuse of the tokens the KV cache holds) and
-//! `metrics.rs` (what is measured); their public items are re-exported here. The engine never reads a clock itself: it asks the injected
+//! `metrics.rs` (what is measured), `warm.rs` (running the loaded model on a throwaway input
+//! before the first measured run); their public items are re-exported here. The engine never reads a clock itself: it asks the injected
 //! [`Platform`] ([`crate::platform`]).
 
 use std::io::{Read, Seek};
@@ -22,10 +23,12 @@ use crate::weights::{LoadOptions, WeightsSummary};
 pub use metrics::{FinishReason, Metrics};
 use session::Generation;
 pub use session::{GenerateOptions, PrefillProgress, PREFILL_CHUNK};
+pub use warm::{WarmUp, MAX_WARM_MS, MIN_WARM_PASSES, WARM_DECODE_STEPS, WARM_PROMPT_TOKENS};
 
 mod conversation;
 mod metrics;
 mod session;
+mod warm;
 
 /// The model's shape and tokenizer summary, for display. The shape's fields are inlined in
 /// the JSON (`n_layers`, `hidden`, ...).

@@ -104,7 +104,13 @@ impl Engine {
         let t0 = self.platform.now_ms();
         let end = (gen.fed + PREFILL_CHUNK - self.cache.len() % PREFILL_CHUNK).min(total);
         let chunk = &gen.prompt[gen.fed..end];
-        let logits = self.model.forward(chunk, &mut self.cache, Logits::Last)?;
+        // Only the prompt's last chunk needs logits (the first new token is sampled from them).
+        let which = if end == total {
+            Logits::Last
+        } else {
+            Logits::None
+        };
+        let logits = self.model.forward(chunk, &mut self.cache, which)?;
         self.held.extend_from_slice(chunk);
         gen.fed = end;
         gen.prefill_ms += self.platform.now_ms() - t0;

@@ -10,37 +10,26 @@ use crate::config::LayerShape;
 use crate::error::{EngineError, Result};
 use crate::tokenizer::GgufTokenizerFields;
 
+/// The array at `key` with every element read by `item` (an empty list when the key is
+/// missing), refusing a non-array or an element `item` cannot read ("holds a non-`what`").
+fn array<T>(
+    md: &HashMap<String, Value>,
+    key: &str,
+    what: &str,
+    item: impl Fn(&Value) -> Option<T>,
+) -> Result<Vec<T>> {
+    let Some(v) = md.get(key) else {
+        return Ok(Vec::new());
+    };
+    v.to_vec()
+        .map_err(|_| EngineError::metadata(key, "is not an array"))?
+        .iter()
+        .map(|x| item(x).ok_or_else(|| EngineError::metadata(key, format!("holds a non-{what}"))))
+        .collect()
+}
+
 pub(super) fn tokenizer_fields(md: &HashMap<String, Value>) -> Result<GgufTokenizerFields> {
-    let strings = |key: &str| -> Result<Vec<String>> {
-        match md.get(key) {
-            None => Ok(Vec::new()),
-            Some(v) => {
-                let arr = v
-                    .to_vec()
-                    .map_err(|_| EngineError::metadata(key, "is not an array"))?;
-                arr.iter()
-                    .map(|x| {
-                        x.to_string()
-                            .cloned()
-                            .map_err(|_| EngineError::metadata(key, "holds a non-string"))
-                    })
-                    .collect()
-            }
-        }
-    };
-    let token_types = match md.get("tokenizer.ggml.token_type") {
-        None => Vec::new(),
-        Some(v) => v
-            .to_vec()
-            .map_err(|_| EngineError::metadata("tokenizer.ggml.token_type", "is not an array"))?
-            .iter()
-            .map(|x| {
-                x.to_i32().map_err(|_| {
-                    EngineError::metadata("tokenizer.ggml.token_type", "holds a non-i32")
-                })
-            })
-            .collect::<Result<_>>()?,
-    };
+    let strings = |key: &str| array(md, key, "string", |x| x.to_string().ok().cloned());
     let id = |key: &str| -> Result<Option<u32>> {
         opt_usize(md, key)?
             .map(|v| {
@@ -53,21 +42,9 @@ pub(super) fn tokenizer_fields(md: &HashMap<String, Value>) -> Result<GgufTokeni
         model: get_str(md, "tokenizer.ggml.model")?,
         pre: opt_str(md, "tokenizer.ggml.pre").unwrap_or_default(),
         tokens: strings("tokenizer.ggml.tokens")?,
-        token_types,
+        token_types: array(md, "tokenizer.ggml.token_type", "i32", |x| x.to_i32().ok())?,
         merges: strings("tokenizer.ggml.merges")?,
-        scores: match md.get("tokenizer.ggml.scores") {
-            None => Vec::new(),
-            Some(v) => v
-                .to_vec()
-                .map_err(|_| EngineError::metadata("tokenizer.ggml.scores", "is not an array"))?
-                .iter()
-                .map(|x| {
-                    x.to_f32().map_err(|_| {
-                        EngineError::metadata("tokenizer.ggml.scores", "holds a non-f32")
-                    })
-                })
-                .collect::<Result<_>>()?,
-        },
+        scores: array(md, "tokenizer.ggml.scores", "f32", |x| x.to_f32().ok())?,
         bos: id("tokenizer.ggml.bos_token_id")?,
         eos: id("tokenizer.ggml.eos_token_id")?,
         eot: id("tokenizer.ggml.eot_token_id")?,
@@ -223,5 +200,66 @@ pub(super) fn opt_f32(md: &HashMap<String, Value>, key: &str) -> Result<Option<f
         Some(Value::F32(x)) => Ok(Some(*x)),
         Some(Value::F64(x)) => Ok(Some(*x as f32)),
         Some(_) => Err(EngineError::metadata(key, "is not a float")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn md(key: &str, v: Value) -> HashMap<String, Value> {
+        HashMap::from([(key.to_string(), v)])
+    }
+
+    #[test]
+    fn one_array_reader_for_every_element_type() {
+        let k = "tokenizer.ggml.scores";
+        let f32s = |m: &HashMap<String, Value>| array(m, k, "f32", |x| x.to_f32().ok());
+        assert_eq!(
+            f32s(&HashMap::new()).unwrap(),
+            Vec::<f32>::new(),
+            "missing: empty"
+        );
+        let ok = md(k, Value::Array(vec![Value::F32(0.5), Value::F32(-1.0)]));
+        assert_eq!(f32s(&ok).unwrap(), vec![0.5, -1.0]);
+        let problem = |r: Result<Vec<f32>>| match r {
+            Err(EngineError::Metadata { key, problem }) => (key, problem),
+            other => panic!("expected a metadata error, got {other:?}"),
+        };
+        assert_eq!(
+            problem(f32s(&md(k, Value::F32(1.0)))),
+            (k.to_string(), "is not an array".to_string())
+        );
+        let mixed = md(
+            k,
+            Value::Array(vec![Value::F32(0.5), Value::String("x".into())]),
+        );
+        assert_eq!(
+            problem(f32s(&mixed)),
+            (k.to_string(), "holds a non-f32".to_string())
+        );
+        // The tokenizer's three arrays read through it, each naming its own key and type.
+        let mut m = md("tokenizer.ggml.model", Value::String("gpt2".into()));
+        m.insert(
+            "tokenizer.ggml.token_type".into(),
+            Value::Array(vec![Value::I32(1), Value::F32(2.0)]),
+        );
+        match tokenizer_fields(&m) {
+            Err(EngineError::Metadata { key, problem }) => {
+                assert_eq!(
+                    (key.as_str(), problem.as_str()),
+                    ("tokenizer.ggml.token_type", "holds a non-i32")
+                )
+            }
+            other => panic!("expected the token_type error, got {:?}", other.map(|_| ())),
+        }
+        m.remove("tokenizer.ggml.token_type");
+        m.insert(
+            "tokenizer.ggml.tokens".into(),
+            Value::Array(vec![Value::String("a".into()), Value::String("b".into())]),
+        );
+        let t = tokenizer_fields(&m).unwrap();
+        assert_eq!(t.tokens, ["a", "b"]);
+        assert!(t.token_types.is_empty() && t.scores.is_empty() && t.merges.is_empty());
     }
 }

@@ -36,8 +36,8 @@
 //! | `memory.rs` | the memory preflight, [`MemoryNeed`] |
 //! | `mod.rs` | [`Weights`], [`LayerWeights`], the one assembly routine [`Weights::read_all`] |
 //!
-//! The tensor table ([`LayerPart`], [`TensorRole`]) is the leaf [`crate::tensors`], re-exported
-//! here.
+//! The tensor table ([`LayerPart`], [`TensorRole`]) is the leaf [`crate::tensors`] (its one
+//! path; not re-exported here).
 
 mod convert;
 mod format;
@@ -54,7 +54,7 @@ pub use self::convert::Conversion;
 pub use self::format::{held_format, LoadOptions, MatrixUse, Source, WeightsFormat};
 pub use self::memory::{human_bytes, MemoryNeed};
 pub use self::raw::RawTensor;
-pub use crate::tensors::{LayerPart, TensorRole};
+use crate::tensors::{LayerPart, TensorRole};
 
 use crate::config::{LayerShape, LlamaConfig};
 use crate::error::Result;

@@ -158,6 +158,53 @@ fn gemma3_gguf_matches_transformers() {
     eprintln!("gemma3_gguf (GGUF f32): max |logit − golden| = {e:.2e}");
 }
 
+/// Gemma 3 with a prompt within the window (8): the sliding layers take the pass's tokens at
+/// once, as a full layer does, and give transformers' logits for those positions (causal: the
+/// first 8 positions of a golden prompt see only its first 8 tokens), in one call and in two
+/// (5 then 3), with the f32 KV cache.
+#[test]
+fn gemma3_prompts_within_the_window_match_transformers() {
+    for (label, model, golden_case) in [
+        ("gemma3", from_hf("gemma3").0, "gemma3"),
+        (
+            "gemma3_gguf",
+            gguf_model("gemma3_gguf", "model.gguf", F32),
+            "gemma3_gguf",
+        ),
+    ] {
+        let golden: serde_json::Value =
+            serde_json::from_slice(&read(golden_case, "golden.json")).unwrap();
+        let w = model.config.sliding_window.expect("a sliding window");
+        assert_eq!(w, 8, "{label}");
+        let vocab = model.config.vocab;
+        for case in golden["cases"].as_array().unwrap() {
+            let tokens: Vec<u32> = serde_json::from_value(case["tokens"].clone()).unwrap();
+            let want: Vec<Vec<f64>> = serde_json::from_value(case["logits"].clone()).unwrap();
+            for pieces in [&[8usize][..], &[5, 3]] {
+                let mut cache = model.new_cache(64);
+                let mut got = Vec::new();
+                let mut fed = 0;
+                for &n in pieces {
+                    got.extend(
+                        model
+                            .forward(&tokens[fed..fed + n], &mut cache, Logits::All)
+                            .unwrap(),
+                    );
+                    fed += n;
+                }
+                for (p, row) in want[..w].iter().enumerate() {
+                    for (g, x) in got[p * vocab..(p + 1) * vocab].iter().zip(row) {
+                        assert!(
+                            (*g as f64 - x).abs() <= 1e-4 + 1e-5 * x.abs(),
+                            "{label} {pieces:?}: position {p}: {g} vs {x}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Gemma 3's sliding layers keep only their window in every KV format, and the bytes held are
 /// what the estimator computes from the same files on its own (`ModelSpec::from_hf_config`,
 /// the GGUF metadata): 90 tokens, fed in pieces (a prefill of 17, then pieces of 1 and 9),

@@ -364,7 +364,7 @@ fn same_weights(a: &Model, b: &Model) {
     let (wa, wb) = (&a.weights, &b.weights);
     assert_eq!(wa.bytes(), wb.bytes());
     assert_eq!(wa.summary(), wb.summary());
-    let all = |w: &edgefit_engine::model::Weights| -> Vec<Vec<f32>> {
+    let all = |w: &edgefit_engine::weights::Weights| -> Vec<Vec<f32>> {
         std::iter::once(&w.embed)
             .chain(w.layers.iter().flat_map(|l| l.matrices()))
             .chain(w.output.iter())

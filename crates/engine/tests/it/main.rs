@@ -23,3 +23,4 @@ mod prefill;
 mod rope_scaling;
 mod spm_tokenizer;
 mod threads;
+mod warm_up;

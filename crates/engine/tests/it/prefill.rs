@@ -227,3 +227,27 @@ fn prefill_chunk_without_a_generation_is_an_error() {
     let err = e.prefill_chunk().expect_err("nothing started");
     assert!(err.to_string().contains("start"), "{err}");
 }
+
+/// A pass that asks for no logits ([`Logits::None`], a prefill chunk before the prompt's last)
+/// returns none and leaves the cache as a pass that asks for them: the next pass's logits are
+/// the same bits.
+#[test]
+fn a_pass_without_logits_leaves_the_same_cache() {
+    let e = engine(LoadOptions::default());
+    let model = e.model();
+    let tokens: Vec<u32> = (0..20).map(|i| (i * 5 + 1) % 40).collect();
+    let mut with = model.new_cache(64);
+    let mut without = model.new_cache(64);
+    assert!(!model
+        .forward(&tokens, &mut with, Logits::Last)
+        .unwrap()
+        .is_empty());
+    assert!(model
+        .forward(&tokens, &mut without, Logits::None)
+        .unwrap()
+        .is_empty());
+    assert_eq!(without.len(), with.len());
+    let a = model.forward(&[7, 3], &mut with, Logits::All).unwrap();
+    let b = model.forward(&[7, 3], &mut without, Logits::All).unwrap();
+    assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()) && a.len() == b.len());
+}

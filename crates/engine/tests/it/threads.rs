@@ -73,6 +73,12 @@ fn gemma3_gguf_q8() -> Model {
 }
 
 /// Logits of a 13-token prefill and 4 decode steps, all concatenated.
+/// Rows of logits [`run`] returns.
+const RUN_ROWS: usize = 13 + 4 + 6 + 1 + 3;
+
+/// A 13-token prompt and 4 decode steps, then in a new cache a 6-token prompt and a token that
+/// stay within the fixtures' window of 8 (the sliding layers' tokens go in at once) and 3 more
+/// that make the ring wrap (one at a time).
 fn run(model: &Model) -> Vec<f32> {
     let mut cache = model.new_cache(64);
     let prompt: Vec<u32> = (0..13).map(|i| (i * 7 + 3) % 40).collect();
@@ -85,6 +91,14 @@ fn run(model: &Model) -> Vec<f32> {
                 .forward(&[t], &mut cache, Logits::Last)
                 .expect("decode"),
         );
+    }
+    let mut cache = model.new_cache(64);
+    for (tokens, which) in [
+        (&prompt[..6], Logits::All),
+        (&[9][..], Logits::Last),
+        (&[1, 4, 11][..], Logits::All),
+    ] {
+        all.extend(model.forward(tokens, &mut cache, which).expect("forward"));
     }
     all
 }
@@ -100,7 +114,7 @@ fn assert_same_bits_on_any_pool(label: &str, model: &Model, kvs: &[KvFormat]) {
             m.kernel = kernel;
             m.pool = Pool::serial();
             let want = run(&m);
-            assert_eq!(want.len(), (13 + 4) * m.config.vocab, "{label}");
+            assert_eq!(want.len(), RUN_ROWS * m.config.vocab, "{label}");
             assert!(want.iter().all(|v| v.is_finite()), "{label}: finite logits");
             for pool in &pools {
                 m.pool = pool.clone();
