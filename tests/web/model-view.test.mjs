@@ -2,33 +2,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as MV from '../../web/model-view.js';
+import { smolLmInfo } from './fixtures/model-info.mjs';
 
-const info = () => ({
+const info = () => smolLmInfo({
   name: 'SmolLM2 135M 8k Lc100K Mix1 Ep2',
-  arch: 'llama',
-  n_layers: 30,
-  hidden: 576,
-  n_heads: 9,
-  n_kv_heads: 3,
-  head_dim: 64,
-  ffn: 1536,
-  vocab: 49152,
-  context_length: 8192,
-  params: 134515008,
   weights_bytes: 97087104,
   weights: {
+    ...smolLmInfo().weights,
     weights: 'auto',
-    embedding: 'q8_0',
-    stored: [
-      { format: 'q8_0', matrices: 1, bytes: 30081024 },
-      { format: 'q4_1', matrices: 210, bytes: 67006080 },
-    ],
     converted: [{ from: 'q4_1', to: 'q8_0', tensors: ['token_embd.weight'] }],
   },
   tokenizer: { kind: 'bpe' },
-  kernel: 'simd128',
   kernels: ['scalar', 'simd128'],
-  chat_template: true,
 });
 
 test('infoRows: every row a string, the given name first, the file name and the counts as people read them', () => {

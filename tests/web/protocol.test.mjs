@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as P from '../../web/protocol.js';
 import * as V from '../../web/estimate-view.js';
+import { smolLmInfo } from './fixtures/model-info.mjs';
 
 const goodParams = () => ({ prompt: 'The capital of France is', chat: false, maxTokens: 16, temperature: 0, topP: 0.9, seed: 42 });
 
@@ -24,31 +25,7 @@ const goodMetrics = () => ({
   token_ms: [45.1, 46.2, 44.9],
 });
 
-const goodInfo = () => ({
-  name: 'SmolLM2 135M Instruct',
-  arch: 'llama',
-  n_layers: 30,
-  hidden: 576,
-  n_heads: 9,
-  n_kv_heads: 3,
-  head_dim: 64,
-  ffn: 1536,
-  vocab: 49152,
-  context_length: 8192,
-  params: 134515008,
-  weights_bytes: 538060032,
-  weights: {
-    weights: 'w4g32',
-    embedding: 'q8_0',
-    stored: [
-      { format: 'q8_0', matrices: 1, bytes: 30081024 },
-      { format: 'q4_1', matrices: 210, bytes: 67006080 },
-    ],
-  },
-  kernel: 'simd128',
-  kernels: ['scalar', 'portable', 'simd128'],
-  chat_template: true,
-});
+const goodInfo = () => smolLmInfo();
 
 const fakeBlob = () => ({ size: 10, stream() {}, arrayBuffer() {} });
 
