@@ -3,23 +3,16 @@
 // one back. Native only (the native clock).
 #![cfg(not(target_arch = "wasm32"))]
 
-use edgefit_engine::native::NativePlatform;
+use crate::common::synthetic::synthetic_engine;
 use edgefit_engine::prune::merge_stats;
-use edgefit_engine::synthetic::{gguf_bytes, SyntheticDType};
+use edgefit_engine::synthetic::SyntheticDType;
 use edgefit_engine::{Engine, GenerateOptions, Importance, LayerRatios, LoadOptions, PrunePlan};
 
 const TEXT: &str =
     "the theme of the thesis: then the thing went there, the other one then the end. ";
 
 fn engine() -> Engine {
-    let bytes = gguf_bytes(7, SyntheticDType::F32).unwrap();
-    Engine::load_gguf(
-        &mut std::io::Cursor::new(bytes),
-        Box::new(NativePlatform::default()),
-        LoadOptions::default(),
-        &mut |_, _| {},
-    )
-    .unwrap()
+    synthetic_engine(7, SyntheticDType::F32, LoadOptions::default())
 }
 
 #[test]

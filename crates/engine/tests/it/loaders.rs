@@ -4,7 +4,6 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use edgefit_engine::hf::load_hf;
-use edgefit_engine::native::NativePlatform;
 use edgefit_engine::synthetic::{gguf_bytes, hf_files, SyntheticDType};
 use edgefit_engine::{
     Engine, EngineError, GenerateOptions, LoadOptions, Logits, Model, TextTokenizer, WeightsFormat,
@@ -157,14 +156,7 @@ fn broken_files_are_errors() {
 
 /// An engine on the synthetic Q8_0 model, loaded with the default options.
 fn synthetic_engine() -> Engine {
-    let bytes = gguf_bytes(SEED, SyntheticDType::Q8_0).unwrap();
-    Engine::load_gguf(
-        &mut std::io::Cursor::new(bytes),
-        Box::new(NativePlatform::default()),
-        LoadOptions::default(),
-        &mut |_, _| {},
-    )
-    .unwrap()
+    crate::common::synthetic::synthetic_engine(SEED, SyntheticDType::Q8_0, LoadOptions::default())
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! mid-prefill that keeps what was fed for the next kept turn.
 #![cfg(not(target_arch = "wasm32"))]
 
-use edgefit_engine::native::NativePlatform;
+use crate::common::synthetic::synthetic_engine;
 use edgefit_engine::synthetic::{gguf_bytes, SyntheticDType};
 use edgefit_engine::{
     Engine, GenerateOptions, LoadOptions, Logits, Model, PrefillProgress, SamplerConfig,
@@ -18,14 +18,7 @@ const LONG: &str = "the theme of the thesis is the theme of the cat and the dog 
     then the thesis of the theme is the cat sat on the theme";
 
 fn engine(options: LoadOptions) -> Engine {
-    let bytes = gguf_bytes(SEED, SyntheticDType::Q8_0).expect("synthetic model");
-    Engine::load_gguf(
-        &mut std::io::Cursor::new(bytes),
-        Box::new(NativePlatform::default()),
-        options,
-        &mut |_, _| {},
-    )
-    .expect("the synthetic model loads")
+    synthetic_engine(SEED, SyntheticDType::Q8_0, options)
 }
 
 fn greedy(max_tokens: usize, keep: bool) -> GenerateOptions {

@@ -3,19 +3,12 @@
 //! metrics, and a budget that is not a number of milliseconds from 0 to 10 s refused by name.
 #![cfg(not(target_arch = "wasm32"))]
 
-use edgefit_engine::native::NativePlatform;
-use edgefit_engine::synthetic::{gguf_bytes, SyntheticDType};
+use crate::common::synthetic::synthetic_engine;
+use edgefit_engine::synthetic::SyntheticDType;
 use edgefit_engine::{Engine, EngineError, GenerateOptions, LoadOptions, SamplerConfig, WarmUp};
 
 fn engine() -> Engine {
-    let bytes = gguf_bytes(5, SyntheticDType::Q8_0).expect("synthetic model");
-    Engine::load_gguf(
-        &mut std::io::Cursor::new(bytes),
-        Box::new(NativePlatform::default()),
-        LoadOptions::default(),
-        &mut |_, _| {},
-    )
-    .expect("the synthetic model loads")
+    synthetic_engine(5, SyntheticDType::Q8_0, LoadOptions::default())
 }
 
 fn greedy(keep: bool) -> GenerateOptions {

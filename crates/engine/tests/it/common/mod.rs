@@ -3,3 +3,4 @@
 
 pub mod greedy;
 pub mod hostile_cases;
+pub mod synthetic;
