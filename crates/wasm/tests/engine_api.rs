@@ -48,6 +48,16 @@ fn opts(
 }
 
 /// [`json`] of an owned value.
+/// A metrics object's `token_ms`, as numbers.
+fn token_ms(metrics: &serde_json::Value) -> Vec<f64> {
+    metrics["token_ms"]
+        .as_array()
+        .expect("token_ms is an array")
+        .iter()
+        .map(|x| x.as_f64().expect("token_ms holds numbers"))
+        .collect()
+}
+
 fn value(v: JsValue) -> serde_json::Value {
     serde_wasm_bindgen::from_value(v).expect("a plain JS value")
 }
@@ -515,22 +525,12 @@ fn metrics_since_sends_only_the_new_token_ms() {
         e.metrics_since(0)
             .unwrap_or_else(|_| panic!("metricsSince")),
     );
-    let whole_ms: Vec<f64> = whole["token_ms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect();
+    let whole_ms = token_ms(&whole);
     assert!(!whole_ms.is_empty());
     assert_eq!(held, whole_ms, "the appended entries are the whole list");
     // metrics() holds the same list (the same serializer: exactly the same f64s).
     let full = json(&e.metrics().unwrap_or_else(|_| panic!("metrics")));
-    let full_ms: Vec<f64> = full["token_ms"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect();
+    let full_ms = token_ms(&full);
     assert_eq!(held, full_ms);
     // Every other field is the full metrics' (finish_reason a string or null, as in the JSON),
     // and the object has exactly the JSON's keys.
