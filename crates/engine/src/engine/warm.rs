@@ -2,8 +2,8 @@
 //!
 //! Why: a browser compiles wasm in tiers. Chromium runs a function first as Liftoff (baseline)
 //! code and recompiles it with TurboFan, in the background, once it has run enough; until that
-//! job finishes the baseline code keeps running. The synthetic warm-up
-//! (`microbench::warm_up`: the GEMV and 64-row GEMM of each format) left the forward pass itself
+//! job finishes the baseline code keeps running. The synthetic warm-up this replaced
+//! (the GEMV and 64-row GEMM of each format, in `microbench`, since removed) left the forward pass itself
 //! cold: V8's own trace (`--js-flags=--trace-wasm-compilation-times`, the page's first run after
 //! its first load) showed `Model::forward_probed`, the KV cache's `scores` /
 //! `add_weighted_values` / `push`, the attention kernels, RoPE and the tokenizer's regex VM
