@@ -3,4 +3,6 @@
 
 pub mod greedy;
 pub mod hostile_cases;
+/// Native only, like every module that loads through it (it needs the native platform).
+#[cfg(not(target_arch = "wasm32"))]
 pub mod synthetic;
