@@ -113,6 +113,12 @@ pub struct UnitProfile {
     /// `BW · min(1, t / t_sat)` (default 1: one thread saturates, i.e. no thread dependence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandwidth_saturation_cores: Option<f64>,
+    /// GPU only: the programming interface GPU runtimes drive it through (`metal` on Apple
+    /// GPUs, `opencl` on Adreno): a runtime's kernels per interface are different code (ggml's
+    /// Metal and OpenCL backends), so a runtime profile may give its fractions per interface
+    /// ([`crate::runtime::RuntimeUnit::api_fractions`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
     /// Fixed cost per operation (dispatch, synchronisation), microseconds.
     pub op_overhead_us: f64,
     /// DVFS frequency table, MHz, highest first. The governor steps along it.

@@ -26,6 +26,11 @@
 //!   SIMD width × the int8 multiplier of SDOT / i8mm), not one rate per core: a 4-pipe
 //!   Apple P-core retires twice the NEON work of a 2-pipe Cortex-A76 per cycle;
 //! - `default_threads` (CPU only; `null` = the device's `default_threads`);
+//! - `api_fractions` (GPU): `η_c` and `η_d` per GPU programming interface (the device unit's
+//!   `api`: `metal`, `opencl`, `vulkan`), for a runtime whose backends per interface are
+//!   separate kernel sets (llama.cpp: ggml-metal on Apple GPUs, ggml-opencl on Adreno); each
+//!   pair is **fitted** on the points of devices with that interface, and a device whose
+//!   interface has no entry takes the unit-level pair;
 //! - `static_context`: the runtime runs graphs compiled with static shapes for the whole
 //!   context `C` (QNN / Genie context binaries), so each step's attention reads all `C` cached
 //!   positions and computes over them (`S = n·C`, KV read `C` tokens), not the `p + n` filled.
@@ -98,11 +103,25 @@ pub struct RuntimeUnit {
     /// Threads by default on a CPU (`None`: the device's `default_threads`).
     #[serde(default)]
     pub default_threads: Option<u32>,
+    /// GPU only: `compute_fraction` and `decode_bandwidth_fraction` per programming
+    /// interface of the device's GPU (`UnitProfile::api`), replacing the unit-level pair on
+    /// devices with that interface.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub api_fractions: BTreeMap<String, ApiFractions>,
     /// Graphs compiled ahead of time with static shapes for the deployment's whole `context`
     /// (e.g. QNN / Genie context binaries): every step's attention reads the whole KV buffer
     /// and computes over it, whatever the cache holds (see [`crate::latency`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub static_context: bool,
+}
+
+/// The two fitted fractions of a runtime on one GPU programming interface.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApiFractions {
+    /// Achieved fraction of peak compute in prefill GEMMs.
+    pub compute_fraction: f64,
+    /// Achieved fraction of the theoretical DRAM bandwidth in decode.
+    pub decode_bandwidth_fraction: f64,
 }
 
 /// A runtime profile: `models/runtimes/<id>.json`.
@@ -188,17 +207,44 @@ impl RuntimeProfile {
             return Err(bad("units".into(), "no compute unit".into()));
         }
         for (u, r) in &self.units {
+            let api = r.api_fractions.iter().flat_map(|(a, f)| {
+                [
+                    (
+                        format!("api_fractions.{a}.compute_fraction"),
+                        f.compute_fraction,
+                    ),
+                    (
+                        format!("api_fractions.{a}.decode_bandwidth_fraction"),
+                        f.decode_bandwidth_fraction,
+                    ),
+                ]
+            });
             for (name, v) in [
-                ("compute_fraction", r.compute_fraction),
-                ("prefill_bandwidth_fraction", r.prefill_bandwidth_fraction),
-                ("decode_bandwidth_fraction", r.decode_bandwidth_fraction),
-            ] {
+                ("compute_fraction".to_string(), r.compute_fraction),
+                (
+                    "prefill_bandwidth_fraction".to_string(),
+                    r.prefill_bandwidth_fraction,
+                ),
+                (
+                    "decode_bandwidth_fraction".to_string(),
+                    r.decode_bandwidth_fraction,
+                ),
+            ]
+            .into_iter()
+            .chain(api)
+            {
                 if !(v.is_finite() && v > 0.0 && v <= 1.0) {
                     return Err(bad(
                         format!("units.{u}.{name}"),
                         format!("{v} must be in (0, 1]"),
                     ));
                 }
+            }
+            if !r.api_fractions.is_empty() && *u != ComputeUnit::Gpu {
+                return Err(bad(
+                    format!("units.{u}.api_fractions"),
+                    "only a gpu unit has programming interfaces".into(),
+                ));
             }
             for (name, v) in [
                 ("op_overhead_us", r.op_overhead_us),
@@ -253,6 +299,14 @@ impl RuntimeUnit {
             .get(&weights)
             .copied()
             .unwrap_or(self.default_compute)
+    }
+
+    /// The entry of `api_fractions` that applies to a GPU programmed through `api`, if any.
+    pub fn api_entry(&self, api: Option<&str>) -> Option<(&str, &ApiFractions)> {
+        let a = api?;
+        self.api_fractions
+            .get_key_value(a)
+            .map(|(k, f)| (k.as_str(), f))
     }
 }
 
@@ -382,6 +436,18 @@ pub(crate) fn resolve(
             warnings,
         });
     }
+    // Per-interface fractions (llama.cpp's Metal vs OpenCL kernels) replace the unit's pair.
+    let with_api;
+    let ru = match ru.api_entry(unit.api.as_deref()) {
+        Some((_, f)) => {
+            let mut r = ru.clone();
+            r.compute_fraction = f.compute_fraction;
+            r.decode_bandwidth_fraction = f.decode_bandwidth_fraction;
+            with_api = r;
+            &with_api
+        }
+        None => ru,
+    };
     let compute = dep.compute.unwrap_or(ru.compute_for(dep.weights));
     let sdot_only;
     // i8mm where the runtime's kernel for this format uses it and the CPU has it, else SDOT.

@@ -97,6 +97,7 @@ validation_files!(
     "llamacpp-issue-27078-m1max",
     "llamacpp-pr-19356-19360-rpi5",
     "llamacpp-prs-apple-m4-m5",
+    "llamacpp-prs-opencl-adreno",
     "mlc-blog-orange-pi",
     "mlc-llm-issue-1359",
     "pocketpal-pr-702",
@@ -401,23 +402,45 @@ impl Param {
     }
 }
 
-fn set_param(p: &mut RuntimeProfile, unit: ComputeUnit, param: Param, v: f64) {
-    if let Some(u) = p.units.get_mut(&unit) {
+fn set_param(p: &mut RuntimeProfile, unit: ComputeUnit, api: Option<&str>, param: Param, v: f64) {
+    let Some(u) = p.units.get_mut(&unit) else {
+        return;
+    };
+    if let Some(f) = api.and_then(|a| u.api_fractions.get_mut(a)) {
         match param {
-            Param::Compute => u.compute_fraction = v,
-            Param::Bandwidth => u.decode_bandwidth_fraction = v,
+            Param::Compute => f.compute_fraction = v,
+            Param::Bandwidth => f.decode_bandwidth_fraction = v,
             Param::Kernel => u.decode_kernel_fraction = Some(v),
         }
+        return;
     }
+    match param {
+        Param::Compute => u.compute_fraction = v,
+        Param::Bandwidth => u.decode_bandwidth_fraction = v,
+        Param::Kernel => u.decode_kernel_fraction = Some(v),
+    }
+}
+
+/// The GPU programming interface whose fractions of `rt` apply to `c` (the device unit's
+/// `api` when the runtime profile has an entry for it; `None`: the unit-level pair).
+fn api_of(c: &Case, profiles: &[RuntimeProfile]) -> Option<String> {
+    let ru = profiles
+        .iter()
+        .find(|p| p.id == c.runtime)?
+        .units
+        .get(&c.unit)?;
+    let api = c.device.units.get(&c.unit)?.api.as_deref();
+    ru.api_entry(api).map(|(a, _)| a.to_string())
 }
 
 /// The value of the phase's parameter that makes the estimate of `c` equal its measurement.
 fn solve(c: &Case, profiles: &[RuntimeProfile], param: Param, measured: f64) -> Result<f64> {
     let phase = param.phase();
     let idx = profiles.iter().position(|p| p.id == c.runtime).unwrap_or(0);
+    let api = api_of(c, profiles);
     let mut trial = profiles.to_vec();
     let mut at = |v: f64| -> Result<f64> {
-        set_param(&mut trial[idx], c.unit, param, v);
+        set_param(&mut trial[idx], c.unit, api.as_deref(), param, v);
         let (p, d) = speeds_of(c, &trial)?;
         Ok(match phase {
             Phase::Prefill => p,
@@ -471,19 +494,26 @@ fn measured(c: &Case, phase: Phase) -> Option<f64> {
 /// The fit of the module docs: the committed priors refitted on `cases`.
 pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
     let mut profiles = runtime_profiles()?;
-    let mut groups: Vec<(Runtime, ComputeUnit)> =
-        cases.iter().map(|c| (c.runtime, c.unit)).collect();
+    // One group per runtime × unit × GPU interface with its own fractions (see api_of).
+    let apis: Vec<Option<String>> = cases.iter().map(|c| api_of(c, &profiles)).collect();
+    let mut groups: Vec<(Runtime, ComputeUnit, Option<String>)> = cases
+        .iter()
+        .zip(&apis)
+        .map(|(c, a)| (c.runtime, c.unit, a.clone()))
+        .collect();
     groups.sort();
     groups.dedup();
-    let mut fitted: Vec<(Runtime, ComputeUnit, Param, f64)> = Vec::new();
+    type Fitted = (Runtime, ComputeUnit, Option<String>, Param, f64);
+    let mut fitted: Vec<Fitted> = Vec::new();
     for param in [
         Param::Compute,
         Param::Bandwidth,
         Param::Kernel,
         Param::Compute,
     ] {
-        fitted.retain(|(_, _, q, _)| *q != param);
-        for &(rt, unit) in &groups {
+        fitted.retain(|(_, _, _, q, _)| *q != param);
+        for (rt, unit, api) in &groups {
+            let (rt, unit) = (*rt, *unit);
             let Some(ru) = profiles
                 .iter()
                 .find(|p| p.id == rt)
@@ -502,7 +532,11 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
             // the sources: each source is one vote, so a source with many points (one device,
             // one harness) cannot outvote the others.
             let mut by_source: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-            for c in cases.iter().filter(|c| c.runtime == rt && c.unit == unit) {
+            for (c, _) in cases
+                .iter()
+                .zip(&apis)
+                .filter(|(c, a)| c.runtime == rt && c.unit == unit && *a == api)
+            {
                 let quantized = crate::runtime::is_quantized(c.deployment.weights);
                 let evidence = match param {
                     Param::Compute => true,
@@ -519,35 +553,50 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
             let sol: Vec<f64> = by_source.into_values().filter_map(log_median).collect();
             if let Some(v) = log_median(sol) {
                 let idx = profiles.iter().position(|p| p.id == rt).unwrap_or(0);
-                set_param(&mut profiles[idx], unit, param, v);
-                fitted.push((rt, unit, param, v));
+                set_param(&mut profiles[idx], unit, api.as_deref(), param, v);
+                fitted.push((rt, unit, api.clone(), param, v));
             }
         }
     }
     // A runtime × unit the points do not constrain takes the median of the values fitted
     // for other runtimes on the same unit (pooled), not its prior: so leaving a source out
     // leaves the evidence of the other runtimes, not a guess.
+    // The same for a GPU interface entry no point constrains: the pool of that unit.
     for param in [Param::Compute, Param::Bandwidth, Param::Kernel] {
         for p in profiles.iter_mut() {
+            let id = p.id;
             for (unit, ru) in p.units.iter_mut() {
                 if ru.device_figures
                     || (param == Param::Kernel && ru.decode_kernel_fraction.is_none())
-                    || fitted
-                        .iter()
-                        .any(|(r, u, q, _)| *r == p.id && u == unit && *q == param)
                 {
                     continue;
                 }
-                let pool: Vec<f64> = fitted
-                    .iter()
-                    .filter(|(_, u, q, _)| u == unit && *q == param)
-                    .map(|(_, _, _, v)| *v)
+                let keys: Vec<Option<String>> = std::iter::once(None)
+                    .chain(ru.api_fractions.keys().cloned().map(Some))
+                    .filter(|k| param != Param::Kernel || k.is_none())
                     .collect();
-                if let Some(v) = log_median(pool) {
-                    match param {
-                        Param::Compute => ru.compute_fraction = v,
-                        Param::Bandwidth => ru.decode_bandwidth_fraction = v,
-                        Param::Kernel => ru.decode_kernel_fraction = Some(v),
+                for key in keys {
+                    if fitted
+                        .iter()
+                        .any(|(r, u, a, q, _)| *r == id && u == unit && *a == key && *q == param)
+                    {
+                        continue;
+                    }
+                    let pool: Vec<f64> = fitted
+                        .iter()
+                        .filter(|(_, u, _, q, _)| u == unit && *q == param)
+                        .map(|(_, _, _, _, v)| *v)
+                        .collect();
+                    let Some(v) = log_median(pool) else {
+                        continue;
+                    };
+                    let entry = key.as_ref().and_then(|a| ru.api_fractions.get_mut(a));
+                    match (param, entry) {
+                        (Param::Compute, Some(f)) => f.compute_fraction = v,
+                        (Param::Bandwidth, Some(f)) => f.decode_bandwidth_fraction = v,
+                        (Param::Compute, None) => ru.compute_fraction = v,
+                        (Param::Bandwidth, None) => ru.decode_bandwidth_fraction = v,
+                        (Param::Kernel, _) => ru.decode_kernel_fraction = Some(v),
                     }
                 }
             }
@@ -631,6 +680,10 @@ pub struct ValidationReport {
     /// The fitted runtime parameters on the whole set: (runtime, unit, compute_fraction,
     /// decode_bandwidth_fraction).
     pub fitted: Vec<(Runtime, ComputeUnit, f64, f64, Option<f64>)>,
+    /// The fitted per-GPU-interface fractions on the whole set: (runtime, unit, interface,
+    /// compute_fraction, decode_bandwidth_fraction) ([`crate::runtime::ApiFractions`]).
+    #[serde(default)]
+    pub fitted_api: Vec<(Runtime, ComputeUnit, String, f64, f64)>,
     /// Fraction of rows inside their printed range.
     pub inside_range: f64,
     /// The bands.
@@ -812,6 +865,26 @@ pub fn validate() -> Result<ValidationReport> {
                 .collect::<Vec<_>>()
         })
         .collect();
+    let fitted_api = loso
+        .all
+        .iter()
+        .flat_map(|p| {
+            p.units
+                .iter()
+                .flat_map(|(u, ru)| {
+                    ru.api_fractions.iter().map(|(a, f)| {
+                        (
+                            p.id,
+                            *u,
+                            a.clone(),
+                            f.compute_fraction,
+                            f.decode_bandwidth_fraction,
+                        )
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
     let inside = rows.iter().filter(|r| r.inside_range).count() as f64 / rows.len().max(1) as f64;
     Ok(ValidationReport {
         sources: validation_files()?.into_iter().map(|f| f.source).collect(),
@@ -819,6 +892,7 @@ pub fn validate() -> Result<ValidationReport> {
         skipped,
         mape: tables,
         fitted,
+        fitted_api,
         inside_range: inside,
         bands,
     })
@@ -888,6 +962,9 @@ impl ValidationReport {
         for (rt, u, cf, bw, w) in &self.fitted {
             let w = w.map(|w| format!("{w:.3}")).unwrap_or_else(|| "-".into());
             let _ = writeln!(s, "  {rt:<10} {u:<4} {cf:.3} {bw:.3} {w}");
+        }
+        for (rt, u, a, cf, bw) in &self.fitted_api {
+            let _ = writeln!(s, "  {rt:<10} {:<4} {cf:.3} {bw:.3} -", format!("{u}/{a}"));
         }
         s
     }
