@@ -537,6 +537,53 @@ mod tests {
         assert!("tensorrt".parse::<Runtime>().is_err());
     }
 
+    /// A GPU whose programming interface has its own entry in `api_fractions` takes that
+    /// pair (llama.cpp's Metal vs OpenCL kernels); one without (or another api) takes the
+    /// unit's; an entry outside the gpu unit or out of (0, 1] is a named error.
+    #[test]
+    fn gpu_fractions_follow_the_device_programming_interface() {
+        let mut rt = runtime_profile(Runtime::Llamacpp).unwrap();
+        let gpu = rt.units.get_mut(&ComputeUnit::Gpu).unwrap();
+        gpu.compute_fraction = 0.5;
+        gpu.api_fractions.insert(
+            "opencl".into(),
+            ApiFractions {
+                compute_fraction: 0.1,
+                decode_bandwidth_fraction: 0.25,
+            },
+        );
+        let dep = Deployment {
+            weights: WeightFormat::Q4_0,
+            unit: Some(ComputeUnit::Gpu),
+            runtime: Some(Runtime::Llamacpp),
+            ..Deployment::default()
+        };
+        let mut d = crate::device::device("snapdragon-8-elite-gen5").unwrap();
+        assert_eq!(d.units[&ComputeUnit::Gpu].api.as_deref(), Some("opencl"));
+        let e = resolve(&d, ComputeUnit::Gpu, &dep, &rt).unwrap();
+        assert_eq!(e.prefill.compute_fraction, 0.1);
+        let bw = d.memory.theoretical_bandwidth_gbs.unwrap();
+        assert!((e.decode.bandwidth_gbs - 0.25 * bw).abs() < 1e-9);
+        d.units.get_mut(&ComputeUnit::Gpu).unwrap().api = Some("vulkan".into());
+        let e = resolve(&d, ComputeUnit::Gpu, &dep, &rt).unwrap();
+        assert_eq!(e.prefill.compute_fraction, 0.5);
+        let mut v = serde_json::to_value(&rt).unwrap();
+        v["units"]["gpu"]["api_fractions"]["opencl"]["compute_fraction"] = 0.0.into();
+        let msg = RuntimeProfile::from_json(&v.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("api_fractions.opencl.compute_fraction"),
+            "{msg}"
+        );
+        let mut v = serde_json::to_value(&rt).unwrap();
+        v["units"]["cpu"]["api_fractions"] = v["units"]["gpu"]["api_fractions"].clone();
+        let msg = RuntimeProfile::from_json(&v.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("units.cpu.api_fractions"), "{msg}");
+    }
+
     /// The CPU decode kernel roof follows what the cores issue per cycle: κ · peak / 2 with the
     /// peak of the threads used, so twice the SIMD width doubles it, and i8mm doubles it only
     /// for the formats whose kernels use it (llama.cpp: q4_0, not q6_k).
