@@ -839,7 +839,10 @@ mod tests {
     }
 
     #[test]
-    fn real_clock_runs_within_its_budget() {
+    fn real_clock_measures_sane_rates() {
+        // That the budget bounds the work is `a_fake_clock_bounds_the_work`'s (deterministic);
+        // a wall-clock bound here failed on a loaded 2-core machine (10.9 s at load average
+        // 12), so this run only checks that the real clock gives sane figures.
         let p = NativePlatform::default();
         let cfg = MicrobenchConfig {
             buffer_bytes: 8 << 20,
@@ -847,15 +850,9 @@ mod tests {
             batch_ms: 10.0,
             ..MicrobenchConfig::default()
         };
-        let t0 = p.now_ms();
         let m = measure(&p, &native, &cfg, Kernel::best(), None);
-        let took = p.now_ms() - t0;
         assert_sane(&m);
-        // Two probes of 60 ms and 21 of 15 ms, the overhead probe (loading and running the
-        // synthetic model), set-up (quantizing the test matrices) and one batch overrun each;
-        // generous for a busy machine.
-        assert!(took < 5000.0, "took {took} ms");
-        // Sanity: a machine that runs these tests streams more than 0.1 GB/s.
+        // A machine that runs these tests streams more than 0.1 GB/s.
         assert!(m.read_bandwidth_gbs > 0.1, "{m:?}");
     }
 }

@@ -1,8 +1,7 @@
 //! How many units of a structure each layer loses: the estimator's rounding, MLP width
 //! alignment, and uniform or global (FLAP-style) allocation (module docs of [`super`]).
 
-use super::surgery::Work;
-use super::{Allocation, LayerRatios};
+use super::Allocation;
 
 /// Units a layer keeps of `n` after removing the fraction `r`: `max(1, round((1 − r) · n))`.
 pub(super) fn keep_count(r: f64, n: usize) -> usize {
@@ -18,18 +17,18 @@ pub(super) fn align(kept: usize, full: usize, m: usize) -> usize {
     (((kept as f64 / m as f64).round() as usize) * m).clamp(m, full)
 }
 
-/// Units each layer removes: its own ratio's count, or (global) the same total ranked across
-/// layers by score over the layer's mean score, each layer keeping at least one unit.
+/// Units each layer removes (`ratios[l]`: the fraction layer `l` asks to remove): its own
+/// ratio's count, or (global) the same total ranked across layers by score over the layer's
+/// mean score, each layer keeping at least one unit.
 pub(super) fn removal_counts(
     scores: &[Vec<f64>],
-    works: &[Work],
-    ratio: impl Fn(&LayerRatios) -> f64,
+    ratios: &[f64],
     allocation: Allocation,
 ) -> Vec<usize> {
     let uniform: Vec<usize> = scores
         .iter()
-        .zip(works)
-        .map(|(s, w)| s.len() - keep_count(ratio(&w.ratios), s.len()))
+        .zip(ratios)
+        .map(|(s, &r)| s.len() - keep_count(r, s.len()))
         .collect();
     if allocation == Allocation::Uniform {
         return uniform;

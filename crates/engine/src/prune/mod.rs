@@ -104,6 +104,7 @@ mod stats;
 mod surgery;
 #[cfg(test)]
 mod tests;
+mod work;
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -121,7 +122,7 @@ use plan::{check_arch, check_plan, check_stats};
 pub use plan::{limits, PruneLimits};
 use score::LayerNorms;
 pub use stats::{collect_stats, merge_stats, ActivationStats, Calibration, LayerStats};
-use surgery::Work;
+use work::Work;
 
 /// How a unit's importance is measured (see the module docs for the formulas).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -362,10 +363,14 @@ pub fn prune_into(
         .map(|l| Work::new(l, &shapes[l], &norms[l], ratios[l]))
         .collect();
     let alloc = plan.allocation;
+    // Each kept layer's ratio for one structure.
+    let ratios_of = |works: &[Work], f: fn(&LayerRatios) -> f64| -> Vec<f64> {
+        works.iter().map(|w| f(&w.ratios)).collect()
+    };
 
     // 2. KV heads, with their query groups.
     let scores: Vec<Vec<f64>> = works.iter().map(Work::kv_scores).collect();
-    let counts = removal_counts(&scores, &works, |r| r.kv_heads, alloc);
+    let counts = removal_counts(&scores, &ratios_of(&works, |r| r.kv_heads), alloc);
     for ((w, s), c) in works.iter_mut().zip(&scores).zip(counts) {
         w.kv = keep_indices(&w.kv, s, c);
         w.heads_from_kv();
@@ -373,7 +378,7 @@ pub fn prune_into(
 
     // 3. Query heads: per group, or with their KV head when groups have one head.
     let scores: Vec<Vec<f64>> = works.iter().map(Work::head_unit_scores).collect();
-    let counts = removal_counts(&scores, &works, |r| r.heads, alloc);
+    let counts = removal_counts(&scores, &ratios_of(&works, |r| r.heads), alloc);
     for ((w, s), c) in works.iter_mut().zip(&scores).zip(counts) {
         if w.group() == 1 {
             w.kv = keep_indices(&w.kv, s, c);
@@ -385,21 +390,21 @@ pub fn prune_into(
 
     // 4. RoPE pairs of Q/K.
     let scores: Vec<Vec<f64>> = works.iter().map(Work::pair_scores).collect();
-    let counts = removal_counts(&scores, &works, |r| r.qk_dims, alloc);
+    let counts = removal_counts(&scores, &ratios_of(&works, |r| r.qk_dims), alloc);
     for ((w, s), c) in works.iter_mut().zip(&scores).zip(counts) {
         w.pairs = keep_indices(&w.pairs, s, c);
     }
 
     // 5. V dims.
     let scores: Vec<Vec<f64>> = works.iter().map(Work::vdim_scores).collect();
-    let counts = removal_counts(&scores, &works, |r| r.v_dims, alloc);
+    let counts = removal_counts(&scores, &ratios_of(&works, |r| r.v_dims), alloc);
     for ((w, s), c) in works.iter_mut().zip(&scores).zip(counts) {
         w.vdims = keep_indices(&w.vdims, s, c);
     }
 
     // 6. MLP channels, widths optionally aligned.
     let scores: Vec<Vec<f64>> = works.iter().map(Work::mlp_scores).collect();
-    let counts = removal_counts(&scores, &works, |r| r.mlp, alloc);
+    let counts = removal_counts(&scores, &ratios_of(&works, |r| r.mlp), alloc);
     for ((w, s), c) in works.iter_mut().zip(&scores).zip(counts) {
         let f = s.len();
         let kept = align(f - c, f, plan.mlp_multiple);

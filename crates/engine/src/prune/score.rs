@@ -1,11 +1,10 @@
 //! Importance scores of the units (module docs of [`super`], "Importance"): the squared norms of
-//! a layer's weights, weighted by calibration statistics when there are any, and the per-unit
-//! scores of a [`Work`] layer over what it keeps so far.
+//! a layer's weights, weighted by calibration statistics when there are any ([`LayerNorms`]);
+//! the per-unit scores over what a layer keeps so far are [`super::work::Work`]'s.
 
 use edgefit_kernels::Matrix;
 
 use super::stats::LayerStats;
-use super::surgery::Work;
 use crate::config::LayerShape;
 use crate::weights::LayerWeights;
 
@@ -96,90 +95,4 @@ pub(super) fn col_energy(m: &Matrix) -> Vec<f64> {
         }
     }
     acc
-}
-
-impl Work<'_> {
-    /// Energy of the path through V dim `d` of query head `h`.
-    pub(super) fn path(&self, h: usize, d: usize) -> f64 {
-        let dv = self.shape.v_dim;
-        let o = self.norms.o_out[h * dv + d];
-        match &self.norms.v_row {
-            Some(v) => o * v[(h / self.group()) * dv + d],
-            None => o,
-        }
-    }
-
-    pub(super) fn head_energy(&self, h: usize) -> f64 {
-        self.vdims.iter().map(|&d| self.path(h, d)).sum()
-    }
-
-    /// Per kept KV head: its query heads' energy.
-    pub(super) fn kv_scores(&self) -> Vec<f64> {
-        let g = self.group();
-        self.kv
-            .iter()
-            .map(|&k| {
-                (k * g..(k + 1) * g)
-                    .map(|h| self.head_energy(h))
-                    .sum::<f64>()
-                    .sqrt()
-            })
-            .collect()
-    }
-
-    /// Groups of one: per kept KV head (= its query head). Otherwise per removal slot `k`: the
-    /// sum over groups of each group's `k`-th weakest head.
-    pub(super) fn head_unit_scores(&self) -> Vec<f64> {
-        let g = self.group();
-        if g == 1 {
-            return self.kv_scores();
-        }
-        let mut slots = vec![0.0; g];
-        for &k in &self.kv {
-            let mut e: Vec<f64> = (k * g..(k + 1) * g)
-                .map(|h| self.head_energy(h).sqrt())
-                .collect();
-            e.sort_by(f64::total_cmp);
-            for (s, v) in slots.iter_mut().zip(e) {
-                *s += v;
-            }
-        }
-        slots
-    }
-
-    /// Per kept pair position: Σ over kept heads of `‖q pair‖² · ‖k pair‖²`.
-    pub(super) fn pair_scores(&self) -> Vec<f64> {
-        let (dk, g) = (self.shape.qk_dim, self.group());
-        let (q, k) = (&self.norms.q_row, &self.norms.k_row);
-        self.pairs
-            .iter()
-            .map(|&p| {
-                self.heads
-                    .iter()
-                    .map(|&h| {
-                        let (qr, kr) = (h * dk + 2 * p, (h / g) * dk + 2 * p);
-                        (q[qr] + q[qr + 1]) * (k[kr] + k[kr + 1])
-                    })
-                    .sum::<f64>()
-                    .sqrt()
-            })
-            .collect()
-    }
-
-    pub(super) fn vdim_scores(&self) -> Vec<f64> {
-        self.vdims
-            .iter()
-            .map(|&d| {
-                self.heads
-                    .iter()
-                    .map(|&h| self.path(h, d))
-                    .sum::<f64>()
-                    .sqrt()
-            })
-            .collect()
-    }
-
-    pub(super) fn mlp_scores(&self) -> Vec<f64> {
-        self.ffn.iter().map(|&j| self.norms.mlp[j].sqrt()).collect()
-    }
 }

@@ -1,11 +1,11 @@
-//! Layer surgery: one kept layer while its units are chosen ([`Work`]), and the layer's weights
-//! gathered to what it keeps.
+//! Layer surgery: a [`Work`] layer's weakest heads removed per group, its weights gathered to
+//! what it keeps, and the report of what it lost.
 
 use edgefit_kernels::Matrix;
 
 use super::allocate::keep_indices;
-use super::score::LayerNorms;
-use super::{LayerRatios, LayerReport};
+use super::work::Work;
+use super::LayerReport;
 use crate::config::LayerShape;
 use crate::weights::LayerWeights;
 
@@ -33,52 +33,7 @@ pub(super) fn pick(v: &Option<Vec<f32>>, idx: &[usize]) -> Option<Vec<f32>> {
     v.as_ref().map(|v| idx.iter().map(|&i| v[i]).collect())
 }
 
-/// One kept layer while its units are chosen: what it keeps so far (indices of the input layer).
-pub(super) struct Work<'a> {
-    pub(super) layer: usize,
-    pub(super) shape: &'a LayerShape,
-    pub(super) norms: &'a LayerNorms,
-    pub(super) ratios: LayerRatios,
-    pub(super) kv: Vec<usize>,
-    /// Kept query heads, ascending (so grouped by KV head).
-    pub(super) heads: Vec<usize>,
-    /// Kept pair positions within a head (`0..qk_dim/2`).
-    pub(super) pairs: Vec<usize>,
-    pub(super) vdims: Vec<usize>,
-    pub(super) ffn: Vec<usize>,
-}
-
-impl<'a> Work<'a> {
-    pub(super) fn new(
-        layer: usize,
-        shape: &'a LayerShape,
-        norms: &'a LayerNorms,
-        ratios: LayerRatios,
-    ) -> Self {
-        Work {
-            layer,
-            shape,
-            norms,
-            ratios,
-            kv: (0..shape.n_kv_heads).collect(),
-            heads: (0..shape.n_heads).collect(),
-            pairs: (0..shape.qk_dim / 2).collect(),
-            vdims: (0..shape.v_dim).collect(),
-            ffn: (0..shape.ffn).collect(),
-        }
-    }
-
-    pub(super) fn group(&self) -> usize {
-        self.shape.n_heads / self.shape.n_kv_heads
-    }
-
-    /// Keeps the query heads of the kept KV heads.
-    pub(super) fn heads_from_kv(&mut self) {
-        let g = self.group();
-        let kv = &self.kv;
-        self.heads.retain(|h| kv.contains(&(h / g)));
-    }
-
+impl Work<'_> {
     /// Removes the `c` weakest query heads of every kept group.
     pub(super) fn remove_weakest_per_group(&mut self, c: usize) {
         let g = self.group();
