@@ -23,7 +23,7 @@
 //!   precision its decode GEMV kernel reaches for quantized formats (it unpacks every weight
 //!   before the dot product, so a 4-bit CPU decode is bound by instructions before bandwidth
 //!   with few threads) — **fitted**. The roof follows what the cores issue per cycle (clock ×
-//!   SIMD width × the int8 multiplier of SDOT / i8mm), not one rate per core: a 4-pipe
+//!   SIMD width × the int8 multiplier of SDOT, never i8mm: one activation row), not one rate per core: a 4-pipe
 //!   Apple P-core retires twice the NEON work of a 2-pipe Cortex-A76 per cycle;
 //! - `default_threads` (CPU only; `null` = the device's `default_threads`);
 //! - `api_fractions` (GPU): `η_c` and `η_d` per GPU programming interface (the device unit's
@@ -44,7 +44,9 @@
 //!            the CPU's unpacking kernel, not by GEMM efficiency)
 //! BW_phase = BW_theoretical · η_phase · min(1, t / t_sat)        (t_sat: cores that saturate DRAM)
 //! rate     = decode of a quantized format on a CPU (weights/s; a GEMV does 2 ops per weight):
-//!            κ · peak / 2, with peak the cluster peak above over the t threads used
+//!            κ · peak_sdot / 2, with peak_sdot the cluster peak above over the t threads used
+//!            at the SDOT multiplier (m = 4 for int8): a batch-1 GEMV has one activation row,
+//!            and i8mm's SMMLA multiplies two-row blocks, so GEMV kernels use SDOT
 //! t_op     = max(FLOPs / compute, bytes / BW_phase, weights / rate) + o
 //! t_pass   = Σ ops t_op + τ
 //! ```
@@ -491,10 +493,20 @@ pub(crate) fn resolve(
         ..phase(ru.decode_bandwidth_fraction)
     };
     // The decode GEMV's instruction roof: κ of the threads' cluster peak at the compute
-    // precision (SIMD width, clock and the SDOT / i8mm multiplier of the cores used), 2 ops
-    // per weight: rate = κ · peak / 2 weights/s.
+    // precision (SIMD width, clock and the SDOT multiplier of the cores used), 2 ops per
+    // weight: rate = κ · peak / 2 weights/s. A batch-1 GEMV has one activation row, and SMMLA
+    // (i8mm) multiplies blocks of two rows, so the GEMV kernels multiply with SDOT even where
+    // the format's GEMM uses i8mm (ggml-cpu's repacked q4_0 GEMV, `ggml_gemv_q4_0_4x8_q8_0`,
+    // is built on `vdotq_s32`): the roof takes the SDOT peak.
     if is_quantized(dep.weights) {
-        if let (Some(k), Some(p)) = (ru.decode_kernel_fraction, cluster_peak) {
+        let gemv_peak = if cpu.features.i8mm {
+            let mut u = cpu.clone();
+            u.features.i8mm = false;
+            threads.and_then(|t| u.cluster_peak(compute, t))
+        } else {
+            cluster_peak
+        };
+        if let (Some(k), Some(p)) = (ru.decode_kernel_fraction, gemv_peak) {
             decode.weight_rate_gws = Some(k * p / 2.0);
         }
     }
@@ -585,8 +597,9 @@ mod tests {
     }
 
     /// The CPU decode kernel roof follows what the cores issue per cycle: κ · peak / 2 with the
-    /// peak of the threads used, so twice the SIMD width doubles it, and i8mm doubles it only
-    /// for the formats whose kernels use it (llama.cpp: q4_0, not q6_k).
+    /// SDOT peak of the threads used, so twice the SIMD width doubles it and i8mm does not
+    /// (a one-row GEMV multiplies with SDOT), while i8mm doubles the prefill peak of the
+    /// formats whose GEMM kernels use it (llama.cpp: q4_0, not q6_k).
     #[test]
     fn cpu_decode_kernel_roof_follows_simd_width_and_int8_multiplier() {
         let rt = runtime_profile(Runtime::Llamacpp).unwrap();
@@ -615,9 +628,19 @@ mod tests {
         }
         let r = rate(&wide, WeightFormat::Q4_0) / rate(&pi, WeightFormat::Q4_0);
         assert!((r - 2.0).abs() < 1e-9, "{r}");
+        // i8mm doubles the prefill peak of the formats whose GEMM uses it (q4_0), but not the
+        // decode GEMV roof: one activation row multiplies with SDOT.
         let mut mm = pi.clone();
         mm.units.get_mut(&ComputeUnit::Cpu).unwrap().features.i8mm = true;
         let r = rate(&mm, WeightFormat::Q4_0) / rate(&pi, WeightFormat::Q4_0);
+        assert!((r - 1.0).abs() < 1e-9, "{r}");
+        let prefill_peak = |d: &DeviceProfile| {
+            resolve(d, ComputeUnit::Cpu, &dep(WeightFormat::Q4_0), &rt)
+                .unwrap()
+                .prefill
+                .peak_gflops
+        };
+        let r = prefill_peak(&mm) / prefill_peak(&pi);
         assert!((r - 2.0).abs() < 1e-9, "{r}");
         let r = rate(&mm, WeightFormat::Q6K) / rate(&pi, WeightFormat::Q6K);
         assert!((r - 1.0).abs() < 1e-9, "{r}");

@@ -101,6 +101,8 @@ validation_files!(
     "mlc-blog-orange-pi",
     "mlc-llm-issue-1359",
     "pocketpal-pr-702",
+    "pocketpal-pr-722",
+    "pocketpal-pr-740",
     "t-mac-profiling-data",
     "yardstick-results",
 );
