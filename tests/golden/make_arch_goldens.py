@@ -237,10 +237,12 @@ def config_v4(d):
     rp = d.pop("rope_parameters")
     if "full_attention" in rp:  # Gemma: one set per layer type
         full, local = rp["full_attention"], rp["sliding_attention"]
-        assert full.get("rope_type", "default") == "default"
+        assert local.get("rope_type", "default") == "default"
         d["rope_theta"] = full["rope_theta"]
         d["rope_local_base_freq"] = local["rope_theta"]
-        d["rope_scaling"] = None
+        # transformers 4 Gemma 3: top-level rope_scaling is the full-attention layers' one.
+        d["rope_scaling"] = (None if full.get("rope_type", "default") == "default" else
+                             {k: v for k, v in full.items() if k != "rope_theta"})
     else:
         rp = dict(rp)
         d["rope_theta"] = rp.pop("rope_theta")
@@ -312,6 +314,11 @@ def write_gguf(path, arch, cfg, state, tok_info, qtype):
     if arch == "gemma3":
         w.add_rope_freq_base(rp["full_attention"]["rope_theta"])
         w.add_sliding_window(c["sliding_window"])
+        if rp["full_attention"].get("rope_type") == "linear":
+            # Gemma3Model.set_gguf_parameters: linear scaling (llama.cpp applies it to the
+            # global layers only: rope_freq_scale_train_swa = 1 for LLM_ARCH_GEMMA3).
+            w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+            w.add_rope_scaling_factor(rp["full_attention"]["factor"])
         if c.get("final_logit_softcapping"):
             w.add_final_logit_softcapping(c["final_logit_softcapping"])
     else:
@@ -469,6 +476,17 @@ CASES = [
                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
         final_logit_softcapping=None, attn_logit_softcapping=None),
      ("spm", None), "v4", "gemma3", True, 6),
+    # gemma3_gguf with Gemma 3 4B's linear RoPE scaling (factor 8) on the full layer: the
+    # sliding layers keep the local base unscaled (transformers and llama.cpp alike).
+    ("gemma3_linear_gguf", "gemma3_text", dict(
+        SPM_COMMON, head_dim=16, num_hidden_layers=6, num_attention_heads=2,
+        num_key_value_heads=1, tie_word_embeddings=True, sliding_window=8,
+        query_pre_attn_scalar=16, layer_types=["sliding_attention"] * 5 + ["full_attention"],
+        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0,
+                                            "rope_theta": 1000000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+        final_logit_softcapping=None, attn_logit_softcapping=None),
+     ("spm", None), "v4", "gemma3", False, 10),
     # Mistral with a window narrower than the prompts and the greedy continuation:
     # transformers masks every layer with it (create_sliding_window_causal_mask).
     ("mistral_swa", "mistral", dict(COMMON, head_dim=8, tie_word_embeddings=False,
