@@ -237,10 +237,12 @@ def config_v4(d):
     rp = d.pop("rope_parameters")
     if "full_attention" in rp:  # Gemma: one set per layer type
         full, local = rp["full_attention"], rp["sliding_attention"]
-        assert full.get("rope_type", "default") == "default"
+        assert local.get("rope_type", "default") == "default"
         d["rope_theta"] = full["rope_theta"]
         d["rope_local_base_freq"] = local["rope_theta"]
-        d["rope_scaling"] = None
+        # transformers 4 Gemma 3: top-level rope_scaling is the full-attention layers' one.
+        d["rope_scaling"] = (None if full.get("rope_type", "default") == "default" else
+                             {k: v for k, v in full.items() if k != "rope_theta"})
     else:
         rp = dict(rp)
         d["rope_theta"] = rp.pop("rope_theta")
@@ -312,6 +314,11 @@ def write_gguf(path, arch, cfg, state, tok_info, qtype):
     if arch == "gemma3":
         w.add_rope_freq_base(rp["full_attention"]["rope_theta"])
         w.add_sliding_window(c["sliding_window"])
+        if rp["full_attention"].get("rope_type") == "linear":
+            # Gemma3Model.set_gguf_parameters: linear scaling (llama.cpp applies it to the
+            # global layers only: rope_freq_scale_train_swa = 1 for LLM_ARCH_GEMMA3).
+            w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+            w.add_rope_scaling_factor(rp["full_attention"]["factor"])
         if c.get("final_logit_softcapping"):
             w.add_final_logit_softcapping(c["final_logit_softcapping"])
     else:
@@ -469,6 +476,17 @@ CASES = [
                          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
         final_logit_softcapping=None, attn_logit_softcapping=None),
      ("spm", None), "v4", "gemma3", True, 6),
+    # gemma3_gguf with Gemma 3 4B's linear RoPE scaling (factor 8) on the full layer: the
+    # sliding layers keep the local base unscaled (transformers and llama.cpp alike).
+    ("gemma3_linear_gguf", "gemma3_text", dict(
+        SPM_COMMON, head_dim=16, num_hidden_layers=6, num_attention_heads=2,
+        num_key_value_heads=1, tie_word_embeddings=True, sliding_window=8,
+        query_pre_attn_scalar=16, layer_types=["sliding_attention"] * 5 + ["full_attention"],
+        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0,
+                                            "rope_theta": 1000000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+        final_logit_softcapping=None, attn_logit_softcapping=None),
+     ("spm", None), "v4", "gemma3", False, 10),
     # Mistral with a window narrower than the prompts and the greedy continuation:
     # transformers masks every layer with it (create_sliding_window_causal_mask).
     ("mistral_swa", "mistral", dict(COMMON, head_dim=8, tie_word_embeddings=False,
@@ -483,6 +501,260 @@ CASES = [
                           embd_pdrop=0.0, attention_dropout=0.0),
      ("bpe", "llama-bpe"), "v4", None, False, 8),
 ]
+
+
+# --------------------------------------------------------------------------------------------
+# Published configs (`--published`): every field of the model's own config.json kept as it is
+# published, only the sizes shrunk (and token ids mapped into the 384-token vocabularies).
+# Sources are recorded in tests/golden/arch/README.md ("Published configs").
+# --------------------------------------------------------------------------------------------
+
+# meta-llama/Llama-3.2-1B-Instruct config.json (transformers 4.45.0.dev0).
+LLAMA32_1B = {
+    "architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "head_dim": 64,
+    "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+    "intermediate_size": 8192, "max_position_embeddings": 131072, "mlp_bias": False,
+    "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 16,
+    "num_key_value_heads": 8, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+    "transformers_version": "4.45.0.dev0", "use_cache": True, "vocab_size": 128256,
+}
+# HuggingFaceTB/SmolLM2-135M config.json (no head_dim: hidden / heads, 9 heads).
+SMOLLM2_135M = {
+    "architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 0, "eos_token_id": 0, "hidden_act": "silu", "hidden_size": 576,
+    "initializer_range": 0.041666666666666664, "intermediate_size": 1536, "is_llama_config": True,
+    "max_position_embeddings": 8192, "model_type": "llama", "num_attention_heads": 9,
+    "num_hidden_layers": 30, "num_key_value_heads": 3, "pretraining_tp": 1,
+    "rms_norm_eps": 1e-05, "rope_interleaved": False, "rope_scaling": None, "rope_theta": 100000,
+    "tie_word_embeddings": True, "torch_dtype": "bfloat16", "transformers_version": "4.40.1",
+    "use_cache": True, "vocab_size": 49152,
+}
+# Qwen/Qwen2.5-0.5B-Instruct config.json (sliding_window present, use_sliding_window false).
+QWEN25_05B = {
+    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+    "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 896, "initializer_range": 0.02,
+    "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 21,
+    "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24,
+    "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+    "sliding_window": 32768, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+    "transformers_version": "4.43.1", "use_cache": True, "use_sliding_window": False,
+    "vocab_size": 151936,
+}
+# Qwen/Qwen3-0.6B config.json (head_dim 128 with hidden 1024 / 16 heads, rope_scaling null).
+QWEN3_06B = {
+    "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 3072,
+    "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+    "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000, "sliding_window": None,
+    "tie_word_embeddings": True, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+    "use_cache": True, "use_sliding_window": False, "vocab_size": 151936,
+}
+# google/gemma-3-1b-it config.json (transformers 4.50: sliding_window_pattern, null softcaps).
+GEMMA3_1B = {
+    "architectures": ["Gemma3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "attn_logit_softcapping": None, "bos_token_id": 2, "cache_implementation": "hybrid",
+    "eos_token_id": [1, 106], "final_logit_softcapping": None, "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 1152, "initializer_range": 0.02,
+    "intermediate_size": 6912, "max_position_embeddings": 32768, "model_type": "gemma3_text",
+    "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1,
+    "pad_token_id": 0, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06,
+    "rope_local_base_freq": 10000, "rope_scaling": None, "rope_theta": 1000000,
+    "sliding_window": 512, "sliding_window_pattern": 6, "torch_dtype": "bfloat16",
+    "transformers_version": "4.50.0.dev0", "use_cache": True, "vocab_size": 262144,
+}
+# google/gemma-3-270m-it config.json (transformers 4.55: layer_types and _sliding_window_pattern).
+GEMMA3_270M = {
+    "_sliding_window_pattern": 6, "architectures": ["Gemma3ForCausalLM"],
+    "attention_bias": False, "attention_dropout": 0.0, "attn_logit_softcapping": None,
+    "bos_token_id": 2, "eos_token_id": 1, "final_logit_softcapping": None, "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 640, "initializer_range": 0.02,
+    "intermediate_size": 2048,
+    "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 3,
+    "max_position_embeddings": 32768, "model_type": "gemma3_text", "num_attention_heads": 4,
+    "num_hidden_layers": 18, "num_key_value_heads": 1, "pad_token_id": 0,
+    "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000.0,
+    "rope_scaling": None, "rope_theta": 1000000.0, "sliding_window": 512,
+    "torch_dtype": "bfloat16", "transformers_version": "4.55.0.dev0",
+    "use_bidirectional_attention": False, "use_cache": True, "vocab_size": 262144,
+}
+# google/gemma-3-4b-it config.json's `text_config`, as published: only these keys; everything
+# else is Gemma3TextConfig's default (rope_theta, rope_local_base_freq, query_pre_attn_scalar,
+# the pattern, rms_norm_eps, the activation, tying, the context, the softcaps).
+GEMMA3_4B_TEXT = {
+    "hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+    "sliding_window": 1024,
+}
+# microsoft/Phi-3.5-mini-instruct config.json, rope_scaling (longrope) set to null for the case
+# that runs; `phi35_longrope` keeps the published longrope object (config.json only: refused).
+PHI35_MINI = {
+    "_name_or_path": "Phi-3.5-mini-instruct", "architectures": ["Phi3ForCausalLM"],
+    "attention_dropout": 0.0,
+    "auto_map": {"AutoConfig": "configuration_phi3.Phi3Config",
+                 "AutoModelForCausalLM": "modeling_phi3.Phi3ForCausalLM"},
+    "bos_token_id": 1, "embd_pdrop": 0.0, "eos_token_id": 32000, "hidden_act": "silu",
+    "hidden_size": 3072, "initializer_range": 0.02, "intermediate_size": 8192,
+    "max_position_embeddings": 131072, "model_type": "phi3", "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 32,
+    "original_max_position_embeddings": 4096, "pad_token_id": 32000, "resid_pdrop": 0.0,
+    "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000.0,
+    "sliding_window": 262144, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "use_cache": True, "attention_bias": False,
+    "vocab_size": 32064,
+}
+PHI35_LONG_FACTOR = [
+    1.0800000429153442, 1.1100000143051147, 1.1399999856948853, 1.340000033378601,
+    1.5899999141693115, 1.600000023841858, 1.6200000047683716, 2.620000123977661,
+    3.2300000190734863, 3.2300000190734863, 4.789999961853027, 7.400000095367432,
+    7.700000286102295, 9.09000015258789, 12.199999809265137, 17.670000076293945,
+    24.46000099182129, 28.57000160217285, 30.420001983642578, 30.840002059936523,
+    32.590003967285156, 32.93000411987305, 42.320003509521484, 44.96000289916992,
+    50.340003967285156, 50.45000457763672, 57.55000305175781, 57.93000411987305,
+    58.21000289916992, 60.1400032043457, 62.61000442504883, 62.62000274658203,
+    62.71000289916992, 63.1400032043457, 63.1400032043457, 63.77000427246094,
+    63.93000411987305, 63.96000289916992, 63.970001220703125, 64.02999877929688,
+    64.06999969482422, 64.08000183105469, 64.12000274658203, 64.41000366210938,
+    64.4800033569336, 64.51000213623047, 64.52999877929688, 64.83999633789062]
+PHI35_SHORT_FACTOR = [
+    1.0, 1.0199999809265137, 1.0299999713897705, 1.0299999713897705, 1.0499999523162842,
+    1.0499999523162842, 1.0499999523162842, 1.0499999523162842, 1.0499999523162842,
+    1.0699999332427979, 1.0999999046325684, 1.1099998950958252, 1.1599998474121094,
+    1.1599998474121094, 1.1699998378753662, 1.2899998426437378, 1.339999794960022,
+    1.679999828338623, 1.7899998426437378, 1.8199998140335083, 1.8499997854232788,
+    1.8799997568130493, 1.9099997282028198, 1.9399996995925903, 1.9899996519088745,
+    2.0199997425079346, 2.0199997425079346, 2.0199997425079346, 2.0199997425079346,
+    2.0199997425079346, 2.0199997425079346, 2.0299997329711914, 2.0299997329711914,
+    2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0299997329711914,
+    2.0299997329711914, 2.0299997329711914, 2.0299997329711914, 2.0799996852874756,
+    2.0899996757507324, 2.189999580383301, 2.2199995517730713, 2.5899994373321533,
+    2.729999542236328, 2.749999523162842, 2.8399994373321533]
+
+# Shrunk sizes (every other key stays as published). BPE ids: <|endoftext|> 0, <|im_start|> 1,
+# <|im_end|> 2; SentencePiece ids: <pad> 0, <eos> 1, <bos> 2, <end_of_turn> 5 (Gemma's 106).
+SMALL = dict(hidden_size=32, num_attention_heads=4, num_key_value_heads=2, intermediate_size=32,
+             num_hidden_layers=2, vocab_size=VOCAB)
+PUBLISHED = [
+    # name, published dict, overrides, tokenizer (kind, pre), seed
+    ("llama32_1b", LLAMA32_1B, dict(SMALL, head_dim=8, bos_token_id=1, eos_token_id=[0, 1, 2]),
+     ("bpe", "llama-bpe"), 21),
+    ("smollm2_135m", SMOLLM2_135M, dict(SMALL, hidden_size=48, num_attention_heads=3,
+                                        num_key_value_heads=1),
+     ("bpe", "llama-bpe"), 22),
+    ("qwen25_05b", QWEN25_05B, dict(SMALL, bos_token_id=0, eos_token_id=2,
+                                    max_window_layers=1), ("bpe", "qwen2"), 23),
+    # Qwen2.5's published config with its sliding window switched on (narrowed to 4 tokens):
+    # transformers slides the layers from max_window_layers (1) on, here layer 1 of 2.
+    ("qwen25_swa", QWEN25_05B, dict(SMALL, bos_token_id=0, eos_token_id=2, max_window_layers=1,
+                                    use_sliding_window=True, sliding_window=4),
+     ("bpe", "qwen2"), 29),
+    ("qwen3_06b", QWEN3_06B, dict(SMALL, head_dim=16, bos_token_id=0, eos_token_id=2,
+                                  max_window_layers=2), ("bpe", "qwen2"), 24),
+    ("gemma3_1b", GEMMA3_1B, dict(SMALL, num_attention_heads=2, num_key_value_heads=1,
+                                  head_dim=16, num_hidden_layers=6, sliding_window=8,
+                                  eos_token_id=[1, 5]), ("spm", None), 25),
+    ("gemma3_270m", GEMMA3_270M, dict(SMALL, num_attention_heads=2, num_key_value_heads=1,
+                                      head_dim=16, num_hidden_layers=6, sliding_window=8,
+                                      layer_types=["sliding_attention"] * 5 + ["full_attention"]),
+     ("spm", None), 26),
+    ("gemma3_4b_text", GEMMA3_4B_TEXT, dict(SMALL, num_attention_heads=2, num_key_value_heads=1,
+                                            head_dim=16, num_hidden_layers=6, sliding_window=8),
+     ("spm", None), 27),
+    ("phi35_mini", PHI35_MINI, dict(SMALL, num_key_value_heads=4, bos_token_id=1,
+                                    eos_token_id=2, pad_token_id=2), ("bpe", "llama-bpe"), 28),
+]
+
+
+def make_published(toks, spm_tok, spm_file, only):
+    from transformers import AutoConfig, AutoTokenizer
+    for name, published, over, (kind, pre), seed in PUBLISHED:
+        if only is not None and name not in only:
+            continue
+        d = os.path.join(OUT, name)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        cdict = dict(published)
+        cdict.update(over)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cdict, f, indent=2)
+            f.write("\n")
+        tok = toks[pre] if kind == "bpe" else spm_tok
+        fast_tokenizer(tok, kind).save_pretrained(d)
+        tc_path = os.path.join(d, "tokenizer_config.json")
+        tc = json.load(open(tc_path))
+        tc["chat_template"] = GEMMA_CHAT if kind == "spm" else CHATML
+        tc["add_bos_token"] = kind == "spm"
+        with open(tc_path, "w") as f:
+            json.dump(tc, f, indent=2, sort_keys=True)
+            f.write("\n")
+        for extra in ("special_tokens_map.json", "chat_template.jinja"):
+            p = os.path.join(d, extra)
+            if os.path.exists(p):
+                os.remove(p)
+        # transformers reads the published file as it is; the model is built from what it read.
+        cfg = AutoConfig.from_pretrained(d)
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager",
+                                                 dtype=torch.float32).eval()
+        perturb(model, seed, gemma_norms=cdict["model_type"].startswith("gemma"))
+        state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+        if cfg.tie_word_embeddings:
+            state.pop("lm_head.weight", None)
+        save_file(state, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+        loaded = AutoModelForCausalLM.from_pretrained(d, attn_implementation="eager",
+                                                      dtype=torch.float32).eval()
+        diff = max_diff(model, loaded, tok, kind)
+        if diff != 0.0:
+            sys.exit(f"{name}: reloaded model differs by {diff}")
+        at = AutoTokenizer.from_pretrained(d)
+        for text in PROMPTS:
+            if at(text).input_ids != encode(tok, kind, text):
+                sys.exit(f"{name}: AutoTokenizer ids differ")
+        note = "logits of transformers %s at every position, full vocabulary, 6 significant " \
+               "digits; greedy = %d argmax tokens, no stop" % (
+                   __import__("transformers").__version__, GREEDY)
+        g = goldens(loaded, tok, kind, note)
+        # What transformers made of the file (its own reading, for the README and the tests).
+        read_as = {k: getattr(loaded.config, k, None) for k in (
+            "rope_parameters", "rope_scaling", "rope_theta", "rope_local_base_freq",
+            "layer_types", "sliding_window", "query_pre_attn_scalar", "rms_norm_eps",
+            "tie_word_embeddings", "head_dim", "use_sliding_window", "max_window_layers",
+            "max_position_embeddings", "final_logit_softcapping", "attn_logit_softcapping")
+            if hasattr(loaded.config, k)}
+        g.update({"case": name, "architecture": cfg.architectures[0]
+                  if getattr(cfg, "architectures", None) else type(loaded).__name__,
+                  "config_style": "published", "transformers_read": json.loads(
+                      json.dumps(read_as, default=str)),
+                  "tokenizer": "sentencepiece-bpe (byte fallback)" if kind == "spm"
+                  else f"byte-level BPE, pre-tokenizer {pre}"})
+        with open(os.path.join(d, "golden.json"), "w") as f:
+            json.dump(g, f, separators=(",", ":"))
+            f.write("\n")
+        sizes = {fn: os.path.getsize(os.path.join(d, fn)) for fn in sorted(os.listdir(d))}
+        print(name, sum(sizes.values()), json.dumps(read_as, default=str), flush=True)
+    # Phi-3.5-mini with its published longrope scaling: config.json only (the engine refuses
+    # it by name before reading any tensor). head_dim 96 as published, so the factor lists
+    # have their published length (48).
+    if only is None or "phi35_longrope" in only:
+        d = os.path.join(OUT, "phi35_longrope")
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        cdict = dict(PHI35_MINI, hidden_size=192, num_attention_heads=2, num_key_value_heads=2,
+                     intermediate_size=32, num_hidden_layers=2, vocab_size=VOCAB,
+                     bos_token_id=1, eos_token_id=2, pad_token_id=2,
+                     rope_scaling={"long_factor": PHI35_LONG_FACTOR,
+                                   "short_factor": PHI35_SHORT_FACTOR, "type": "longrope"})
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cdict, f, indent=2)
+            f.write("\n")
+        cfg = AutoConfig.from_pretrained(d)  # transformers accepts it
+        print("phi35_longrope", getattr(cfg, "rope_parameters", getattr(cfg, "rope_scaling", None))
+              and "read")
 
 
 def make_config(model_type, kw):
@@ -515,7 +787,12 @@ def main():
     assert bpe.token_to_id("<|im_end|>") == 2 and bpe.token_to_id("<|endoftext|>") == 0
 
     # `--only NAME ...`: regenerate those cases only (the others' files stay as they are).
-    only = sys.argv[sys.argv.index("--only") + 1:] if "--only" in sys.argv else None
+    only = ([a for a in sys.argv[sys.argv.index("--only") + 1:] if not a.startswith("--")]
+            if "--only" in sys.argv else None)
+    if "--published" in sys.argv:
+        make_published(toks, spm_tok, spm_file, only)
+        shutil.rmtree(work, ignore_errors=True)
+        return
     summary = []
     for name, mtype, kw, (kind, pre), style, garch, q8, seed in CASES:
         if only is not None and name not in only:

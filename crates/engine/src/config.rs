@@ -51,9 +51,44 @@ pub struct GgufSwa {
     pub local_base: u32,
 }
 
+/// What transformers' config class of an architecture assumes for a key its `config.json`
+/// leaves out (transformers 5.24 `*Config` defaults, printed by `AutoConfig.for_model`): the HF
+/// loader uses these, so a published file that relies on them (Gemma 3 4B's `text_config`
+/// names six keys) runs as transformers runs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HfDefaults {
+    /// `rope_theta` (global layers).
+    pub rope_theta: f32,
+    /// `rope_local_base_freq` (the sliding layers' base); `None`: they use the global RoPE.
+    pub rope_local_base: Option<f32>,
+    pub rms_norm_eps: f32,
+    /// `max_position_embeddings`.
+    pub context: usize,
+    /// `head_dim`; `None`: `hidden_size / num_attention_heads`.
+    pub head_dim: Option<usize>,
+    /// `num_key_value_heads`; `None`: `num_attention_heads`.
+    pub kv_heads: Option<usize>,
+    /// `query_pre_attn_scalar`; `None`: the head size.
+    pub query_pre_attn_scalar: Option<f32>,
+    /// `sliding_window` where the class has one by default (Mistral, Gemma 3: 4096).
+    pub sliding_window: Option<usize>,
+}
+
+/// LlamaConfig's defaults.
+const LLAMA_DEFAULTS: HfDefaults = HfDefaults {
+    rope_theta: 10_000.0,
+    rope_local_base: None,
+    rms_norm_eps: 1e-6,
+    context: 2048,
+    head_dim: None,
+    kv_heads: None,
+    query_pre_attn_scalar: None,
+    sliding_window: None,
+};
+
 /// What an architecture's blocks have beyond the LLaMA block (RMSNorm, q/k/v/o without bias,
 /// RoPE, SwiGLU), as the loaders set them in [`LlamaConfig`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Arch {
     /// GGUF `general.architecture` and HF `model_type`.
     pub name: &'static str,
@@ -93,6 +128,9 @@ pub struct Arch {
     /// `use_sliding_window`). GGUF files do not use this: llama.cpp disables Phi-3's window, so
     /// the two references differ and the GGUF loader refuses a narrower one.
     pub every_layer_slides: bool,
+    /// HF `use_sliding_window: true` slides the layers from `max_window_layers` on (or those
+    /// `layer_types` marks), with the global RoPE (transformers' Qwen2 and Qwen3 configs).
+    pub max_window_layers: bool,
     /// HF tensor names that differ from the LLaMA ones ([`crate::tensors::LayerPart::hf_name`]).
     pub hf_names: &'static [(LayerPart, &'static str)],
     /// GGUF tensor names that differ from the LLaMA ones
@@ -103,6 +141,8 @@ pub struct Arch {
     pub gguf_partial_rope: bool,
     /// HF `tie_word_embeddings` when the config does not say (transformers' default).
     pub tied_by_default: bool,
+    /// What transformers assumes for keys a `config.json` leaves out ([`HfDefaults`]).
+    pub hf_defaults: HfDefaults,
     /// The exporters write it (HF and GGUF). Architectures whose extra structure has no writer
     /// yet are refused by [`crate::export`], naming them.
     pub exportable: bool,
@@ -124,10 +164,12 @@ const LLAMA: Arch = Arch {
     fused: false,
     gguf_swa: None,
     every_layer_slides: false,
+    max_window_layers: false,
     hf_names: &[],
     gguf_names: &[],
     gguf_partial_rope: false,
     tied_by_default: false,
+    hf_defaults: LLAMA_DEFAULTS,
     exportable: true,
 };
 
@@ -139,22 +181,43 @@ pub const ARCHS: [Arch; 6] = [
         hf_class: "MistralForCausalLM",
         family: Family::Mistral,
         every_layer_slides: true,
+        hf_defaults: HfDefaults {
+            context: 131_072,
+            kv_heads: Some(8),
+            sliding_window: Some(4096),
+            ..LLAMA_DEFAULTS
+        },
         ..LLAMA
     },
     Arch {
         name: "qwen2",
         hf_class: "Qwen2ForCausalLM",
         family: Family::Qwen2,
+        max_window_layers: true,
         qkv_bias: true,
         gguf_rotate_half: true,
+        hf_defaults: HfDefaults {
+            context: 32_768,
+            kv_heads: Some(32),
+            sliding_window: Some(4096),
+            ..LLAMA_DEFAULTS
+        },
         ..LLAMA
     },
     Arch {
         name: "qwen3",
         hf_class: "Qwen3ForCausalLM",
         family: Family::Qwen3,
+        max_window_layers: true,
         qk_norm: true,
         gguf_rotate_half: true,
+        hf_defaults: HfDefaults {
+            context: 32_768,
+            head_dim: Some(128),
+            kv_heads: Some(32),
+            sliding_window: Some(4096),
+            ..LLAMA_DEFAULTS
+        },
         ..LLAMA
     },
     Arch {
@@ -178,6 +241,16 @@ pub const ARCHS: [Arch; 6] = [
             (LayerPart::PostFfnNorm, "post_feedforward_layernorm.weight"),
         ],
         tied_by_default: true,
+        hf_defaults: HfDefaults {
+            rope_theta: 1_000_000.0,
+            rope_local_base: Some(10_000.0),
+            rms_norm_eps: 1e-6,
+            context: 131_072,
+            head_dim: Some(256),
+            kv_heads: Some(4),
+            query_pre_attn_scalar: Some(256.0),
+            sliding_window: Some(4096),
+        },
         exportable: false,
         ..LLAMA
     },
@@ -205,6 +278,11 @@ pub const ARCHS: [Arch; 6] = [
         ],
         gguf_partial_rope: true,
         every_layer_slides: true,
+        hf_defaults: HfDefaults {
+            rms_norm_eps: 1e-5,
+            context: 4096,
+            ..LLAMA_DEFAULTS
+        },
         exportable: false,
         ..LLAMA
     },

@@ -41,6 +41,9 @@ struct HfConfig {
     hidden_activation: Option<String>,
     query_pre_attn_scalar: Option<f32>,
     sliding_window: Option<usize>,
+    /// The file has a `sliding_window` key (null included: transformers then has no window,
+    /// while an absent key takes the class default, [`crate::config::HfDefaults`]).
+    has_sliding_window_key: bool,
     /// Per layer `sliding_attention` / `full_attention` (transformers 5).
     layer_types: Option<Vec<String>>,
     /// Every `n`-th layer is full, the others slide (transformers 4 Gemma 3).
@@ -51,6 +54,10 @@ struct HfConfig {
     attention_bias: Option<bool>,
     mlp_bias: Option<bool>,
     use_sliding_window: Option<bool>,
+    /// Qwen2/Qwen3: with `use_sliding_window`, layers from this index on slide.
+    max_window_layers: Option<usize>,
+    /// Gemma 3's `use_bidirectional_attention` (EmbeddingGemma: no causal mask).
+    use_bidirectional_attention: Option<bool>,
     /// RoPE base and scaling, read by the estimator's one parser (both transformers layouts).
     rope: edgefit_estimate::HfRope,
     eos_token_id: Option<serde_json::Value>,
@@ -137,6 +144,7 @@ impl HfConfig {
             hidden_activation: opt_str("hidden_activation")?,
             query_pre_attn_scalar: opt_f32("query_pre_attn_scalar")?,
             sliding_window: opt_usize("sliding_window")?,
+            has_sliding_window_key: obj.contains_key("sliding_window"),
             layer_types: present("layer_types")
                 .map(|v| {
                     v.as_array()
@@ -158,6 +166,8 @@ impl HfConfig {
             attention_bias: opt_bool("attention_bias")?,
             mlp_bias: opt_bool("mlp_bias")?,
             use_sliding_window: opt_bool("use_sliding_window")?,
+            max_window_layers: opt_usize("max_window_layers")?,
+            use_bidirectional_attention: opt_bool("use_bidirectional_attention")?,
             rope,
             eos_token_id: present("eos_token_id").cloned(),
             edgefit_layers: present("edgefit_layers").cloned(),
@@ -230,9 +240,14 @@ pub fn load_hf_within(
             "config.json `mlp_bias` = true (MLP biases)".to_string(),
         ));
     }
-    if hf.use_sliding_window == Some(true) {
+    if hf.use_sliding_window == Some(true) && !desc.max_window_layers {
         return Err(EngineError::Unsupported(format!(
             "config.json `use_sliding_window` = true for `{arch}` (sliding-window attention)"
+        )));
+    }
+    if hf.use_bidirectional_attention == Some(true) {
+        return Err(EngineError::Unsupported(format!(
+            "config.json `use_bidirectional_attention` = true for `{arch}` (attention without the causal mask)"
         )));
     }
     let act = hf.hidden_activation.as_ref().or(hf.hidden_act.as_ref());
@@ -254,7 +269,13 @@ pub fn load_hf_within(
             )));
         }
     }
-    if hf.head_dim.is_none()
+    let defaults = desc.hf_defaults;
+    let mut hf = hf;
+    if !hf.has_sliding_window_key {
+        hf.sliding_window = defaults.sliding_window;
+    }
+    let hf = hf;
+    if hf.head_dim.or(defaults.head_dim).is_none()
         && hf.num_attention_heads > 0
         && !hf.hidden_size.is_multiple_of(hf.num_attention_heads)
     {
@@ -263,12 +284,12 @@ pub fn load_hf_within(
             hf.hidden_size, hf.num_attention_heads
         )));
     }
-    let head_dim = hf.head_dim.unwrap_or(
+    let head_dim = hf.head_dim.or(defaults.head_dim).unwrap_or(
         hf.hidden_size
             .checked_div(hf.num_attention_heads)
             .unwrap_or(0),
     );
-    let context_length = hf.max_position_embeddings.unwrap_or(DEFAULT_CONTEXT);
+    let context_length = hf.max_position_embeddings.unwrap_or(defaults.context);
     let (sliding_window, sliding_layers) = sliding_layout(&hf, desc, context_length)?;
     let rope_dim = match hf.partial_rotary_factor {
         None => None,
@@ -289,24 +310,31 @@ pub fn load_hf_within(
         n_layers: hf.num_hidden_layers,
         hidden: hf.hidden_size,
         n_heads: hf.num_attention_heads,
-        n_kv_heads: hf.num_key_value_heads.unwrap_or(hf.num_attention_heads),
+        n_kv_heads: hf
+            .num_key_value_heads
+            .or(defaults.kv_heads)
+            .unwrap_or(hf.num_attention_heads),
         head_dim,
         ffn: hf.intermediate_size,
         vocab: hf.vocab_size,
         context_length,
-        rope_base: hf.rope.theta.unwrap_or(10_000.0),
+        rope_base: hf.rope.theta.unwrap_or(defaults.rope_theta),
         rope_scaling: hf.rope.scaling.clone(),
-        rms_eps: hf.rms_norm_eps.unwrap_or(1e-5),
+        rms_eps: hf.rms_norm_eps.unwrap_or(defaults.rms_norm_eps),
         tied_embeddings: hf.tie_word_embeddings.unwrap_or(desc.tied_by_default),
         qkv_bias: desc.qkv_bias,
         qk_norm: desc.qk_norm,
         embed_scale: desc.embed_scale,
         post_norms: desc.post_norms,
         activation: desc.activation,
-        query_pre_attn_scalar: hf.query_pre_attn_scalar,
+        query_pre_attn_scalar: hf.query_pre_attn_scalar.or(defaults.query_pre_attn_scalar),
         sliding_window,
         sliding_layers,
-        rope_local_base: hf.rope.local_theta.filter(|_| sliding_window.is_some()),
+        rope_local_base: hf
+            .rope
+            .local_theta
+            .or(defaults.rope_local_base)
+            .filter(|_| sliding_window.is_some()),
         rope_dim,
         layers: None,
     };
@@ -418,9 +446,6 @@ pub fn load_hf_within(
     Ok((Model::new(config, weights), tokenizer))
 }
 
-/// The context of a `config.json` without `max_position_embeddings`.
-const DEFAULT_CONTEXT: usize = 2048;
-
 /// The sliding window and which layers use it, from `sliding_window` with `layer_types`
 /// (transformers 5) or `sliding_window_pattern` (transformers 4 Gemma 3: layer `i` slides unless
 /// `(i + 1) % pattern == 0`). Only architectures with a GGUF sliding layout
@@ -430,6 +455,26 @@ const DEFAULT_CONTEXT: usize = 2048;
 /// Qwen2.
 fn sliding_layout(hf: &HfConfig, desc: Arch, context: usize) -> Result<(Option<usize>, Vec<bool>)> {
     let n = hf.num_hidden_layers;
+    if desc.max_window_layers && hf.use_sliding_window == Some(true) {
+        // transformers' Qwen2/Qwen3 configs: the window (class default 4096, none when the
+        // file says null) on the layers `layer_types` marks, or else on every layer from
+        // `max_window_layers` (default 28) on; the sliding layers keep the global RoPE.
+        let Some(window) = hf.sliding_window else {
+            return Ok((None, Vec::new()));
+        };
+        let layers = match &hf.layer_types {
+            Some(types) => layer_kinds(types, n)?,
+            None => {
+                let from = hf.max_window_layers.unwrap_or(QWEN_MAX_WINDOW_LAYERS);
+                (0..n).map(|i| i >= from).collect()
+            }
+        };
+        return Ok(if layers.iter().any(|&s| s) {
+            (Some(window), layers)
+        } else {
+            (None, Vec::new())
+        });
+    }
     let Some(swa) = desc.gguf_swa else {
         if desc.every_layer_slides {
             // Every layer slides when the window is narrower than the context (a window as
@@ -453,24 +498,7 @@ fn sliding_layout(hf: &HfConfig, desc: Arch, context: usize) -> Result<(Option<u
         return Ok((None, Vec::new()));
     };
     let layers = match &hf.layer_types {
-        Some(types) => {
-            if types.len() != n {
-                return Err(EngineError::Config(format!(
-                    "config.json `layer_types` has {} entries for {n} layers",
-                    types.len()
-                )));
-            }
-            types
-                .iter()
-                .map(|t| match t.as_str() {
-                    "sliding_attention" => Ok(true),
-                    "full_attention" => Ok(false),
-                    other => Err(EngineError::Unsupported(format!(
-                        "config.json `layer_types` entry `{other}` (supported: sliding_attention, full_attention)"
-                    ))),
-                })
-                .collect::<Result<Vec<bool>>>()?
-        }
+        Some(types) => layer_kinds(types, n)?,
         None => {
             let p = hf.sliding_window_pattern.unwrap_or(swa.pattern);
             if p == 0 {
@@ -482,6 +510,29 @@ fn sliding_layout(hf: &HfConfig, desc: Arch, context: usize) -> Result<(Option<u
         }
     };
     Ok((Some(window), layers))
+}
+
+/// transformers' `max_window_layers` default (Qwen2Config, Qwen3Config).
+const QWEN_MAX_WINDOW_LAYERS: usize = 28;
+
+/// `layer_types` as sliding (true) or full (false), one entry per layer.
+fn layer_kinds(types: &[String], n: usize) -> Result<Vec<bool>> {
+    if types.len() != n {
+        return Err(EngineError::Config(format!(
+            "config.json `layer_types` has {} entries for {n} layers",
+            types.len()
+        )));
+    }
+    types
+        .iter()
+        .map(|t| match t.as_str() {
+            "sliding_attention" => Ok(true),
+            "full_attention" => Ok(false),
+            other => Err(EngineError::Unsupported(format!(
+                "config.json `layer_types` entry `{other}` (supported: sliding_attention, full_attention)"
+            ))),
+        })
+        .collect()
 }
 
 /// Reorders the rows of a q/k projection (`heads × head_dim` rows of `cols`) from HF's

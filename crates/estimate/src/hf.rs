@@ -269,10 +269,21 @@ impl ModelSpec {
         let hidden = req_u32(v, "hidden_size")?;
         let layers = req_u32(v, "num_hidden_layers")?;
         let heads = req_u32(v, "num_attention_heads")?;
-        let kv_heads = get_u32(v, "num_key_value_heads")?.unwrap_or(heads);
+        // What transformers' config classes assume for an absent key (transformers 5.24
+        // defaults; the engine's HF loader uses the same: `Arch::hf_defaults`).
+        let (default_kv, default_head_dim) = match family {
+            Family::Gemma3 => (Some(4), Some(256)),
+            Family::Qwen3 => (Some(32), Some(128)),
+            Family::Qwen2 => (Some(32), None),
+            Family::Mistral => (Some(8), None),
+            _ => (None, None),
+        };
+        let kv_heads = get_u32(v, "num_key_value_heads")?
+            .or(default_kv)
+            .unwrap_or(heads);
         let intermediate = req_u32(v, "intermediate_size")?;
         let vocab = req_u32(v, "vocab_size")?;
-        let head_dim = match get_u32(v, "head_dim")? {
+        let head_dim = match get_u32(v, "head_dim")?.or(default_head_dim) {
             Some(h) => h,
             None => {
                 if heads == 0 || hidden % heads != 0 {
@@ -356,11 +367,40 @@ impl ModelSpec {
 /// `use_sliding_window`, which the engine refuses).
 fn sliding_windows(v: &Value, family: Family, n: u32) -> Result<Vec<Option<u32>>> {
     let none = vec![None; n as usize];
-    let Some(w) = get_u32(v, "sliding_window")? else {
-        return Ok(none);
+    // An absent key takes the class default (4096 for Mistral, Qwen2/3 and Gemma 3); null is
+    // no window.
+    let default = matches!(
+        family,
+        Family::Mistral | Family::Gemma3 | Family::Qwen2 | Family::Qwen3
+    ) && v.get("sliding_window").is_none();
+    let w = match get_u32(v, "sliding_window")? {
+        Some(w) => w,
+        None if default => 4096,
+        None => return Ok(none),
     };
+    if matches!(family, Family::Qwen2 | Family::Qwen3) {
+        // transformers: the window only with `use_sliding_window`, on the layers
+        // `layer_types` marks or else from `max_window_layers` (default 28) on.
+        if get_bool(v, "use_sliding_window")? != Some(true) {
+            return Ok(none);
+        }
+        if let Some(types) = v.get("layer_types").and_then(Value::as_array) {
+            return Ok(types
+                .iter()
+                .map(|t| (t.as_str() == Some("sliding_attention")).then_some(w))
+                .collect());
+        }
+        let from = get_u32(v, "max_window_layers")?.unwrap_or(28);
+        return Ok((0..n).map(|i| (i >= from).then_some(w)).collect());
+    }
     if matches!(family, Family::Mistral | Family::Phi3) {
-        let narrower = get_u32(v, "max_position_embeddings")?.is_none_or(|c| w < c);
+        // Without max_position_embeddings: the class default (Mistral 131072, Phi-3 4096).
+        let default_context = if family == Family::Mistral {
+            131_072
+        } else {
+            4096
+        };
+        let narrower = w < get_u32(v, "max_position_embeddings")?.unwrap_or(default_context);
         return Ok(if narrower {
             vec![Some(w); n as usize]
         } else {

@@ -784,3 +784,98 @@ fn gemma3_prunes_consistently_and_what_cannot_be_pruned_is_refused() {
         edgefit_engine::PruneLimits::default()
     );
 }
+
+/// The published `config.json` of each family (every field as published, only the sizes and
+/// token ids shrunk: `tests/golden/arch/README.md`, "Published configs") with tiny random
+/// weights: the engine reads each file as transformers does and gives its logits and greedy
+/// tokens; the estimator reads the same file to the same KV bytes the engine holds.
+#[test]
+fn published_configs_match_transformers() {
+    use edgefit_estimate::{kv_bytes, KvFormat, ModelSpec};
+    for case in [
+        "llama32_1b",
+        "smollm2_135m",
+        "qwen25_05b",
+        "qwen25_swa",
+        "qwen3_06b",
+        "gemma3_1b",
+        "gemma3_270m",
+        "gemma3_4b_text",
+        "phi35_mini",
+    ] {
+        let golden: serde_json::Value = serde_json::from_slice(&read(case, "golden.json")).unwrap();
+        let (model, tok) = from_hf(case);
+        let e = check(case, &model, Some(&tok), &golden);
+        eprintln!("{case} (published config): max |logit − golden| = {e:.2e}");
+        // What transformers read for the sliding layers is what the engine runs.
+        let read = &golden["transformers_read"];
+        let want_sliding: Vec<bool> = read["layer_types"].as_array().map_or_else(
+            || vec![false; model.config.n_layers],
+            |t| t.iter().map(|t| t == "sliding_attention").collect(),
+        );
+        let got_sliding: Vec<bool> = (0..model.config.n_layers)
+            .map(|i| model.config.layer_window(i).is_some())
+            .collect();
+        assert_eq!(got_sliding, want_sliding, "{case}: sliding layers");
+        let spec = ModelSpec::from_hf_config("", &text(case, "config.json"))
+            .unwrap_or_else(|e| panic!("{case}: estimator: {e}"));
+        let tokens: Vec<u32> = (0..40).map(|i| 3 + (i * 11) % 300).collect();
+        let mut cache = model.new_cache(256);
+        model
+            .forward(&tokens, &mut cache, Logits::Last)
+            .unwrap_or_else(|e| panic!("{case}: {e}"));
+        assert_eq!(
+            cache.bytes(),
+            kv_bytes(&spec, KvFormat::F32, tokens.len() as u64),
+            "{case}: KV bytes held vs estimated"
+        );
+    }
+}
+
+/// Phi-3.5-mini's published `rope_scaling` (longrope, 48 long and short factors) is refused,
+/// naming it, before any tensor is read (the fixture is config.json alone).
+#[test]
+fn published_phi35_longrope_is_refused_naming_it() {
+    let err = load_hf(
+        &text("phi35_longrope", "config.json"),
+        &read("phi35_mini", "tokenizer.json"),
+        Some(&text("phi35_mini", "tokenizer_config.json")),
+        &[],
+        F32,
+    )
+    .map(|_| ())
+    .unwrap_err();
+    assert!(
+        matches!(err, edgefit_engine::EngineError::Unsupported(_)),
+        "{err}"
+    );
+    assert!(err.to_string().contains("longrope"), "{err}");
+    let est =
+        edgefit_estimate::ModelSpec::from_hf_config("", &text("phi35_longrope", "config.json"));
+    eprintln!("phi35_longrope: engine: {err}; estimator: {est:?}");
+}
+
+/// Gemma 3 4B's linear RoPE scaling (factor 8) applies to the full-attention layers only; the
+/// sliding layers keep the local base unscaled (transformers' `rope_parameters` per layer
+/// type, llama.cpp's `rope_freq_scale_train_swa = 1`): the HF files (config.json in the
+/// transformers-4 form, top-level `rope_scaling`) and the f32 GGUF (`rope.scaling.type`
+/// linear, `rope.scaling.factor` 8) both give transformers' logits.
+#[test]
+fn gemma3_linear_scaling_on_full_layers_matches_transformers() {
+    let golden: serde_json::Value =
+        serde_json::from_slice(&read("gemma3_linear_gguf", "golden.json")).unwrap();
+    let (model, tok) = from_hf("gemma3_linear_gguf");
+    assert_eq!(
+        model.config.rope_scaling,
+        edgefit_estimate::RopeScaling::Linear { factor: 8.0 }
+    );
+    let e = check("gemma3_linear_gguf", &model, Some(&tok), &golden);
+    eprintln!("gemma3_linear_gguf (HF): max |logit − golden| = {e:.2e}");
+    let model = gguf_model("gemma3_linear_gguf", "model.gguf", F32);
+    assert_eq!(
+        model.config.rope_scaling,
+        edgefit_estimate::RopeScaling::Linear { factor: 8.0 }
+    );
+    let e = check("gemma3_linear_gguf GGUF", &model, None, &golden);
+    eprintln!("gemma3_linear_gguf (GGUF f32): max |logit − golden| = {e:.2e}");
+}
