@@ -30,12 +30,15 @@ export function createComparePanel({ estimator }) {
     corner.scope = 'col';
     corner.textContent = 'Scenario';
     headRow.append(corner);
+    // Titles from what differs between the columns (two columns never read the same).
+    const titles = CV.columnTitles(entries);
     entries.forEach((e, i) => {
       const th = document.createElement('th');
       th.scope = 'col';
       const title = document.createElement('span');
       title.className = 'cmp-col-title';
-      title.textContent = `${i + 1}. ${e.short ?? e.title}`;
+      title.setAttribute('data-testid', 'compare-col-title');
+      title.textContent = `${i + 1}. ${titles[i]}`;
       title.title = e.title;
       const open = document.createElement('button');
       open.type = 'button';

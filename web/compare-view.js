@@ -3,7 +3,7 @@
 // knobs) and the report's numbers, as display strings, so a column never changes after it was
 // added. The table highlights every cell whose text differs from the first column's.
 
-import { formatValue, formatBinary } from './estimate-view.js';
+import { formatValue, formatBinary, shortDeviceName } from './estimate-view.js';
 
 /** At most this many scenarios side by side. */
 export const MAX_COMPARE = 4;
@@ -53,6 +53,36 @@ export function compareEntry(shown) {
 export function shortTitle(title, max = 28) {
   const chars = [...String(title)];
   return chars.length <= max ? chars.join('') : `${chars.slice(0, max - 1).join('').trimEnd()}…`;
+}
+
+/** The rows that define a scenario (the rest are its results), in the order a title names them. */
+const SCENARIO_KEYS = Object.freeze(['model', 'device', 'weights', 'kv', 'context', 'prune', 'tokens', 'policy']);
+
+/** One scenario value as a column title says it. */
+function titlePart(key, v) {
+  switch (key) {
+    case 'device': return shortDeviceName(v);
+    case 'kv': return `KV ${v}`;
+    case 'context': return `context ${v}`;
+    case 'prune': return v === '0%' ? 'not pruned' : `pruned ${v}`;
+    case 'tokens': return `${v} tokens`;
+    default: return v;
+  }
+}
+
+/**
+ * The columns' titles, each told apart from the others: what differs between the scenarios
+ * (model, device by its short name, formats, context, pruning, tokens, policy), joined by " · ";
+ * model and device when nothing differs (or one column), and "same as N" for a repeat.
+ */
+export function columnTitles(entries) {
+  const differing = SCENARIO_KEYS.filter((k) => new Set(entries.map((e) => e.values[k])).size > 1);
+  const keys = differing.length ? differing : ['model', 'device'];
+  const titles = entries.map((e) => keys.map((k) => titlePart(k, e.values[k])).join(' · '));
+  return titles.map((t, i) => {
+    const first = titles.indexOf(t);
+    return first < i ? `${t} (same as ${first + 1})` : t;
+  });
 }
 
 /** The cell's verdict ("pass" / "fail") for colouring, or null for other values. */

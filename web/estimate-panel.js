@@ -644,8 +644,12 @@ export function createEstimatePanel({ send }) {
       }
       const prevDevice = el.device.value;
       const prevModel = el.model.value;
-      const devices = msg.devices.filter((d) => d.id !== V.THIS_BROWSER).map((d) => [d.id, d.name]);
-      fillSelect(el.device, [...devices, [V.THIS_BROWSER, 'this browser tab (measured)']]);
+      // Short labels (the picker fits a phone's width); the full name is the option's title.
+      const devices = msg.devices.filter((d) => d.id !== V.THIS_BROWSER);
+      fillSelect(el.device, [...devices.map((d) => [d.id, V.shortDeviceName(d.name)]), [V.THIS_BROWSER, 'this browser tab (measured)']]);
+      devices.forEach((d, i) => {
+        el.device.options[i].title = d.name;
+      });
       el.device.value = prevDevice && [...el.device.options].some((o) => o.value === prevDevice) ? prevDevice : 'snapdragon-8-gen3';
       if (!el.device.value) el.device.selectedIndex = 0;
       const models = msg.presets.map((p) => [p.id, p.name || p.id]);

@@ -27,6 +27,17 @@ export const THIS_BROWSER = 'this-browser';
 export const LOADED_MODEL = '@loaded';
 export const CONFIG_MODEL = '@config';
 
+/**
+ * A device's name short enough for a picker at 390 px: the profile's name without its trailing
+ * parenthesis ("Snapdragon 8 Gen 3 phone (Xiaomi 14 class, 16 GB LPDDR5X)" → "Snapdragon 8 Gen 3
+ * phone"); the full name stays in the option's title and the note under the pickers.
+ */
+export function shortDeviceName(name) {
+  const s = String(name ?? '').trim();
+  const cut = s.replace(/\s*\([^()]*\)\s*$/, '');
+  return cut === '' ? s : cut;
+}
+
 export const DEFAULT_KNOBS = Object.freeze({
   weights: 'w4g32',
   kv: 'int8',

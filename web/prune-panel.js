@@ -3,6 +3,7 @@
 // worker (protocol.js prune, restore, perplexity, export-gguf).
 
 import * as P from './protocol.js';
+import { createFieldError } from './field-error.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -165,16 +166,23 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
     };
   }
 
+  // A bad knob is named beside Prune, the input marked and focused (not in the page's error box).
+  const formError = createFieldError($('prune-error'), {
+    mlp: el.pruneMlp, heads: el.pruneHeads, qk: el.pruneQk, v: el.pruneV, layers: el.pruneLayers,
+    method: el.pruneMethod, allocation: el.pruneAllocation,
+  });
+
   el.pruneApply.addEventListener('click', () => {
     if (el.pruneApply.disabled) return;
-    const { plan, error } = P.parsePruneForm(
+    const { plan, error, field } = P.parsePruneForm(
       formValues(),
       model.info?.n_layers ?? null,
     );
     if (error) {
-      page.showError(error);
+      formError.show(error, field);
       return;
     }
+    formError.clear();
     const calibration = plan.importance === 'activation'
       ? { url: new URL(P.CALIBRATION_URL, document.baseURI).href, ...P.CALIBRATION }
       : undefined;

@@ -65,3 +65,20 @@ test('column titles are short for a phone, verdicts are told apart from plain di
   assert.equal(CV.verdictOf('pass'), 'pass');
   assert.equal(CV.verdictOf('12.0'), null);
 });
+
+test('column titles name what differs between the scenarios, so no two read the same', () => {
+  const sd = CV.compareEntry(shown('Snapdragon 8 Gen 3 phone (Xiaomi 14 class, 16 GB LPDDR5X)'));
+  const a17 = CV.compareEntry(shown('Apple A17 Pro (iPhone 15 Pro, 8 GB LPDDR5)'));
+  const a17pruned = CV.compareEntry(shown('Apple A17 Pro (iPhone 15 Pro, 8 GB LPDDR5)', report(), '0.3'));
+  assert.deepEqual(CV.columnTitles([sd, a17, a17pruned]), [
+    'Snapdragon 8 Gen 3 phone · not pruned',
+    'Apple A17 Pro · not pruned',
+    'Apple A17 Pro · pruned 30%',
+  ]);
+  // One column, or nothing differing: model and device; a repeat says which column it repeats.
+  assert.deepEqual(CV.columnTitles([sd]), ['Llama 3.2 1B · Snapdragon 8 Gen 3 phone']);
+  assert.deepEqual(CV.columnTitles([a17, sd, a17]), ['Apple A17 Pro', 'Snapdragon 8 Gen 3 phone', 'Apple A17 Pro (same as 1)']);
+  const kv = CV.compareEntry(shown('Apple A17 Pro (iPhone 15 Pro, 8 GB LPDDR5)', report({ deployment: { ...report().deployment, kv: 'kivi4', context: 8192 } })));
+  assert.deepEqual(CV.columnTitles([a17, kv]), ['KV int8 · context 2048', 'KV kivi4 · context 8192']);
+  assert.deepEqual(CV.columnTitles([]), []);
+});

@@ -266,3 +266,23 @@ test('the comparison note says what the warm-up ran, or nothing without one', ()
     assert.equal(V.describeWarmUp(bad), '', JSON.stringify(bad));
   }
 });
+
+test('shortDeviceName drops the trailing parenthesis (the picker fits 390 px), keeps a name without one', () => {
+  assert.equal(V.shortDeviceName('Snapdragon 8 Gen 3 phone (Xiaomi 14 class, 16 GB LPDDR5X)'), 'Snapdragon 8 Gen 3 phone');
+  assert.equal(V.shortDeviceName('Apple A17 Pro (iPhone 15 Pro, 8 GB LPDDR5)'), 'Apple A17 Pro');
+  assert.equal(V.shortDeviceName('Raspberry Pi 5 (4x Cortex-A76 @2.4 GHz, 8 GB LPDDR4X, active cooler)'), 'Raspberry Pi 5');
+  assert.equal(V.shortDeviceName('Some board'), 'Some board');
+  assert.equal(V.shortDeviceName('(only a parenthesis)'), '(only a parenthesis)');
+});
+
+test('every bundled device keeps a distinct short name', async () => {
+  const { readdir, readFile } = await import('node:fs/promises');
+  const dir = new URL('../../models/devices/', import.meta.url);
+  const names = [];
+  for (const f of (await readdir(dir)).filter((f) => f.endsWith('.json') && f !== 'this-browser.json')) {
+    names.push(V.shortDeviceName(JSON.parse(await readFile(new URL(f, dir), 'utf8')).name));
+  }
+  assert.ok(names.length >= 10, `bundled devices: ${names.length}`);
+  assert.equal(new Set(names).size, names.length, `short names repeat: ${names.join(', ')}`);
+  for (const n of names) assert.ok(n.length <= 36, `${n}: too long for a phone's picker`);
+});

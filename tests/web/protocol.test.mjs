@@ -156,9 +156,15 @@ test('generate errors name the knob and the value', () => {
 test('parseGenerateForm turns form strings into numbers or a clear error', () => {
   const ok = P.parseGenerateForm({ prompt: 'hi', chat: true, maxTokens: '16', temperature: '0', topP: '0.95', seed: '7' });
   assert.deepEqual(ok, { params: { prompt: 'hi', chat: true, maxTokens: 16, temperature: 0, topP: 0.95, seed: 7 } });
-  assert.match(P.parseGenerateForm({ prompt: 'hi', chat: false, maxTokens: '', temperature: '0', topP: '1', seed: '1' }).error, /max tokens/);
-  assert.match(P.parseGenerateForm({ prompt: 'hi', chat: false, maxTokens: '8', temperature: 'warm', topP: '1', seed: '1' }).error, /temperature/);
-  assert.match(P.parseGenerateForm({ prompt: '', chat: false, maxTokens: '8', temperature: '0', topP: '1', seed: '1' }).error, /prompt/);
+  const form = { prompt: 'hi', chat: false, maxTokens: '8', temperature: '0', topP: '1', seed: '1' };
+  // Plain words: the input as labelled, its own range (the same as the input's min/max), what it holds.
+  assert.deepEqual(P.parseGenerateForm({ ...form, maxTokens: '' }), { error: 'Max tokens must be a whole number from 1 to 4096; the box is empty (or not a number).', field: 'maxTokens' });
+  assert.deepEqual(P.parseGenerateForm({ ...form, maxTokens: '5000' }), { error: 'Max tokens must be a whole number from 1 to 4096; got 5000.', field: 'maxTokens' });
+  assert.deepEqual(P.parseGenerateForm({ ...form, temperature: 'warm' }), { error: 'Temperature must be a number from 0 to 5 (0 is greedy); got warm.', field: 'temperature' });
+  assert.deepEqual(P.parseGenerateForm({ ...form, topP: '0' }), { error: 'Top-p must be a number above 0 and at most 1; got 0.', field: 'topP' });
+  assert.deepEqual(P.parseGenerateForm({ ...form, seed: '-1' }), { error: 'Seed must be a whole number from 0 to 4294967295; got -1.', field: 'seed' });
+  assert.deepEqual(P.parseGenerateForm({ ...form, prompt: '  ' }), { error: 'Write a prompt first: the prompt is empty.', field: 'prompt' });
+  assert.equal(P.parseGenerateForm({ ...form, maxTokens: '4096', seed: '4294967295' }).params.maxTokens, 4096);
 });
 
 test('worker -> page constructors build valid messages and drop token_ms from metrics', () => {
