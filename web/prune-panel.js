@@ -201,7 +201,7 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
 
   el.pruneDownload.addEventListener('click', () => {
     if (el.pruneDownload.disabled) return;
-    startPruneJob(P.exportGguf('q8_0'), 'writing the GGUF file');
+    startPruneJob(P.exportGguf(P.exportChoice(model.info?.weights).dtype), 'writing the GGUF file');
   });
 
 
@@ -309,7 +309,8 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
     a.click();
     a.remove();
     setTimeout(() => URL.revokeObjectURL(url), 60_000);
-    pruneDone(`${msg.name}: ${P.formatMB(msg.bytes.length)}${P.exportFormatNote(model.info?.weights?.weights, 'q8_0', model.info?.weights?.stored)}`);
+    const choice = P.exportChoice(model.info?.weights);
+    pruneDone(`${msg.name}: ${P.formatMB(msg.bytes.length)}${P.exportFormatNote(model.info?.weights?.weights, choice.dtype, model.info?.weights?.stored)}`);
   });
 
   /**
@@ -330,6 +331,12 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
       el.pruneQk.value = '0';
       el.pruneQk.dispatchEvent(new Event('change'));
     }
+    // The download's format is said on the button, and why it is not the loaded one beside it.
+    const choice = P.exportChoice(loaded ? model.info?.weights : null);
+    el.pruneDownload.textContent = loaded ? choice.label : 'Download GGUF';
+    const downloadNote = $('prune-download-note');
+    downloadNote.textContent = limits.export === '' ? choice.note : '';
+    downloadNote.hidden = downloadNote.textContent === '';
     el.pruneLimits.textContent = limits.text;
     el.pruneLimits.hidden = limits.text === '';
     el.perplexityRun.disabled = busy || !loaded || texts.eval !== true;

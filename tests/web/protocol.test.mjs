@@ -415,6 +415,20 @@ test('exportFormatNote: says why a 4-bit model downloads as q8_0', () => {
   assert.equal(P.exportFormatNote('auto', 'q8_0', [{ format: 'q8_0', matrices: 211, bytes: 1 }]), '');
 });
 
+test('exportChoice: the loaded format when the engine writes it, else q8_0 with the reason, before the click', () => {
+  const q41 = [{ format: 'q4_1', matrices: 210, bytes: 1 }, { format: 'q8_0', matrices: 1, bytes: 1 }];
+  assert.deepEqual(P.exportChoice({ weights: 'auto', stored: q41 }), {
+    dtype: 'q8_0',
+    label: 'Download GGUF (q8_0)',
+    note: 'Downloads as q8_0: the engine writes GGUF in f32, f16 or q8_0, not yet in the loaded 4-bit q4_1, so the file is larger than the model in memory.',
+  });
+  assert.deepEqual(P.exportChoice({ weights: 'f32', stored: [{ format: 'f32', matrices: 211, bytes: 1 }] }), { dtype: 'f32', label: 'Download GGUF (f32)', note: '' });
+  assert.equal(P.exportChoice({ weights: 'f16' }).dtype, 'f16');
+  assert.equal(P.exportChoice({ weights: 'q8_0' }).note, '');
+  assert.match(P.exportChoice({ weights: 'w4g128' }).note, /^Downloads as q8_0: .*not yet in the loaded 4-bit w4g128/);
+  assert.deepEqual(P.exportChoice(undefined), { dtype: 'q8_0', label: 'Download GGUF (q8_0)', note: '' });
+});
+
 test('describeWeights: auto names the layers\' formats, the embedding named apart unless layers share it', () => {
   const km = [{ format: 'q8_0', matrices: 10, bytes: 1 }, { format: 'q5_0', matrices: 81, bytes: 1 }, { format: 'q4_k', matrices: 27, bytes: 1 }, { format: 'q6_k', matrices: 9, bytes: 1 }];
   assert.equal(P.describeWeights('auto', km, 'q8_0'), "auto (the file's q8_0, q5_0, q4_k, q6_k kept)");

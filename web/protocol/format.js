@@ -78,6 +78,21 @@ export function formatWeightsUsed(m) {
   return typeof m.embedding === 'string' && m.embedding !== '' ? `${w} · embedding ${m.embedding}` : w;
 }
 
+/** The format the layers of a loaded model really hold: `weights`, or for `auto` the most common stored one. */
+function runningFormat(running, stored) {
+  if (running === 'auto' && Array.isArray(stored)) {
+    const most = stored.filter((x) => isObject(x) && typeof x.format === 'string').sort((a, b) => b.matrices - a.matrices)[0];
+    if (most) return most.format;
+  }
+  return running;
+}
+
+/** Why the engine cannot write `running` as a GGUF ('' when it can, or `running` is not quantized). */
+function exportReason(running, exported) {
+  if (typeof running !== 'string' || running === exported || !/^(w4g|q4|q5|q6|q3|q2)/.test(running)) return '';
+  return `the engine writes GGUF in f32, f16 or q8_0, not yet in the loaded ${/^(w4g|q4)/.test(running) ? '4-bit ' : ''}${running}, so the file is larger than the model in memory`;
+}
+
 /**
  * Why a downloaded GGUF is not in the format the model runs in ("" when it is): the engine
  * writes GGUF in f32, f16 or q8_0 only, so a 4-bit model is saved as 8-bit (about 1.5× the bytes).
@@ -85,12 +100,20 @@ export function formatWeightsUsed(m) {
  * layers really hold (the format most matrices are in).
  */
 export function exportFormatNote(running, exported, stored = null) {
-  if (running === 'auto' && Array.isArray(stored)) {
-    const most = stored.filter((x) => isObject(x) && typeof x.format === 'string').sort((a, b) => b.matrices - a.matrices)[0];
-    if (most) running = most.format;
-  }
-  if (typeof running !== 'string' || running === exported || !/^(w4g|q4|q5|q6|q3|q2)/.test(running)) return '';
-  return ` (saved as ${exported}: the engine writes GGUF in f32, f16 or q8_0, not yet in the loaded ${/^(w4g|q4)/.test(running) ? '4-bit ' : ''}${running}, so the file is larger than the model in memory)`;
+  const why = exportReason(runningFormat(running, stored), exported);
+  return why ? ` (saved as ${exported}: ${why})` : '';
+}
+
+/**
+ * The GGUF format the pruning panel downloads the running model in, and why, shown beside the
+ * button before it is pressed: the loaded format when the engine writes it (f32, f16, q8_0),
+ * else q8_0 with the reason. {dtype, label, note}; `weights` = info.weights ({weights, stored}).
+ */
+export function exportChoice(weights) {
+  const running = runningFormat(weights?.weights, weights?.stored);
+  const dtype = ['f32', 'f16', 'q8_0'].includes(running) ? running : 'q8_0';
+  const why = exportReason(running, dtype);
+  return { dtype, label: `Download GGUF (${dtype})`, note: why ? `Downloads as ${dtype}: ${why}.` : '' };
 }
 
 /**
