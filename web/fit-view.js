@@ -94,7 +94,7 @@ export const COLUMNS = Object.freeze([
   ['kv', 'KV'],
   ['context', 'context'],
   ['params', 'params (M)'],
-  ['peak', 'peak memory (MB)'],
+  ['peak', 'peak memory (MiB)'],
   ['ttft', 'TTFT (ms)'],
   ['sustained', 'sustained (tok/s)'],
   ['temp', 'ΔT (°C)'],
@@ -111,7 +111,7 @@ export function rowCells(r) {
     r.kv,
     String(r.context),
     (r.params / 1e6).toFixed(1),
-    (r.peak_memory_bytes / 1e6).toFixed(1),
+    (r.peak_memory_bytes / 2 ** 20).toFixed(1), // binary units, as everywhere on the page
     r.ttft_ms.toFixed(0),
     r.sustained_tok_s.toFixed(2),
     r.temp_rise_c.toFixed(1),
