@@ -137,7 +137,7 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
           {
             width: width(),
             height: 260,
-            legend: { show: true },
+            legend: { show: true, live: false }, // labels only: a live legend shows "–" until the pointer hovers
             cursor: { drag: { x: false, y: false }, points: { size: 10 } },
             scales: { x: { time: false } },
             axes: [

@@ -38,7 +38,14 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
     show();
   }
 
+  function showWarning(text) {
+    const w = $('prune-warning');
+    w.textContent = text;
+    w.hidden = text === '';
+  }
+
   function reset() {
+    showWarning('');
     pruned = false;
     basePerplexity = null;
     el.pruneSummary.textContent = '';
@@ -233,7 +240,7 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
           {
             width: width(),
             height: 200,
-            legend: { show: true },
+            legend: { show: true, live: false }, // labels only: a live legend shows "–" until the pointer hovers
             cursor: { drag: { x: false, y: false } },
             scales: { x: { time: false } },
             axes: [
@@ -269,6 +276,7 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
   client.on(P.FromWorker.PRUNE_PROGRESS, showPruneProgress);
   client.on(P.FromWorker.PRUNED, (msg) => {
     pruned = true;
+    showWarning('');
     onModelSwapped(msg.info, msg.metrics, true);
     renderModel(msg.info);
     el.pruneSummary.textContent = pruneSummary(msg.report);
@@ -281,6 +289,7 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
   });
   client.on(P.FromWorker.RESTORED, (msg) => {
     pruned = false;
+    showWarning('');
     onModelSwapped(msg.info, msg.metrics, false);
     renderModel(msg.info);
     el.pruneSummary.textContent = '';
@@ -293,9 +302,10 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
     $('metric-perplexity').textContent = ppl.toFixed(2);
     if (!pruned) basePerplexity = ppl;
     else {
+      // The warning on a line of its own, under the note (not run into it).
       const warn = P.perplexityWarning(basePerplexity, ppl);
       el.pruneSummary.dataset.warning = warn ? 'true' : 'false';
-      if (warn) el.pruneNote.textContent = `${el.pruneNote.textContent} ${warn}`.trim();
+      showWarning(warn);
     }
     qualityChart.add(msg.params, ppl, pruned);
     pruneDone(`perplexity ${ppl.toFixed(2)} on ${msg.report.tokens} tokens (${P.formatNumber(msg.report.ms ?? 0, 0)} ms)`);

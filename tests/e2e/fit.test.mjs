@@ -149,6 +149,7 @@ test('what fits: the page ranks exactly as `edgefit fit`, and Open shows four pa
   const legend = await page.locator('[data-testid="fit-chart"] .u-legend').textContent();
   assert.match(legend, /frontier/);
   assert.match(legend, /other passing/);
+  assert.ok(!legend.includes('–'), `the legend names the series without "–" placeholders: ${legend}`);
 
   // Open row 1 and a frontier row: the estimator shows them with four passes.
   await openRow(page, 1, cli.rows[0]);
