@@ -101,7 +101,7 @@ export function createEstimatePanel({ send }) {
 
   fillSelect(el.weights, V.WEIGHT_FORMATS.map((f) => [f, f]), V.DEFAULT_KNOBS.weights);
   fillSelect(el.kv, V.KV_FORMATS.map((f) => [f, f]), V.DEFAULT_KNOBS.kv);
-  fillSelect(el.unit, [['', "device's default"], ...V.UNITS.map((u) => [u, u])], '');
+  fillSelect(el.unit, [['', 'default'], ...V.UNITS.map((u) => [u, u])], '');
   fillSelect(el.policy, V.POLICIES.map((p) => [p, p]), V.DEFAULT_KNOBS.policy);
   fillRuntimes();
 
@@ -342,7 +342,8 @@ export function createEstimatePanel({ send }) {
     for (const o of el.unit.options) {
       if (o.value) o.disabled = !msg.device.units.includes(o.value);
     }
-    el.unit.options[0].textContent = `device's default (${msg.device.default_unit})`;
+    el.unit.options[0].textContent = `default (${msg.device.default_unit})`; // short: the picker fits a phone
+    el.unit.options[0].title = `the device's default unit (${msg.device.default_unit})`;
     st.device = msg.device;
     st.resolvedRuntime = el.runtime.value === '' ? r.latency?.runtime ?? null : st.resolvedRuntime;
     fillRuntimes();

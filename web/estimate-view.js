@@ -270,7 +270,7 @@ export function rangeNote(report) {
 export function runtimeChoices(runtimes, device, unitKnob, defaultLabel) {
   const unit = unitKnob || device?.default_unit || '';
   const list = Array.isArray(runtimes) ? runtimes.filter(isObject) : [];
-  const out = [{ id: '', label: defaultLabel ? `device's default (${defaultLabel})` : "device's default", disabled: false }];
+  const out = [{ id: '', label: defaultLabel ? `default (${defaultLabel})` : 'default', disabled: false }];
   for (const r of list) {
     const units = Array.isArray(r.units) ? r.units : [];
     const ok = unit === '' || units.includes(unit);

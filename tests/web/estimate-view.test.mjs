@@ -176,7 +176,7 @@ test('runtime picker: only runtimes that run on the unit are enabled; a bad pair
   const dev = { units: ['cpu', 'gpu', 'npu'], default_unit: 'cpu' };
   const c = V.runtimeChoices(rts, dev, '', 'llamacpp');
   assert.deepEqual(c.map((x) => [x.id, x.disabled]), [['', false], ['llamacpp', false], ['qnn', true]]);
-  assert.equal(c[0].label, "device's default (llamacpp)");
+  assert.equal(c[0].label, 'default (llamacpp)', 'short enough for the picker at 390 px');
   assert.match(c[2].label, /not on the cpu: npu only/);
   assert.deepEqual(V.runtimeChoices(rts, dev, 'npu').map((x) => x.disabled), [false, true, false]);
   assert.equal(V.runtimePairError(rts, 'qnn', 'npu'), null);
