@@ -38,8 +38,8 @@ export function createComparePanel({ estimator }) {
       const title = document.createElement('span');
       title.className = 'cmp-col-title';
       title.setAttribute('data-testid', 'compare-col-title');
-      title.textContent = `${i + 1}. ${titles[i]}`;
-      title.title = e.title;
+      title.textContent = `${i + 1}. ${titles[i].short}`;
+      title.title = `${titles[i].full} (${e.title})`;
       const open = document.createElement('button');
       open.type = 'button';
       open.textContent = 'Open';
@@ -99,7 +99,7 @@ export function createComparePanel({ estimator }) {
       return;
     }
     entries = next.entries;
-    say(`Added scenario ${entries.length}: ${entry.title}.`);
+    say(`Added scenario ${entries.length}: ${CV.columnTitles(entries).at(-1).full}.`);
     render();
   });
 
