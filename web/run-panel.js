@@ -79,7 +79,7 @@ export function createRunPanel({ el, page, model, client, estimator }) {
     $('metric-heap-mb').textContent = m.heap_bytes > 0 ? `(${P.formatMB(m.heap_bytes)})` : '';
     // One name everywhere: the requested format (auto, w4g32, ...) with what the file kept, as the
     // model info and the progress line say it (the metrics name the layers' most common format).
-    $('metric-weights-format').textContent = P.formatWeightsUsed({ ...m, stored: model.info?.weights?.stored, weights: model.info?.weights?.weights ?? m.weights });
+    $('metric-weights-format').textContent = P.formatWeightsUsed({ ...m, stored: model.info?.weights?.stored, weights: model.info?.weights?.weights ?? m.weights, pruned: P.describeLayers(model.info?.layers) !== '' });
     $('metric-kernel').textContent = m.kernel ?? '';
     // The KV cache, live: format, tokens held of the limit, measured bytes beside the estimator's.
     const kv = P.kvCells(m, kvEstimateBytes);

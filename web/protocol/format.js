@@ -74,7 +74,7 @@ export function metricCells(m) {
 /** "w4g32 · embedding q8_0" for the metrics area ("" when the metrics do not name them). */
 export function formatWeightsUsed(m) {
   if (!isObject(m) || typeof m.weights !== 'string' || m.weights === '') return '';
-  const w = describeWeights(m.weights, m.stored, m.embedding);
+  const w = describeWeights(m.weights, m.stored, m.embedding, m.pruned === true);
   return typeof m.embedding === 'string' && m.embedding !== '' ? `${w} · embedding ${m.embedding}` : w;
 }
 
@@ -148,15 +148,19 @@ export function perplexityWarning(base, pruned) {
  * "w4g32 (the file's q4_1 kept)" when the file's own 4-bit format was kept instead of
  * converting, "w4g32" when it was converted. `stored`: info.weights.stored ([{format, matrices,
  * bytes}], the embedding among them); the embedding's own format is left out (it is named apart).
+ * `pruned`: the running model is a pruned one, whose layers were re-quantized from f32 after
+ * pruning (nothing of the file's is kept): "w4g32 (re-quantized after pruning)".
  */
-export function describeWeights(requested, stored, embedding) {
+export function describeWeights(requested, stored, embedding, pruned = false) {
   if (typeof requested !== 'string' || requested === '') return '';
-  if (!Array.isArray(stored)) return requested;
+  if (!Array.isArray(stored)) return pruned ? `${requested} (re-quantized after pruning)` : requested;
   // The embedding (and an untied output head) are named apart: a format counts as the
   // layers' only with more matrices than those two.
-  const kept = [...new Set(stored
-    .filter((x) => isObject(x) && typeof x.format === 'string' && x.format !== requested && x.matrices > (x.format === embedding ? 2 : 1))
+  const layers = [...new Set(stored
+    .filter((x) => isObject(x) && typeof x.format === 'string' && x.matrices > (x.format === embedding ? 2 : 1))
     .map((x) => x.format))];
+  if (pruned) return `${layers.length ? layers.join(', ') : requested} (re-quantized after pruning)`;
+  const kept = layers.filter((f) => f !== requested);
   return kept.length ? `${requested} (the file's ${kept.join(', ')} kept)` : requested;
 }
 
