@@ -655,7 +655,8 @@ export function createEstimatePanel({ send }) {
       if (!el.device.value) el.device.selectedIndex = 0;
       const models = msg.presets.map((p) => [p.id, p.name || p.id]);
       fillSelect(el.model, models);
-      el.model.prepend(option(V.LOADED_MODEL, st.loadedName ? `the loaded model (${st.loadedName})` : 'the loaded model (none yet)', !st.loadedName));
+      el.model.prepend(option(V.LOADED_MODEL, st.loadedName ? `the loaded model (${V.pickerName(st.loadedName)})` : 'the loaded model (none yet)', !st.loadedName));
+      el.model.options[0].title = st.loadedName ?? '';
       if (st.config) el.model.prepend(option(V.CONFIG_MODEL, `config.json: ${st.config.name}`));
       const want = prevModel && [...el.model.options].some((o) => o.value === prevModel && !o.disabled) ? prevModel : 'smollm2-135m';
       el.model.value = want;
@@ -704,7 +705,8 @@ export function createEstimatePanel({ send }) {
       const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
       if (o) {
         o.disabled = false;
-        o.textContent = `the loaded model (${st.loadedName})`;
+        o.textContent = `the loaded model (${V.pickerName(st.loadedName)})`;
+        o.title = st.loadedName;
       }
       if (el.model.value === V.LOADED_MODEL) recompute();
       else recompare();

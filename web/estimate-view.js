@@ -38,6 +38,17 @@ export function shortDeviceName(name) {
   return cut === '' ? s : cut;
 }
 
+/**
+ * A model's name cut for a picker's label (at most `max` characters, an ellipsis in the middle so
+ * the end, often the format, stays): "my-own-finetune-of…-q4_1". The option's title keeps it whole.
+ */
+export function pickerName(name, max = 28) {
+  const chars = [...String(name ?? '')];
+  if (chars.length <= max) return chars.join('');
+  const tail = Math.floor((max - 1) / 3);
+  return `${chars.slice(0, max - 1 - tail).join('')}…${chars.slice(chars.length - tail).join('')}`;
+}
+
 export const DEFAULT_KNOBS = Object.freeze({
   weights: 'w4g32',
   kv: 'int8',

@@ -4,6 +4,7 @@
 
 import * as P from './protocol.js';
 import { FIT_CONTEXTS, FIT_FAMILIES } from './protocol.js';
+import * as V from './estimate-view.js';
 
 /** Rows the table shows (the chart shows every passing configuration). */
 export const TABLE_ROWS = 50;
@@ -49,7 +50,7 @@ export function scopeOptions(presets, loadedName = null) {
   for (const p of presets ?? []) out.push({ value: `preset:${p.id}`, label: `preset: ${p.name || p.id}`, disabled: false });
   out.push({
     value: 'loaded',
-    label: loadedName ? `the loaded model (${loadedName})` : 'the loaded model (none yet)',
+    label: loadedName ? `the loaded model (${V.pickerName(loadedName)})` : 'the loaded model (none yet)',
     disabled: !loadedName,
   });
   return out;
