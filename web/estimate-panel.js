@@ -250,7 +250,7 @@ export function createEstimatePanel({ send }) {
       el.compare.hidden = true;
       el.compareHint.textContent = comparable()
         ? 'Generate some text to compare this estimate with the engine’s measurement.'
-        : 'Pick “this browser tab (measured)” and “the loaded model”, then generate, to compare the estimate with the engine’s own measurement.';
+        : 'Pick “this browser tab (measured)” and your model (“loaded: …”), then generate, to compare the estimate with the engine’s own measurement.';
     }
   }
 
@@ -655,7 +655,7 @@ export function createEstimatePanel({ send }) {
       if (!el.device.value) el.device.selectedIndex = 0;
       const models = msg.presets.map((p) => [p.id, p.name || p.id]);
       fillSelect(el.model, models);
-      el.model.prepend(option(V.LOADED_MODEL, st.loadedName ? `the loaded model (${V.pickerName(st.loadedName)})` : 'the loaded model (none yet)', !st.loadedName));
+      el.model.prepend(option(V.LOADED_MODEL, st.loadedName ? `loaded: ${V.pickerName(st.loadedName)}` : 'loaded: none yet', !st.loadedName));
       el.model.options[0].title = st.loadedName ?? '';
       if (st.config) el.model.prepend(option(V.CONFIG_MODEL, `config.json: ${st.config.name}`));
       const want = prevModel && [...el.model.options].some((o) => o.value === prevModel && !o.disabled) ? prevModel : 'smollm2-135m';
@@ -705,7 +705,7 @@ export function createEstimatePanel({ send }) {
       const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
       if (o) {
         o.disabled = false;
-        o.textContent = `the loaded model (${V.pickerName(st.loadedName)})`;
+        o.textContent = `loaded: ${V.pickerName(st.loadedName)}`;
         o.title = st.loadedName;
       }
       if (el.model.value === V.LOADED_MODEL) recompute();
@@ -717,7 +717,7 @@ export function createEstimatePanel({ send }) {
       const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
       if (o) {
         o.disabled = true;
-        o.textContent = 'the loaded model (none yet)';
+        o.textContent = 'loaded: none yet';
       }
       if (el.model.value === V.LOADED_MODEL) {
         el.model.value = 'smollm2-135m';

@@ -42,7 +42,7 @@ export function shortDeviceName(name) {
  * A model's name cut for a picker's label (at most `max` characters, an ellipsis in the middle so
  * the end, often the format, stays): "my-own-finetune-of…-q4_1". The option's title keeps it whole.
  */
-export function pickerName(name, max = 28) {
+export function pickerName(name, max = 26) {
   const chars = [...String(name ?? '')];
   if (chars.length <= max) return chars.join('');
   const tail = Math.floor((max - 1) / 3);
