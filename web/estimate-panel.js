@@ -655,7 +655,7 @@ export function createEstimatePanel({ send }) {
       if (!el.device.value) el.device.selectedIndex = 0;
       const models = msg.presets.map((p) => [p.id, p.name || p.id]);
       fillSelect(el.model, models);
-      el.model.prepend(option(V.LOADED_MODEL, st.loadedName ? `loaded: ${V.pickerName(st.loadedName)}` : 'loaded: none yet', !st.loadedName));
+      el.model.prepend(option(V.LOADED_MODEL, V.loadedLabel(st.loadedName), !st.loadedName));
       el.model.options[0].title = st.loadedName ?? '';
       if (st.config) el.model.prepend(option(V.CONFIG_MODEL, `config.json: ${st.config.name}`));
       const want = prevModel && [...el.model.options].some((o) => o.value === prevModel && !o.disabled) ? prevModel : 'smollm2-135m';
@@ -705,7 +705,7 @@ export function createEstimatePanel({ send }) {
       const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
       if (o) {
         o.disabled = false;
-        o.textContent = `loaded: ${V.pickerName(st.loadedName)}`;
+        o.textContent = V.loadedLabel(st.loadedName);
         o.title = st.loadedName;
       }
       if (el.model.value === V.LOADED_MODEL) recompute();
@@ -717,7 +717,7 @@ export function createEstimatePanel({ send }) {
       const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
       if (o) {
         o.disabled = true;
-        o.textContent = 'loaded: none yet';
+        o.textContent = V.loadedLabel(null);
       }
       if (el.model.value === V.LOADED_MODEL) {
         el.model.value = 'smollm2-135m';

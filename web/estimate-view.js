@@ -49,6 +49,17 @@ export function pickerName(name, max = 26) {
   return `${chars.slice(0, max - 1 - tail).join('')}…${chars.slice(chars.length - tail).join('')}`;
 }
 
+/**
+ * The loaded model's label in a picker: "loaded: NAME", "pruned: NAME (119 M)" for a pruned one
+ * (main.js names it "NAME, pruned to 119 M"), "loaded: none yet" without a model; the name cut
+ * by pickerName so the label fits a phone's picker.
+ */
+export function loadedLabel(name) {
+  if (!name) return 'loaded: none yet';
+  const m = /^(.*), pruned to (.+)$/.exec(name);
+  return m ? `pruned: ${pickerName(m[1], 18)} (${m[2]})` : `loaded: ${pickerName(name)}`;
+}
+
 export const DEFAULT_KNOBS = Object.freeze({
   weights: 'w4g32',
   kv: 'int8',

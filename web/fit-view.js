@@ -50,7 +50,7 @@ export function scopeOptions(presets, loadedName = null) {
   for (const p of presets ?? []) out.push({ value: `preset:${p.id}`, label: `preset: ${p.name || p.id}`, disabled: false });
   out.push({
     value: 'loaded',
-    label: loadedName ? `loaded: ${V.pickerName(loadedName)}` : 'loaded: none yet',
+    label: V.loadedLabel(loadedName),
     disabled: !loadedName,
   });
   return out;

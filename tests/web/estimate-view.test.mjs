@@ -294,3 +294,9 @@ test('pickerName cuts a long model name in the middle, keeping its end (the form
   assert.equal(cut, 'my-own-finetune-o…ame-q4_1');
   assert.equal(V.pickerName('abcdef', 5), 'abc…f');
 });
+
+test('loadedLabel: loaded or pruned, the name cut to fit a phone', () => {
+  assert.equal(V.loadedLabel(null), 'loaded: none yet');
+  assert.equal(V.loadedLabel('smollm2-135m-instruct-q4_1'), 'loaded: smollm2-135m-instruct-q4_1');
+  assert.equal(V.loadedLabel('smollm2-135m-instruct-q4_1, pruned to 119 M'), 'pruned: smollm2-135m…-q4_1 (119 M)');
+});
