@@ -123,6 +123,11 @@ test('pruning panel: prune MLP 20% in the worker, run it, estimate it, download 
   // The model info shows the pruned model too.
   assert.match(await text(page, 'model-info'), new RegExp(paramsPruned.toLocaleString('en-US')));
   assert.match(await text(page, 'model-info'), /Pruned widths\s*FFN \d+(\u2013\d+)?, \d+(\u2013\d+)? heads/, 'the model info shows the pruned widths');
+  // Its weights are named for what they are (re-quantized after pruning, nothing of the file's
+  // kept), the same in the model info and the metrics; the config's widths say "as loaded".
+  assert.match(await text(page, 'model-info'), /Weights in memory\s*[\d.]+ MiB \(w4g32 \(re-quantized after pruning\) · embedding q8_0\)/);
+  assert.equal(await text(page, 'metric-weights-format'), 'w4g32 (re-quantized after pruning) · embedding q8_0');
+  assert.match(await text(page, 'model-info'), /FFN size\s*1536 as loaded/);
 
   // The pruned model generates.
   await page.getByTestId('prompt').fill('The capital of France is');
