@@ -30,13 +30,16 @@ export function createComparePanel({ estimator }) {
     corner.scope = 'col';
     corner.textContent = 'Scenario';
     headRow.append(corner);
+    // Titles from what differs between the columns (two columns never read the same).
+    const titles = CV.columnTitles(entries);
     entries.forEach((e, i) => {
       const th = document.createElement('th');
       th.scope = 'col';
       const title = document.createElement('span');
       title.className = 'cmp-col-title';
-      title.textContent = `${i + 1}. ${e.short ?? e.title}`;
-      title.title = e.title;
+      title.setAttribute('data-testid', 'compare-col-title');
+      title.textContent = `${i + 1}. ${titles[i].short}`;
+      title.title = `${titles[i].full} (${e.title})`;
       const open = document.createElement('button');
       open.type = 'button';
       open.textContent = 'Open';
@@ -96,7 +99,7 @@ export function createComparePanel({ estimator }) {
       return;
     }
     entries = next.entries;
-    say(`Added scenario ${entries.length}: ${entry.title}.`);
+    say(`Added scenario ${entries.length}: ${CV.columnTitles(entries).at(-1).full}.`);
     render();
   });
 

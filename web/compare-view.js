@@ -3,7 +3,7 @@
 // knobs) and the report's numbers, as display strings, so a column never changes after it was
 // added. The table highlights every cell whose text differs from the first column's.
 
-import { formatValue, formatBinary } from './estimate-view.js';
+import { formatValue, formatBinary, shortDeviceName } from './estimate-view.js';
 
 /** At most this many scenarios side by side. */
 export const MAX_COMPARE = 4;
@@ -53,6 +53,43 @@ export function compareEntry(shown) {
 export function shortTitle(title, max = 28) {
   const chars = [...String(title)];
   return chars.length <= max ? chars.join('') : `${chars.slice(0, max - 1).join('').trimEnd()}…`;
+}
+
+/** The rows that define a scenario (the rest are its results), in the order a title names them. */
+const SCENARIO_KEYS = Object.freeze(['model', 'device', 'weights', 'kv', 'context', 'prune', 'tokens', 'policy']);
+
+/** One scenario value as a column title says it (the device without its kind: "phone", "board"). */
+function titlePart(key, v) {
+  switch (key) {
+    case 'device': return shortDeviceName(v).replace(/\s+(mid-range\s+)?(phone|board|laptop)$/i, '');
+    case 'kv': return `KV ${v}`;
+    case 'context': return `context ${v}`;
+    case 'prune': return v === '0%' ? 'unpruned' : `${v} pruned`;
+    case 'tokens': return `${v} tokens`;
+    default: return v;
+  }
+}
+
+/** Longest column title shown (its number and ". " make it at most 32 characters). */
+export const TITLE_CHARS = 29;
+
+/**
+ * The columns' titles, each told apart from the others: what differs between the scenarios
+ * (model, device, formats, context, pruning, tokens, policy), joined by ", "; model and device
+ * when nothing differs (or one column), and "same as N" for a repeat. Each is cut to
+ * TITLE_CHARS unless cutting would make it read as another's. [{short, full}].
+ */
+export function columnTitles(entries) {
+  const differing = SCENARIO_KEYS.filter((k) => new Set(entries.map((e) => e.values[k])).size > 1);
+  const keys = differing.length ? differing : ['model', 'device'];
+  const full = entries.map((e) => keys.map((k) => titlePart(k, e.values[k])).join(', '));
+  const named = full.map((t, i) => {
+    const first = full.indexOf(t);
+    return first < i ? `${t} (same as ${first + 1})` : t;
+  });
+  const cut = named.map((t) => shortTitle(t, TITLE_CHARS));
+  const clash = (i) => cut.some((c, j) => j !== i && c === cut[i]);
+  return named.map((t, i) => ({ short: clash(i) ? t : cut[i], full: t }));
 }
 
 /** The cell's verdict ("pass" / "fail") for colouring, or null for other values. */

@@ -101,7 +101,7 @@ export function createEstimatePanel({ send }) {
 
   fillSelect(el.weights, V.WEIGHT_FORMATS.map((f) => [f, f]), V.DEFAULT_KNOBS.weights);
   fillSelect(el.kv, V.KV_FORMATS.map((f) => [f, f]), V.DEFAULT_KNOBS.kv);
-  fillSelect(el.unit, [['', "device's default"], ...V.UNITS.map((u) => [u, u])], '');
+  fillSelect(el.unit, [['', 'default'], ...V.UNITS.map((u) => [u, u])], '');
   fillSelect(el.policy, V.POLICIES.map((p) => [p, p]), V.DEFAULT_KNOBS.policy);
   fillRuntimes();
 
@@ -250,7 +250,7 @@ export function createEstimatePanel({ send }) {
       el.compare.hidden = true;
       el.compareHint.textContent = comparable()
         ? 'Generate some text to compare this estimate with the engine’s measurement.'
-        : 'Pick “this browser tab (measured)” and “the loaded model”, then generate, to compare the estimate with the engine’s own measurement.';
+        : 'Pick “this browser tab (measured)” and your model (“loaded: …”), then generate, to compare the estimate with the engine’s own measurement.';
     }
   }
 
@@ -342,7 +342,8 @@ export function createEstimatePanel({ send }) {
     for (const o of el.unit.options) {
       if (o.value) o.disabled = !msg.device.units.includes(o.value);
     }
-    el.unit.options[0].textContent = `device's default (${msg.device.default_unit})`;
+    el.unit.options[0].textContent = `default (${msg.device.default_unit})`; // short: the picker fits a phone
+    el.unit.options[0].title = `the device's default unit (${msg.device.default_unit})`;
     st.device = msg.device;
     st.resolvedRuntime = el.runtime.value === '' ? r.latency?.runtime ?? null : st.resolvedRuntime;
     fillRuntimes();
@@ -644,13 +645,18 @@ export function createEstimatePanel({ send }) {
       }
       const prevDevice = el.device.value;
       const prevModel = el.model.value;
-      const devices = msg.devices.filter((d) => d.id !== V.THIS_BROWSER).map((d) => [d.id, d.name]);
-      fillSelect(el.device, [...devices, [V.THIS_BROWSER, 'this browser tab (measured)']]);
+      // Short labels (the picker fits a phone's width); the full name is the option's title.
+      const devices = msg.devices.filter((d) => d.id !== V.THIS_BROWSER);
+      fillSelect(el.device, [...devices.map((d) => [d.id, V.shortDeviceName(d.name)]), [V.THIS_BROWSER, 'this browser tab (measured)']]);
+      devices.forEach((d, i) => {
+        el.device.options[i].title = d.name;
+      });
       el.device.value = prevDevice && [...el.device.options].some((o) => o.value === prevDevice) ? prevDevice : 'snapdragon-8-gen3';
       if (!el.device.value) el.device.selectedIndex = 0;
       const models = msg.presets.map((p) => [p.id, p.name || p.id]);
       fillSelect(el.model, models);
-      el.model.prepend(option(V.LOADED_MODEL, st.loadedName ? `the loaded model (${st.loadedName})` : 'the loaded model (none yet)', !st.loadedName));
+      el.model.prepend(option(V.LOADED_MODEL, V.loadedLabel(st.loadedName), !st.loadedName));
+      el.model.options[0].title = st.loadedName ?? '';
       if (st.config) el.model.prepend(option(V.CONFIG_MODEL, `config.json: ${st.config.name}`));
       const want = prevModel && [...el.model.options].some((o) => o.value === prevModel && !o.disabled) ? prevModel : 'smollm2-135m';
       el.model.value = want;
@@ -699,7 +705,8 @@ export function createEstimatePanel({ send }) {
       const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
       if (o) {
         o.disabled = false;
-        o.textContent = `the loaded model (${st.loadedName})`;
+        o.textContent = V.loadedLabel(st.loadedName);
+        o.title = st.loadedName;
       }
       if (el.model.value === V.LOADED_MODEL) recompute();
       else recompare();
@@ -710,7 +717,7 @@ export function createEstimatePanel({ send }) {
       const o = el.model.querySelector(`option[value="${V.LOADED_MODEL}"]`);
       if (o) {
         o.disabled = true;
-        o.textContent = 'the loaded model (none yet)';
+        o.textContent = V.loadedLabel(null);
       }
       if (el.model.value === V.LOADED_MODEL) {
         el.model.value = 'smollm2-135m';

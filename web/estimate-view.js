@@ -27,6 +27,39 @@ export const THIS_BROWSER = 'this-browser';
 export const LOADED_MODEL = '@loaded';
 export const CONFIG_MODEL = '@config';
 
+/**
+ * A device's name short enough for a picker at 390 px: the profile's name without its trailing
+ * parenthesis ("Snapdragon 8 Gen 3 phone (Xiaomi 14 class, 16 GB LPDDR5X)" → "Snapdragon 8 Gen 3
+ * phone"); the full name stays in the option's title and the note under the pickers.
+ */
+export function shortDeviceName(name) {
+  const s = String(name ?? '').trim();
+  const cut = s.replace(/\s*\([^()]*\)\s*$/, '');
+  return cut === '' ? s : cut;
+}
+
+/**
+ * A model's name cut for a picker's label (at most `max` characters, an ellipsis in the middle so
+ * the end, often the format, stays): "my-own-finetune-of…-q4_1". The option's title keeps it whole.
+ */
+export function pickerName(name, max = 26) {
+  const chars = [...String(name ?? '')];
+  if (chars.length <= max) return chars.join('');
+  const tail = Math.floor((max - 1) / 3);
+  return `${chars.slice(0, max - 1 - tail).join('')}…${chars.slice(chars.length - tail).join('')}`;
+}
+
+/**
+ * The loaded model's label in a picker: "loaded: NAME", "pruned: NAME (119 M)" for a pruned one
+ * (main.js names it "NAME, pruned to 119 M"), "loaded: none yet" without a model; the name cut
+ * by pickerName so the label fits a phone's picker.
+ */
+export function loadedLabel(name) {
+  if (!name) return 'loaded: none yet';
+  const m = /^(.*), pruned to (.+)$/.exec(name);
+  return m ? `pruned: ${pickerName(m[1], 18)} (${m[2]})` : `loaded: ${pickerName(name)}`;
+}
+
 export const DEFAULT_KNOBS = Object.freeze({
   weights: 'w4g32',
   kv: 'int8',
@@ -259,7 +292,7 @@ export function rangeNote(report) {
 export function runtimeChoices(runtimes, device, unitKnob, defaultLabel) {
   const unit = unitKnob || device?.default_unit || '';
   const list = Array.isArray(runtimes) ? runtimes.filter(isObject) : [];
-  const out = [{ id: '', label: defaultLabel ? `device's default (${defaultLabel})` : "device's default", disabled: false }];
+  const out = [{ id: '', label: defaultLabel ? `default (${defaultLabel})` : 'default', disabled: false }];
   for (const r of list) {
     const units = Array.isArray(r.units) ? r.units : [];
     const ok = unit === '' || units.includes(unit);

@@ -50,7 +50,11 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
 
   // The device picker inside the panel mirrors the estimator's (one device for both).
   function fillDevice() {
-    el.device.replaceChildren(...[...el.estimatorDevice.options].map((o) => option(o.value, o.textContent, o.disabled)));
+    el.device.replaceChildren(...[...el.estimatorDevice.options].map((o) => {
+      const copy = option(o.value, o.textContent, o.disabled);
+      copy.title = o.title;
+      return copy;
+    }));
     el.device.value = el.estimatorDevice.value;
     el.device.disabled = el.estimatorDevice.disabled;
   }
@@ -133,7 +137,7 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
           {
             width: width(),
             height: 260,
-            legend: { show: true },
+            legend: { show: true, live: false }, // labels only: a live legend shows "–" until the pointer hovers
             cursor: { drag: { x: false, y: false }, points: { size: 10 } },
             scales: { x: { time: false } },
             axes: [

@@ -4,6 +4,7 @@
 
 import * as P from './protocol.js';
 import { FIT_CONTEXTS, FIT_FAMILIES } from './protocol.js';
+import * as V from './estimate-view.js';
 
 /** Rows the table shows (the chart shows every passing configuration). */
 export const TABLE_ROWS = 50;
@@ -49,7 +50,7 @@ export function scopeOptions(presets, loadedName = null) {
   for (const p of presets ?? []) out.push({ value: `preset:${p.id}`, label: `preset: ${p.name || p.id}`, disabled: false });
   out.push({
     value: 'loaded',
-    label: loadedName ? `the loaded model (${loadedName})` : 'the loaded model (none yet)',
+    label: V.loadedLabel(loadedName),
     disabled: !loadedName,
   });
   return out;
@@ -94,7 +95,7 @@ export const COLUMNS = Object.freeze([
   ['kv', 'KV'],
   ['context', 'context'],
   ['params', 'params (M)'],
-  ['peak', 'peak memory (MB)'],
+  ['peak', 'peak memory (MiB)'],
   ['ttft', 'TTFT (ms)'],
   ['sustained', 'sustained (tok/s)'],
   ['temp', 'ΔT (°C)'],
@@ -111,7 +112,7 @@ export function rowCells(r) {
     r.kv,
     String(r.context),
     (r.params / 1e6).toFixed(1),
-    (r.peak_memory_bytes / 1e6).toFixed(1),
+    (r.peak_memory_bytes / 2 ** 20).toFixed(1), // binary units, as everywhere on the page
     r.ttft_ms.toFixed(0),
     r.sustained_tok_s.toFixed(2),
     r.temp_rise_c.toFixed(1),

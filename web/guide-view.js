@@ -293,7 +293,7 @@ const BUILDERS = {
           `${fmt(lat.peak_gflops, 0)} GFLOP/s peak on the ${typeof lat.unit === 'string' ? lat.unit.toUpperCase() : PLACEHOLDER}, ${human(r?.memory?.usable_bytes)} of memory one app may use. ` +
           'A phone has a fraction of a datacenter GPU’s bandwidth, memory and power (about 7 W), and it heats up.',
         'A deployment passes when all four of the “golden four” hold: ' +
-          `peak memory ≤ ${fin(th.peak_memory_bytes) ? `${(th.peak_memory_bytes / 1e9).toFixed(2)} GB` : PLACEHOLDER} (here ${total.text}: ${v('memory')}), ` +
+          `peak memory ≤ ${human(th.peak_memory_bytes)} (here ${total.text}: ${v('memory')}), ` +
           `time to first token < ${fmt(th.ttft_ms, 0)} ms (here ${ttft.text}: ${v('ttft')}), ` +
           `sustained decode ≥ ${fmt(th.sustained_tok_s, 0)} tok/s (here ${sus.text}: ${v('sustained')}), ` +
           `temperature rise < ${fmt(th.temp_rise_c, 0)} °C (here ${rise.text}: ${v('temperature')}).`,

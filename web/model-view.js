@@ -9,12 +9,13 @@ import * as P from './protocol.js';
 /** The model info's rows, [label, text], for `info` (the worker's `info()`) named `name`. */
 export function infoRows(info, name) {
   const layers = P.describeLayers(info.layers);
+  const pruned = layers !== '';
   return [
     ['Name', name || P.displayName(null, info)],
     ['Name in the file (general.name)', info.name || '(none)'],
     ['Architecture', info.arch],
     ['Parameters', `${P.formatParams(info.params)} (${info.params.toLocaleString('en-US')})`],
-    ['Weights in memory', `${P.formatMB(info.weights_bytes)} (${P.formatWeightsUsed(info.weights)})`],
+    ['Weights in memory', `${P.formatMB(info.weights_bytes)} (${P.formatWeightsUsed({ ...info.weights, pruned })})`],
     ['Stored as', P.formatStored(info.weights.stored)],
     ['Converted', (info.weights.converted ?? []).map((c) => `${c.from} → ${c.to} × ${c.tensors.length}`).join(', ') || 'none (every tensor as the file holds it, or float)'],
     ['Tokenizer', info.tokenizer?.kind ?? ''],
@@ -22,8 +23,9 @@ export function infoRows(info, name) {
     ['Layers', info.n_layers],
     ...(layers ? [['Pruned widths', layers]] : []),
     ['Hidden size', info.hidden],
-    ['Attention heads', `${info.n_heads} (KV heads ${info.n_kv_heads}, head dim ${info.head_dim})`],
-    ['FFN size', info.ffn],
+    // A pruned model's config keeps the widths as loaded; its own are under "Pruned widths".
+    ['Attention heads', `${info.n_heads} (KV heads ${info.n_kv_heads}, head dim ${info.head_dim})${pruned ? ' as loaded' : ''}`],
+    ['FFN size', pruned ? `${info.ffn} as loaded` : info.ffn],
     ['Vocabulary', info.vocab.toLocaleString('en-US')],
     ['Context length', info.context_length.toLocaleString('en-US')],
     ['Chat template', info.chat_template ? 'yes' : 'no'],

@@ -3,6 +3,7 @@
 // worker (protocol.js prune, restore, perplexity, export-gguf).
 
 import * as P from './protocol.js';
+import { createFieldError } from './field-error.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -37,7 +38,14 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
     show();
   }
 
+  function showWarning(text) {
+    const w = $('prune-warning');
+    w.textContent = text;
+    w.hidden = text === '';
+  }
+
   function reset() {
+    showWarning('');
     pruned = false;
     basePerplexity = null;
     el.pruneSummary.textContent = '';
@@ -165,16 +173,23 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
     };
   }
 
+  // A bad knob is named beside Prune, the input marked and focused (not in the page's error box).
+  const formError = createFieldError($('prune-error'), {
+    mlp: el.pruneMlp, heads: el.pruneHeads, qk: el.pruneQk, v: el.pruneV, layers: el.pruneLayers,
+    method: el.pruneMethod, allocation: el.pruneAllocation,
+  });
+
   el.pruneApply.addEventListener('click', () => {
     if (el.pruneApply.disabled) return;
-    const { plan, error } = P.parsePruneForm(
+    const { plan, error, field } = P.parsePruneForm(
       formValues(),
       model.info?.n_layers ?? null,
     );
     if (error) {
-      page.showError(error);
+      formError.show(error, field);
       return;
     }
+    formError.clear();
     const calibration = plan.importance === 'activation'
       ? { url: new URL(P.CALIBRATION_URL, document.baseURI).href, ...P.CALIBRATION }
       : undefined;
@@ -193,7 +208,7 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
 
   el.pruneDownload.addEventListener('click', () => {
     if (el.pruneDownload.disabled) return;
-    startPruneJob(P.exportGguf('q8_0'), 'writing the GGUF file');
+    startPruneJob(P.exportGguf(P.exportChoice(model.info?.weights).dtype), 'writing the GGUF file');
   });
 
 
@@ -225,7 +240,7 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
           {
             width: width(),
             height: 200,
-            legend: { show: true },
+            legend: { show: true, live: false }, // labels only: a live legend shows "–" until the pointer hovers
             cursor: { drag: { x: false, y: false } },
             scales: { x: { time: false } },
             axes: [
@@ -261,6 +276,7 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
   client.on(P.FromWorker.PRUNE_PROGRESS, showPruneProgress);
   client.on(P.FromWorker.PRUNED, (msg) => {
     pruned = true;
+    showWarning('');
     onModelSwapped(msg.info, msg.metrics, true);
     renderModel(msg.info);
     el.pruneSummary.textContent = pruneSummary(msg.report);
@@ -273,6 +289,7 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
   });
   client.on(P.FromWorker.RESTORED, (msg) => {
     pruned = false;
+    showWarning('');
     onModelSwapped(msg.info, msg.metrics, false);
     renderModel(msg.info);
     el.pruneSummary.textContent = '';
@@ -285,9 +302,10 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
     $('metric-perplexity').textContent = ppl.toFixed(2);
     if (!pruned) basePerplexity = ppl;
     else {
+      // The warning on a line of its own, under the note (not run into it).
       const warn = P.perplexityWarning(basePerplexity, ppl);
       el.pruneSummary.dataset.warning = warn ? 'true' : 'false';
-      if (warn) el.pruneNote.textContent = `${el.pruneNote.textContent} ${warn}`.trim();
+      showWarning(warn);
     }
     qualityChart.add(msg.params, ppl, pruned);
     pruneDone(`perplexity ${ppl.toFixed(2)} on ${msg.report.tokens} tokens (${P.formatNumber(msg.report.ms ?? 0, 0)} ms)`);
@@ -301,7 +319,8 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
     a.click();
     a.remove();
     setTimeout(() => URL.revokeObjectURL(url), 60_000);
-    pruneDone(`${msg.name}: ${P.formatMB(msg.bytes.length)}${P.exportFormatNote(model.info?.weights?.weights, 'q8_0', model.info?.weights?.stored)}`);
+    const choice = P.exportChoice(model.info?.weights);
+    pruneDone(`${msg.name}: ${P.formatMB(msg.bytes.length)}${P.exportFormatNote(model.info?.weights?.weights, choice.dtype, model.info?.weights?.stored)}`);
   });
 
   /**
@@ -322,6 +341,12 @@ export function createPrunePanel({ el, page, model, client, onModelSwapped }) {
       el.pruneQk.value = '0';
       el.pruneQk.dispatchEvent(new Event('change'));
     }
+    // The download's format is said on the button, and why it is not the loaded one beside it.
+    const choice = P.exportChoice(loaded ? model.info?.weights : null);
+    el.pruneDownload.textContent = loaded ? choice.label : 'Download GGUF';
+    const downloadNote = $('prune-download-note');
+    downloadNote.textContent = limits.export === '' ? choice.note : '';
+    downloadNote.hidden = downloadNote.textContent === '';
     el.pruneLimits.textContent = limits.text;
     el.pruneLimits.hidden = limits.text === '';
     el.perplexityRun.disabled = busy || !loaded || texts.eval !== true;

@@ -5,6 +5,7 @@
 import * as P from './protocol.js';
 import * as C from './conversation.js';
 import * as R from './run-view.js';
+import { createFieldError } from './field-error.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -78,7 +79,7 @@ export function createRunPanel({ el, page, model, client, estimator }) {
     $('metric-heap-mb').textContent = m.heap_bytes > 0 ? `(${P.formatMB(m.heap_bytes)})` : '';
     // One name everywhere: the requested format (auto, w4g32, ...) with what the file kept, as the
     // model info and the progress line say it (the metrics name the layers' most common format).
-    $('metric-weights-format').textContent = P.formatWeightsUsed({ ...m, stored: model.info?.weights?.stored, weights: model.info?.weights?.weights ?? m.weights });
+    $('metric-weights-format').textContent = P.formatWeightsUsed({ ...m, stored: model.info?.weights?.stored, weights: model.info?.weights?.weights ?? m.weights, pruned: P.describeLayers(model.info?.layers) !== '' });
     $('metric-kernel').textContent = m.kernel ?? '';
     // The KV cache, live: format, tokens held of the limit, measured bytes beside the estimator's.
     const kv = P.kvCells(m, kvEstimateBytes);
@@ -201,6 +202,11 @@ export function createRunPanel({ el, page, model, client, estimator }) {
   });
 
   // ---- the controls ------------------------------------------------------------------------------
+  // A bad knob is named beside Generate, the input marked and focused (not in the page's error box).
+  const formError = createFieldError($('gen-error'), {
+    prompt: el.prompt, maxTokens: el.maxTokens, temperature: el.temperature, topP: el.topP, seed: el.seed,
+  });
+
   // The skip link focuses the prompt without touching location.hash (which carries share links).
   $('skip-link')?.addEventListener('click', (ev) => {
     ev.preventDefault();
@@ -231,7 +237,7 @@ export function createRunPanel({ el, page, model, client, estimator }) {
   el.form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     if (isInactive(el.generate)) return;
-    const { params, error } = P.parseGenerateForm({
+    const { params, error, field } = P.parseGenerateForm({
       prompt: el.prompt.value,
       chat: el.chat.checked,
       maxTokens: el.maxTokens.value,
@@ -241,9 +247,10 @@ export function createRunPanel({ el, page, model, client, estimator }) {
       keep: C.keepFor(conv, el.keepContext.checked),
     });
     if (error) {
-      page.showError(error);
+      formError.show(error, field);
       return;
     }
+    formError.clear();
     if (!page.dispatch('generate')) return; // the engine is busy (or has no model)
     page.clearError();
     C.beginTurn(conv, params.prompt, params.keep, params.chat);

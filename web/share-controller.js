@@ -179,7 +179,7 @@ export function createShareController({ el, page, model, threads, estimator, pru
     if (s.loaded) {
       notes.push(`The link was made with ${S.describeLoaded(s.loaded)} loaded. Links carry no model data: ` +
         'load that file by hand (Model, above) to run it here' +
-        (s.estimate?.model === V.LOADED_MODEL ? ', then pick “the loaded model” for the estimate.' : '.'));
+        (s.estimate?.model === V.LOADED_MODEL ? ', then pick “loaded: …” as the estimate’s model.' : '.'));
     }
     if (s.config) {
       notes.push(`The link's estimate used a config.json (${s.config.name}); drop it by hand on “or drop a config.json” to estimate that model.`);

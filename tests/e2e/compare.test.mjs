@@ -55,6 +55,11 @@ test('compare: Snapdragon 8 Gen 3 vs A17 Pro vs pruned, differences highlighted'
   assert.deepEqual([await diff('params', 1), await diff('params', 2)], [false, true]);
   assert.equal(await cell(page, 'prune', 2).textContent(), '30%');
   assert.match(await cell(page, 'device', 1).textContent(), /A17 Pro/);
+  // Column titles say what differs, so no two read the same (today's "Llama-3.2-1B · Apple A17
+  // Pr…" twice is gone).
+  assert.deepEqual(await page.locator('[data-testid="compare-col-title"]').allTextContents(),
+    ['1. Snapdragon 8 Gen 3, unpruned', '2. Apple A17 Pro, unpruned', '3. Apple A17 Pro, 30% pruned']);
+  assert.match(await text(page, 'compare-status'), /^Added scenario 3: Apple A17 Pro, 30% pruned\.$/);
 
   // Opening column 1 puts its scenario back in the estimator.
   await page.getByTestId('compare-open').first().click();

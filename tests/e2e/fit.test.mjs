@@ -137,12 +137,19 @@ test('what fits: the page ranks exactly as `edgefit fit`, and Open shows four pa
   assert.equal(new Set(rows.slice(0, firsts.length).map((r) => r.model)).size, Math.min(firsts.length, 50), 'no model repeats before every model showed its best');
   rows.forEach((r, i) => assert.equal(r.sustained, shown[i].sustained_tok_s, `row ${i + 1} sustained tok/s`));
   assert.equal(rows[0].cells[2], cli.rows[0].model, 'cells are text');
+  // Bytes in binary units, as everywhere on the page: the peak memory column in MiB.
+  const heads = await page.$$eval('#fit-head th', (ths) => ths.map((th) => th.textContent));
+  const peakCol = heads.indexOf('peak memory (MiB)');
+  assert.ok(peakCol > 0, `a peak memory (MiB) column: ${heads.join(' | ')}`);
+  rows.slice(0, 5).forEach((r, i) => assert.equal(r.cells[peakCol], (shown[i].peak_memory_bytes / 2 ** 20).toFixed(1), `row ${i + 1} peak MiB`));
+  assert.ok(!heads.some((h) => /\bMB\b|\bGB\b/.test(h)), `no decimal byte units in the table's titles: ${heads.join(' | ')}`);
 
   // Chart: drawn, with both series in the legend.
   assert.ok(await page.locator('[data-testid="fit-chart"] canvas').count() > 0, 'fit chart canvas');
   const legend = await page.locator('[data-testid="fit-chart"] .u-legend').textContent();
   assert.match(legend, /frontier/);
   assert.match(legend, /other passing/);
+  assert.ok(!legend.includes('–'), `the legend names the series without "–" placeholders: ${legend}`);
 
   // Open row 1 and a frontier row: the estimator shows them with four passes.
   await openRow(page, 1, cli.rows[0]);

@@ -197,6 +197,60 @@ test('loads the default model, generates 16 tokens greedily, shows metrics', asy
   assert.deepEqual(consoleErrors, [], 'no console errors');
 });
 
+test('the default first run on a phone (390 px): the skip link, a good first answer, a bad knob named beside Generate', async (t) => {
+  const { page, consoleErrors, pageErrors } = await openPage(t, { width: 390, height: 844 });
+  // The skip link (the first Tab stop) brings the prompt into view and focuses it.
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'skip-to-prompt');
+  const skip = await page.getByTestId('skip-to-prompt').boundingBox();
+  assert.ok(skip && skip.x >= 0 && skip.x + skip.width <= 390 && skip.y >= 0, `the focused skip link shows inside the screen: ${JSON.stringify(skip)}`);
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'prompt');
+  const inView = await page.evaluate(() => {
+    const r = document.getElementById('prompt').getBoundingClientRect();
+    return { top: r.top, bottom: r.bottom, vh: window.innerHeight };
+  });
+  assert.ok(inView.top >= 0 && inView.bottom <= inView.vh, `the prompt is on screen after the skip link: ${JSON.stringify(inView)}`);
+
+  await loadDefault(page);
+  // Nothing changed: the default prompt (a question), the chat template on, the default knobs.
+  await page.getByTestId('generate').click();
+  assert.equal(await waitStatus(page, 'done', GEN_TIMEOUT), 'done');
+  const answer = await page.getByTestId('output').textContent();
+  const reason = await page.getByTestId('finish-reason').getAttribute('data-reason');
+  t.diagnostic(`the default first run answered ${JSON.stringify(answer)} (${reason})`);
+  assert.match(answer, /Paris/, `the first answer names Paris: ${JSON.stringify(answer)}`);
+  assert.equal(reason, 'stop', 'the first answer ends by itself, within the default max tokens');
+  assert.match(await text(page, 'transcript'), /^you\s*What is the capital of France\?\s*model\s*.*Paris/s);
+
+  // A bad knob: named beside Generate in plain words with the input's own range, marked, focused;
+  // nothing is generated and the page's error box stays shut.
+  await page.getByTestId('max-tokens').fill('5000');
+  await page.getByTestId('generate').click();
+  await page.getByTestId('gen-error').waitFor({ state: 'visible', timeout: 5_000 });
+  assert.equal(await text(page, 'gen-error'), 'Max tokens must be a whole number from 1 to 4096; got 5000.');
+  assert.equal(await page.getByTestId('max-tokens').getAttribute('max'), '4096', 'the same range as the input\'s own');
+  assert.equal(await page.getByTestId('max-tokens').getAttribute('aria-invalid'), 'true');
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'max-tokens');
+  assert.equal(await page.getByTestId('error-box').isVisible(), false, 'not in the global error box');
+  const box = await page.getByTestId('gen-error').boundingBox();
+  assert.ok(box.x >= 0 && box.x + box.width <= 390, `the message fits the phone's width: ${JSON.stringify(box)}`);
+  await page.getByTestId('seed').fill('-1');
+  await page.getByTestId('max-tokens').fill('8');
+  assert.equal(await page.getByTestId('gen-error').isVisible(), false, 'editing the input clears its message');
+  await page.getByTestId('generate').click();
+  assert.equal(await text(page, 'gen-error'), 'Seed must be a whole number from 0 to 4294967295; got -1.');
+  await page.getByTestId('seed').fill('42');
+  await page.getByTestId('generate').click();
+  assert.equal(await waitStatus(page, 'done', GEN_TIMEOUT), 'done', 'valid knobs generate again');
+  assert.equal(await page.getByTestId('gen-error').isVisible(), false);
+  const widths = await page.evaluate(() => ({ doc: document.documentElement.scrollWidth, view: window.innerWidth }));
+  assert.ok(widths.doc <= widths.view + 1, `the page does not scroll sideways at 390 px: ${JSON.stringify(widths)}`);
+  await page.screenshot({ path: path.join(SHOT_DIR, 'first-run-phone.png'), fullPage: true });
+  assert.deepEqual(pageErrors, [], 'no page errors');
+  assert.deepEqual(consoleErrors, [], 'no console errors');
+});
+
 test('the chat template answers an instruct question', async (t) => {
   const { page, consoleErrors, pageErrors } = await openPage(t);
   await loadDefault(page);

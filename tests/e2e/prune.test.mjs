@@ -62,6 +62,27 @@ test('pruning panel: prune MLP 20% in the worker, run it, estimate it, download 
     assert.ok(pplLoaded > 1 && pplLoaded < 100, `the loaded model's perplexity: ${pplLoaded}`);
   }
 
+  // A bad knob is named beside Prune, in plain words with the input's own range (not in the
+  // page's error box), the input marked and focused; editing it clears the message.
+  await page.getByTestId('prune-layers').fill('30');
+  await page.getByTestId('prune-apply').click();
+  await page.getByTestId('prune-error').waitFor({ state: 'visible', timeout: 5_000 });
+  assert.equal(await text(page, 'prune-error'),
+    'Layers dropped must be a whole number from 0 to 29 (the model has 30 layers and keeps at least one); got 30.');
+  assert.equal(await page.getByTestId('prune-layers').getAttribute('aria-invalid'), 'true');
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'prune-layers', 'the bad input has the focus');
+  assert.equal(await page.getByTestId('error-box').isVisible(), false, 'not in the global error box');
+  assert.equal(await text(page, 'status'), 'ready', 'nothing started');
+  await page.getByTestId('prune-layers').fill('0');
+  assert.equal(await page.getByTestId('prune-error').isVisible(), false, 'editing the input clears the message');
+  assert.equal(await page.getByTestId('prune-layers').getAttribute('aria-invalid'), null);
+
+  // The download's format is said before the click: the loaded 4-bit weights cannot be written,
+  // so the button says q8_0 and the note beside it says why.
+  assert.equal(await text(page, 'prune-download'), 'Download GGUF (q8_0)');
+  assert.match(await text(page, 'prune-download-note'),
+    /^Downloads as q8_0: the engine writes GGUF in f32, f16 or q8_0, not yet in the loaded 4-bit q4_1, so the file is larger than the model in memory\.$/);
+
   // Prune 20% of the MLP channels with the default importance (activation-aware when the
   // calibration text is served: the worker calibrates first, with progress).
   await page.getByTestId('prune-mlp').fill('0.2');
@@ -90,13 +111,23 @@ test('pruning panel: prune MLP 20% in the worker, run it, estimate it, download 
     pplPruned = Number(await text(page, 'metric-perplexity'));
     assert.ok(Number.isFinite(pplPruned) && pplPruned > pplLoaded, `pruning costs quality: ${pplLoaded} -> ${pplPruned}`);
     // More than twice the perplexity as loaded: the page warns (and only then).
-    const warned = /Warning: perplexity rose/.test(await text(page, 'prune-note'));
+    // On a line of its own, not run into the note.
+    const warned = await page.getByTestId('prune-warning').isVisible();
     assert.equal(warned, pplPruned > 2 * pplLoaded, `warning shown = ${warned} for ${pplLoaded} -> ${pplPruned}`);
+    if (warned) assert.match(await text(page, 'prune-warning'), /^Warning: perplexity rose \d+\.\d× /);
+    assert.doesNotMatch(await text(page, 'prune-note'), /Warning/, 'the note itself carries no warning');
+    // The chart's legend names its series without "–" placeholders.
+    assert.doesNotMatch(await page.locator('[data-testid="prune-chart"] .u-legend').textContent(), /–/);
     assert.equal(await page.locator('[data-testid="prune-chart"] canvas').count() > 0, true, 'the quality/size chart is drawn');
   }
   // The model info shows the pruned model too.
   assert.match(await text(page, 'model-info'), new RegExp(paramsPruned.toLocaleString('en-US')));
   assert.match(await text(page, 'model-info'), /Pruned widths\s*FFN \d+(\u2013\d+)?, \d+(\u2013\d+)? heads/, 'the model info shows the pruned widths');
+  // Its weights are named for what they are (re-quantized after pruning, nothing of the file's
+  // kept), the same in the model info and the metrics; the config's widths say "as loaded".
+  assert.match(await text(page, 'model-info'), /Weights in memory\s*[\d.]+ MiB \(w4g32 \(re-quantized after pruning\) · embedding q8_0\)/);
+  assert.equal(await text(page, 'metric-weights-format'), 'w4g32 (re-quantized after pruning) · embedding q8_0');
+  assert.match(await text(page, 'model-info'), /FFN size\s*1536 as loaded/);
 
   // The pruned model generates.
   await page.getByTestId('prompt').fill('The capital of France is');

@@ -65,3 +65,25 @@ test('column titles are short for a phone, verdicts are told apart from plain di
   assert.equal(CV.verdictOf('pass'), 'pass');
   assert.equal(CV.verdictOf('12.0'), null);
 });
+
+test('column titles name what differs between the scenarios, so no two read the same', () => {
+  const sd = CV.compareEntry(shown('Snapdragon 8 Gen 3 phone (Xiaomi 14 class, 16 GB LPDDR5X)'));
+  const a17 = CV.compareEntry(shown('Apple A17 Pro (iPhone 15 Pro, 8 GB LPDDR5)'));
+  const a17pruned = CV.compareEntry(shown('Apple A17 Pro (iPhone 15 Pro, 8 GB LPDDR5)', report(), '0.3'));
+  const short = (entries) => CV.columnTitles(entries).map((t) => t.short);
+  assert.deepEqual(short([sd, a17, a17pruned]), ['Snapdragon 8 Gen 3, unpruned', 'Apple A17 Pro, unpruned', 'Apple A17 Pro, 30% pruned']);
+  // One column, or nothing differing: model and device; a repeat says which column it repeats.
+  assert.deepEqual(CV.columnTitles([sd]), [{ short: 'Llama 3.2 1B, Snapdragon 8 G…', full: 'Llama 3.2 1B, Snapdragon 8 Gen 3' }]);
+  assert.deepEqual(short([a17, sd, a17]), ['Apple A17 Pro', 'Snapdragon 8 Gen 3', 'Apple A17 Pro (same as 1)']);
+  const kv = CV.compareEntry(shown('Apple A17 Pro (iPhone 15 Pro, 8 GB LPDDR5)', report({ deployment: { ...report().deployment, kv: 'kivi4', context: 8192 } })));
+  assert.deepEqual(short([a17, kv]), ['KV int8, context 2048', 'KV kivi4, context 8192']);
+  for (const t of CV.columnTitles([sd, a17, a17pruned])) assert.ok([...t.short].length <= CV.TITLE_CHARS, t.short);
+  const four = CV.columnTitles([sd, a17, a17pruned, kv]).map((t) => t.short);
+  assert.equal(new Set(four).size, 4, `four distinct titles: ${four.join(' | ')}`);
+  // Cut titles that would read the same are shown whole.
+  const elite = CV.compareEntry(shown('Snapdragon 8 Elite phone (QRD)', report({ deployment: { ...report().deployment, kv: 'kivi4' } })));
+  const elite5 = CV.compareEntry(shown('Snapdragon 8 Elite Gen 5 phone (QRD)', report({ deployment: { ...report().deployment, kv: 'kivi4' } })));
+  const long = CV.columnTitles([{ ...elite, values: { ...elite.values, model: 'DeepSeek-R1-Distill-Qwen-1.5B' } }, { ...elite5, values: { ...elite5.values, model: 'DeepSeek-R1-Distill-Qwen-1.5B-x' } }]);
+  assert.notEqual(long[0].short, long[1].short);
+  assert.deepEqual(CV.columnTitles([]), []);
+});

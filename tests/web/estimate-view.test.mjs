@@ -176,7 +176,7 @@ test('runtime picker: only runtimes that run on the unit are enabled; a bad pair
   const dev = { units: ['cpu', 'gpu', 'npu'], default_unit: 'cpu' };
   const c = V.runtimeChoices(rts, dev, '', 'llamacpp');
   assert.deepEqual(c.map((x) => [x.id, x.disabled]), [['', false], ['llamacpp', false], ['qnn', true]]);
-  assert.equal(c[0].label, "device's default (llamacpp)");
+  assert.equal(c[0].label, 'default (llamacpp)', 'short enough for the picker at 390 px');
   assert.match(c[2].label, /not on the cpu: npu only/);
   assert.deepEqual(V.runtimeChoices(rts, dev, 'npu').map((x) => x.disabled), [false, true, false]);
   assert.equal(V.runtimePairError(rts, 'qnn', 'npu'), null);
@@ -265,4 +265,38 @@ test('the comparison note says what the warm-up ran, or nothing without one', ()
   for (const bad of [null, {}, { warm_up: null }, { warm_up: { passes: 0, pass_ms: [] } }, { warm_up: { passes: 2 } }, { warm_up: 'x' }]) {
     assert.equal(V.describeWarmUp(bad), '', JSON.stringify(bad));
   }
+});
+
+test('shortDeviceName drops the trailing parenthesis (the picker fits 390 px), keeps a name without one', () => {
+  assert.equal(V.shortDeviceName('Snapdragon 8 Gen 3 phone (Xiaomi 14 class, 16 GB LPDDR5X)'), 'Snapdragon 8 Gen 3 phone');
+  assert.equal(V.shortDeviceName('Apple A17 Pro (iPhone 15 Pro, 8 GB LPDDR5)'), 'Apple A17 Pro');
+  assert.equal(V.shortDeviceName('Raspberry Pi 5 (4x Cortex-A76 @2.4 GHz, 8 GB LPDDR4X, active cooler)'), 'Raspberry Pi 5');
+  assert.equal(V.shortDeviceName('Some board'), 'Some board');
+  assert.equal(V.shortDeviceName('(only a parenthesis)'), '(only a parenthesis)');
+});
+
+test('every bundled device keeps a distinct short name', async () => {
+  const { readdir, readFile } = await import('node:fs/promises');
+  const dir = new URL('../../models/devices/', import.meta.url);
+  const names = [];
+  for (const f of (await readdir(dir)).filter((f) => f.endsWith('.json') && f !== 'this-browser.json')) {
+    names.push(V.shortDeviceName(JSON.parse(await readFile(new URL(f, dir), 'utf8')).name));
+  }
+  assert.ok(names.length >= 10, `bundled devices: ${names.length}`);
+  assert.equal(new Set(names).size, names.length, `short names repeat: ${names.join(', ')}`);
+  for (const n of names) assert.ok(n.length <= 36, `${n}: too long for a phone's picker`);
+});
+
+test('pickerName cuts a long model name in the middle, keeping its end (the format)', () => {
+  assert.equal(V.pickerName('smollm2-135m-instruct-q4_1'), 'smollm2-135m-instruct-q4_1');
+  const cut = V.pickerName('my-own-finetune-of-smollm2-135m-instruct-with-a-very-long-name-q4_1');
+  assert.equal([...cut].length, 26);
+  assert.equal(cut, 'my-own-finetune-o…ame-q4_1');
+  assert.equal(V.pickerName('abcdef', 5), 'abc…f');
+});
+
+test('loadedLabel: loaded or pruned, the name cut to fit a phone', () => {
+  assert.equal(V.loadedLabel(null), 'loaded: none yet');
+  assert.equal(V.loadedLabel('smollm2-135m-instruct-q4_1'), 'loaded: smollm2-135m-instruct-q4_1');
+  assert.equal(V.loadedLabel('smollm2-135m-instruct-q4_1, pruned to 119 M'), 'pruned: smollm2-135m…-q4_1 (119 M)');
 });

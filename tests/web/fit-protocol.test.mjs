@@ -99,7 +99,7 @@ test('fit-view: summary, cells, scenario and chart data', () => {
 
   const cells = F.rowCells(row(4, { frontier: true, prune: 0.3 }));
   assert.equal(cells.length, F.COLUMNS.length);
-  assert.deepEqual(cells, ['4', '★', 'smollm2-135m', '30%', 'f16', 'f32', '8192', '134.5', '900.0', '121', '41.23', '7.3']);
+  assert.deepEqual(cells, ['4', '★', 'smollm2-135m', '30%', 'f16', 'f32', '8192', '134.5', '858.3', '121', '41.23', '7.3']);
   assert.deepEqual(F.scenarioOf(row(1, { prune: 0.1 }), 'snapdragon-8-gen3'), {
     device: 'snapdragon-8-gen3', model: 'smollm2-135m', weights: 'f16', kv: 'f32', context: 8192, prune: 0.1,
   });

@@ -78,7 +78,7 @@ test('cell: the panel’s own strings, its formula, and a placeholder when missi
 
 test('golden-four step quotes the thresholds, the numbers and the verdicts', () => {
   const four = G.buildStep('golden-four', [snap(fixture)]).paragraphs.join('\n');
-  assert.match(four, /peak memory ≤ 5\.20 GB \(here 1120363110 bytes \(1\.04 GiB\): pass\)/);
+  assert.match(four, /peak memory ≤ 4\.84 GiB \(here 1120363110 bytes \(1\.04 GiB\): pass\)/);
   assert.match(four, /sustained decode ≥ 25 tok\/s \(here 41\.68 tok\/s: pass\)/);
   assert.match(four, /11000 GFLOP\/s peak on the NPU/);
 });

@@ -34,6 +34,18 @@ test('infoRows: every row a string, the given name first, the file name and the 
   assert.match(none.Converted, /^none/);
 });
 
+test('infoRows of a pruned model: its layers named as re-quantized, the widths as loaded said so', () => {
+  const layer = { n_heads: 9, n_kv_heads: 3, qk_dim: 64, v_dim: 64, ffn: 1229 };
+  const stored = [{ format: 'q8_0', matrices: 1, bytes: 30108672 }, { format: 'w4g32', matrices: 210, bytes: 51065136 }];
+  const by = Object.fromEntries(MV.infoRows({ ...info(), layers: Array(30).fill(layer), weights: { ...info().weights, stored, embedding: 'q8_0' } }, 'x'));
+  assert.equal(by['Pruned widths'], 'FFN 1229, 9 heads (3 KV), Q/K dim 64, V dim 64 in every layer');
+  assert.match(by['Weights in memory'], /\(w4g32 \(re-quantized after pruning\) · embedding q8_0\)$/, 'not "the file\'s w4g32 kept"');
+  assert.equal(by['FFN size'], '1536 as loaded');
+  assert.equal(by['Attention heads'], '9 (KV heads 3, head dim 64) as loaded');
+  // Unpruned: as before.
+  assert.equal(Object.fromEntries(MV.infoRows(info(), 'x'))['FFN size'], '1536');
+});
+
 test('picker options: the wasm lists with labels, a placeholder before them', () => {
   assert.deepEqual(MV.kvFormatOptions([]), [['', 'starting…']]);
   const kv = MV.kvFormatOptions(['f32', 'k8v16', 'newfmt']);

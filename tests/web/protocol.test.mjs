@@ -156,9 +156,15 @@ test('generate errors name the knob and the value', () => {
 test('parseGenerateForm turns form strings into numbers or a clear error', () => {
   const ok = P.parseGenerateForm({ prompt: 'hi', chat: true, maxTokens: '16', temperature: '0', topP: '0.95', seed: '7' });
   assert.deepEqual(ok, { params: { prompt: 'hi', chat: true, maxTokens: 16, temperature: 0, topP: 0.95, seed: 7 } });
-  assert.match(P.parseGenerateForm({ prompt: 'hi', chat: false, maxTokens: '', temperature: '0', topP: '1', seed: '1' }).error, /max tokens/);
-  assert.match(P.parseGenerateForm({ prompt: 'hi', chat: false, maxTokens: '8', temperature: 'warm', topP: '1', seed: '1' }).error, /temperature/);
-  assert.match(P.parseGenerateForm({ prompt: '', chat: false, maxTokens: '8', temperature: '0', topP: '1', seed: '1' }).error, /prompt/);
+  const form = { prompt: 'hi', chat: false, maxTokens: '8', temperature: '0', topP: '1', seed: '1' };
+  // Plain words: the input as labelled, its own range (the same as the input's min/max), what it holds.
+  assert.deepEqual(P.parseGenerateForm({ ...form, maxTokens: '' }), { error: 'Max tokens must be a whole number from 1 to 4096; the box is empty (or not a number).', field: 'maxTokens' });
+  assert.deepEqual(P.parseGenerateForm({ ...form, maxTokens: '5000' }), { error: 'Max tokens must be a whole number from 1 to 4096; got 5000.', field: 'maxTokens' });
+  assert.deepEqual(P.parseGenerateForm({ ...form, temperature: 'warm' }), { error: 'Temperature must be a number from 0 to 5 (0 is greedy); got warm.', field: 'temperature' });
+  assert.deepEqual(P.parseGenerateForm({ ...form, topP: '0' }), { error: 'Top-p must be a number above 0 and at most 1; got 0.', field: 'topP' });
+  assert.deepEqual(P.parseGenerateForm({ ...form, seed: '-1' }), { error: 'Seed must be a whole number from 0 to 4294967295; got -1.', field: 'seed' });
+  assert.deepEqual(P.parseGenerateForm({ ...form, prompt: '  ' }), { error: 'Write a prompt first: the prompt is empty.', field: 'prompt' });
+  assert.equal(P.parseGenerateForm({ ...form, maxTokens: '4096', seed: '4294967295' }).params.maxTokens, 4096);
 });
 
 test('worker -> page constructors build valid messages and drop token_ms from metrics', () => {
@@ -407,6 +413,20 @@ test('exportFormatNote: says why a 4-bit model downloads as q8_0', () => {
   const km = [{ format: 'q8_0', matrices: 10, bytes: 1 }, { format: 'q5_0', matrices: 81, bytes: 1 }, { format: 'q4_k', matrices: 27, bytes: 1 }];
   assert.match(P.exportFormatNote('auto', 'q8_0', km), /not yet in the loaded q5_0,/);
   assert.equal(P.exportFormatNote('auto', 'q8_0', [{ format: 'q8_0', matrices: 211, bytes: 1 }]), '');
+});
+
+test('exportChoice: the loaded format when the engine writes it, else q8_0 with the reason, before the click', () => {
+  const q41 = [{ format: 'q4_1', matrices: 210, bytes: 1 }, { format: 'q8_0', matrices: 1, bytes: 1 }];
+  assert.deepEqual(P.exportChoice({ weights: 'auto', stored: q41 }), {
+    dtype: 'q8_0',
+    label: 'Download GGUF (q8_0)',
+    note: 'Downloads as q8_0: the engine writes GGUF in f32, f16 or q8_0, not yet in the loaded 4-bit q4_1, so the file is larger than the model in memory.',
+  });
+  assert.deepEqual(P.exportChoice({ weights: 'f32', stored: [{ format: 'f32', matrices: 211, bytes: 1 }] }), { dtype: 'f32', label: 'Download GGUF (f32)', note: '' });
+  assert.equal(P.exportChoice({ weights: 'f16' }).dtype, 'f16');
+  assert.equal(P.exportChoice({ weights: 'q8_0' }).note, '');
+  assert.match(P.exportChoice({ weights: 'w4g128' }).note, /^Downloads as q8_0: .*not yet in the loaded 4-bit w4g128/);
+  assert.deepEqual(P.exportChoice(undefined), { dtype: 'q8_0', label: 'Download GGUF (q8_0)', note: '' });
 });
 
 test('describeWeights: auto names the layers\' formats, the embedding named apart unless layers share it', () => {

@@ -28,10 +28,19 @@ test('parsePruneForm reads the panel into a PrunePlan and names a bad knob', () 
   assert.deepEqual(P.parsePruneForm(form, 30), {
     plan: { ratios: { heads: 0, qk_dims: 0.25, v_dims: 0, mlp: 0.2 }, layers: 2, importance: 'activation', allocation: 'uniform' },
   });
-  assert.match(P.parsePruneForm({ ...form, mlp: '0.95' }, 30).error, /mlp ratio must be in 0\.\.0\.9/);
-  assert.match(P.parsePruneForm({ ...form, heads: '' }, 30).error, /heads ratio/);
-  assert.match(P.parsePruneForm({ ...form, layers: '30' }, 30).error, /layers must be below the model's 30 layers/);
-  assert.match(P.parsePruneForm({ ...form, layers: '1.5' }, 30).error, /layers must be a non-negative integer/);
+  // Plain words, the input's label and its own range, and which input it is.
+  assert.deepEqual(P.parsePruneForm({ ...form, mlp: '0.95' }, 30), { error: 'MLP channels must be from 0% to 90%; got 95%.', field: 'mlp' });
+  assert.deepEqual(P.parsePruneForm({ ...form, heads: '' }, 30), { error: 'Query heads must be from 0% to 90%; the box is empty (or not a number).', field: 'heads' });
+  assert.equal(P.parsePruneForm({ ...form, qk: '-0.1' }, 30).field, 'qk');
+  assert.equal(P.parsePruneForm({ ...form, v: 'x' }, 30).field, 'v');
+  assert.deepEqual(P.parsePruneForm({ ...form, layers: '30' }, 30), {
+    error: 'Layers dropped must be a whole number from 0 to 29 (the model has 30 layers and keeps at least one); got 30.',
+    field: 'layers',
+  });
+  assert.equal(P.parsePruneForm({ ...form, layers: '29' }, 30).plan.layers, 29);
+  assert.match(P.parsePruneForm({ ...form, layers: '1.5' }, 30).error, /^Layers dropped must be a whole number from 0 to 29 .*; got 1\.5\.$/);
+  assert.match(P.parsePruneForm({ ...form, layers: '-1' }).error, /^Layers dropped must be a whole number, 0 or more; got -1\.$/);
+  assert.equal(P.parsePruneForm({ ...form, method: 'random' }, 30).field, 'method');
   assert.match(P.parsePruneForm({ ...form, method: 'random' }, 30).error, /importance must be one of/);
   assert.equal(P.parsePruneForm({ ...form, allocation: 'global' }, 30).plan.allocation, 'global');
   assert.match(P.parsePruneForm({ ...form, allocation: 'per-layer' }, 30).error, /allocation must be one of uniform, global/);

@@ -74,8 +74,23 @@ export function metricCells(m) {
 /** "w4g32 · embedding q8_0" for the metrics area ("" when the metrics do not name them). */
 export function formatWeightsUsed(m) {
   if (!isObject(m) || typeof m.weights !== 'string' || m.weights === '') return '';
-  const w = describeWeights(m.weights, m.stored, m.embedding);
+  const w = describeWeights(m.weights, m.stored, m.embedding, m.pruned === true);
   return typeof m.embedding === 'string' && m.embedding !== '' ? `${w} · embedding ${m.embedding}` : w;
+}
+
+/** The format the layers of a loaded model really hold: `weights`, or for `auto` the most common stored one. */
+function runningFormat(running, stored) {
+  if (running === 'auto' && Array.isArray(stored)) {
+    const most = stored.filter((x) => isObject(x) && typeof x.format === 'string').sort((a, b) => b.matrices - a.matrices)[0];
+    if (most) return most.format;
+  }
+  return running;
+}
+
+/** Why the engine cannot write `running` as a GGUF ('' when it can, or `running` is not quantized). */
+function exportReason(running, exported) {
+  if (typeof running !== 'string' || running === exported || !/^(w4g|q4|q5|q6|q3|q2)/.test(running)) return '';
+  return `the engine writes GGUF in f32, f16 or q8_0, not yet in the loaded ${/^(w4g|q4)/.test(running) ? '4-bit ' : ''}${running}, so the file is larger than the model in memory`;
 }
 
 /**
@@ -85,12 +100,20 @@ export function formatWeightsUsed(m) {
  * layers really hold (the format most matrices are in).
  */
 export function exportFormatNote(running, exported, stored = null) {
-  if (running === 'auto' && Array.isArray(stored)) {
-    const most = stored.filter((x) => isObject(x) && typeof x.format === 'string').sort((a, b) => b.matrices - a.matrices)[0];
-    if (most) running = most.format;
-  }
-  if (typeof running !== 'string' || running === exported || !/^(w4g|q4|q5|q6|q3|q2)/.test(running)) return '';
-  return ` (saved as ${exported}: the engine writes GGUF in f32, f16 or q8_0, not yet in the loaded ${/^(w4g|q4)/.test(running) ? '4-bit ' : ''}${running}, so the file is larger than the model in memory)`;
+  const why = exportReason(runningFormat(running, stored), exported);
+  return why ? ` (saved as ${exported}: ${why})` : '';
+}
+
+/**
+ * The GGUF format the pruning panel downloads the running model in, and why, shown beside the
+ * button before it is pressed: the loaded format when the engine writes it (f32, f16, q8_0),
+ * else q8_0 with the reason. {dtype, label, note}; `weights` = info.weights ({weights, stored}).
+ */
+export function exportChoice(weights) {
+  const running = runningFormat(weights?.weights, weights?.stored);
+  const dtype = ['f32', 'f16', 'q8_0'].includes(running) ? running : 'q8_0';
+  const why = exportReason(running, dtype);
+  return { dtype, label: `Download GGUF (${dtype})`, note: why ? `Downloads as ${dtype}: ${why}.` : '' };
 }
 
 /**
@@ -125,15 +148,19 @@ export function perplexityWarning(base, pruned) {
  * "w4g32 (the file's q4_1 kept)" when the file's own 4-bit format was kept instead of
  * converting, "w4g32" when it was converted. `stored`: info.weights.stored ([{format, matrices,
  * bytes}], the embedding among them); the embedding's own format is left out (it is named apart).
+ * `pruned`: the running model is a pruned one, whose layers were re-quantized from f32 after
+ * pruning (nothing of the file's is kept): "w4g32 (re-quantized after pruning)".
  */
-export function describeWeights(requested, stored, embedding) {
+export function describeWeights(requested, stored, embedding, pruned = false) {
   if (typeof requested !== 'string' || requested === '') return '';
-  if (!Array.isArray(stored)) return requested;
+  if (!Array.isArray(stored)) return pruned ? `${requested} (re-quantized after pruning)` : requested;
   // The embedding (and an untied output head) are named apart: a format counts as the
   // layers' only with more matrices than those two.
-  const kept = [...new Set(stored
-    .filter((x) => isObject(x) && typeof x.format === 'string' && x.format !== requested && x.matrices > (x.format === embedding ? 2 : 1))
+  const layers = [...new Set(stored
+    .filter((x) => isObject(x) && typeof x.format === 'string' && x.matrices > (x.format === embedding ? 2 : 1))
     .map((x) => x.format))];
+  if (pruned) return `${layers.length ? layers.join(', ') : requested} (re-quantized after pruning)`;
+  const kept = layers.filter((f) => f !== requested);
   return kept.length ? `${requested} (the file's ${kept.join(', ')} kept)` : requested;
 }
 
