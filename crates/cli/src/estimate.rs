@@ -178,7 +178,7 @@ pub fn run(args: EstimateArgs) -> Result<()> {
         ("total", m.total_bytes),
         ("usable on device", m.usable_bytes),
     ] {
-        println!("  {what:<26} {:>10.1} MB", bytes as f64 / 1e6);
+        println!("  {what:<26} {:>10.1} MiB", bytes as f64 / crate::MIB);
     }
     println!("  {:<26} {:>10} B", "KV per token", m.kv_bytes_per_token);
     let l = &r.latency;

@@ -159,7 +159,7 @@ fn print_table(res: &FitResult, top: usize) {
         "kv",
         "context",
         "params M",
-        "peak MB",
+        "peak MiB",
         "TTFT ms",
         "sust t/s",
         "ΔT °C"
@@ -175,7 +175,7 @@ fn print_table(res: &FitResult, top: usize) {
             r.kv.as_str(),
             r.context,
             r.params as f64 / 1e6,
-            r.peak_memory_bytes as f64 / 1e6,
+            r.peak_memory_bytes as f64 / crate::MIB,
             r.ttft_ms,
             r.sustained_tok_s,
             r.temp_rise_c

@@ -23,6 +23,9 @@ mod perplexity;
 mod prune;
 mod validate;
 
+/// Bytes per MiB: the CLI's human-readable sizes are binary, as the page's are ("92.1 MiB").
+const MIB: f64 = (1u64 << 20) as f64;
+
 #[derive(Parser)]
 #[command(
     name = "edgefit",
@@ -398,7 +401,7 @@ fn report(
     } else {
         writeln!(stdout)?;
         eprintln!(
-            "{} prompt tokens ({} reused from earlier turns), {} generated ({}) | weights {} (embedding {}), kernel {} × {} thread(s), KV {} | load {:.0} ms | TTFT {:.0} ms | prefill {:.1} tok/s | decode {:.1} tok/s | weights {:.1} MB | KV {} tokens, {:.2} MB | peak {:.1} MB",
+            "{} prompt tokens ({} reused from earlier turns), {} generated ({}) | weights {} (embedding {}), kernel {} × {} thread(s), KV {} | load {:.0} ms | TTFT {:.0} ms | prefill {:.1} tok/s | decode {:.1} tok/s | weights {:.1} MiB | KV {} tokens, {:.2} MiB | peak {:.1} MiB",
             m.prompt_tokens,
             m.reused_tokens,
             m.generated_tokens,
@@ -416,10 +419,10 @@ fn report(
             m.ttft_ms,
             m.prefill_tok_s,
             m.decode_tok_s,
-            m.weights_bytes as f64 / 1e6,
+            m.weights_bytes as f64 / MIB,
             m.kv_tokens,
-            m.kv_bytes as f64 / 1e6,
-            m.peak_bytes as f64 / 1e6
+            m.kv_bytes as f64 / MIB,
+            m.peak_bytes as f64 / MIB
         );
         if let Some(c) = comparison {
             eprint!("{}", generate::table(c));

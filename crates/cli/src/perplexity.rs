@@ -156,7 +156,7 @@ pub fn run(args: PerplexityArgs) -> Result<()> {
         )?;
         writeln!(
             stdout,
-            "{:.1} s, {:.1} tok/s | weights {} (embedding {}), KV {}, kernel {} | {:.1} MB of \
+            "{:.1} s, {:.1} tok/s | weights {} (embedding {}), KV {}, kernel {} | {:.1} MiB of \
              weights, loaded in {:.0} ms",
             report.ms.unwrap_or(0.0) / 1000.0,
             report.tokens_per_s.unwrap_or(0.0),
@@ -164,7 +164,7 @@ pub fn run(args: PerplexityArgs) -> Result<()> {
             m.embedding,
             kv,
             m.kernel,
-            m.weights_bytes as f64 / 1e6,
+            m.weights_bytes as f64 / crate::MIB,
             m.load_ms
         )?;
     }

@@ -555,8 +555,8 @@ fn run_job(
         let f = |k: &str| s.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
         writeln!(
             out,
-            "w4g32: {:.1} MB of weights, decode {:.1} tok/s, prefill {:.1} tok/s (median of {} run(s), kernel {})",
-            f("weights_bytes") / 1e6,
+            "w4g32: {:.1} MiB of weights, decode {:.1} tok/s, prefill {:.1} tok/s (median of {} run(s), kernel {})",
+            f("weights_bytes") / crate::MIB,
             f("decode_tok_s"),
             f("prefill_tok_s"),
             eval.speed_runs,

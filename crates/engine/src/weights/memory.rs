@@ -160,18 +160,34 @@ impl MemoryNeed {
     }
 }
 
-/// `1234567` → `1.2 MB` (powers of 1000, one decimal).
+/// `1234567` → `1.2 MiB` (powers of 1024, one decimal): binary units, as the page and the
+/// CLI print every size.
 pub fn human_bytes(b: u64) -> String {
-    let units = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     let mut v = b as f64;
     let mut u = 0;
-    while v >= 1000.0 && u + 1 < units.len() {
-        v /= 1000.0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
         u += 1;
     }
     if u == 0 {
         format!("{b} B")
     } else {
         format!("{v:.1} {}", units[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn sizes_are_in_binary_units() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1024), "1.0 KiB");
+        assert_eq!(human_bytes(323_069_184), "308.1 MiB");
+        assert_eq!(human_bytes(4 << 30), "4.0 GiB");
+        assert_eq!(human_bytes(u64::MAX), "16.0 EiB");
     }
 }
