@@ -241,6 +241,8 @@ function modelSwapped(info, metrics, pruned) {
   renderKernels(info);
   run.resetMetrics();
   run.renderMetrics(metrics);
+  // The engine's load_ms is the time the change took: say which change it was.
+  $('metric-load-label').textContent = pruned ? 'Prune' : 'Restore';
   run.newConversation();
   run.clearOutput();
   const base = model.name || P.displayName(null, info);
@@ -257,6 +259,7 @@ client.on(P.FromWorker.LOADED, (msg) => {
   renderKvFormats();
   run.resetMetrics();
   run.renderMetrics(msg.metrics);
+  $('metric-load-label').textContent = 'Load';
   run.newConversation(); // a new engine holds no conversation
   prune.reset();
   prune.renderModel(msg.info);

@@ -104,6 +104,7 @@ test('pruning panel: prune MLP 20% in the worker, run it, estimate it, download 
   assert.equal(paramsPruned, paramsLoaded - MLP_REMOVED_PARAMS, `20% of the MLP channels go: ${paramsLoaded} -> ${paramsPruned}`);
   assert.match(await text(page, 'prune-summary'), /^9210 MLP channels$/, 'the report names what went (307 × 30)');
   assert.equal(await page.getByTestId('prune-reset').isEnabled(), true);
+  assert.equal(await text(page, 'metric-load-label'), 'Prune', 'the time metric names the change it timed');
   const weightsPruned = await int(page, 'metric-weights-bytes');
   const peakBytes = await int(page, 'metric-peak-bytes');
   let pplPruned = null;
@@ -177,6 +178,7 @@ test('pruning panel: prune MLP 20% in the worker, run it, estimate it, download 
   await page.getByTestId('prune-reset').click();
   assert.equal(await waitStatus(page, 'ready', JOB_TIMEOUT), 'ready');
   assert.equal(await int(page, 'metric-params'), paramsLoaded, 'reset runs the model as loaded');
+  assert.equal(await text(page, 'metric-load-label'), 'Restore');
   assert.equal(await estParams(page, paramsLoaded), paramsLoaded, 'the estimate follows the reset');
   if (evalServed) assert.equal(Number(await text(page, 'metric-perplexity')), pplLoaded, "the loaded model's perplexity is shown again");
 
