@@ -34,10 +34,11 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
   const st = { nextId: 1, latest: 0, presets: [], loadedName: null, ready: false, result: null, device: null, running: null };
 
   el.context.replaceChildren(...F.contextOptions().map((o) => option(o.value, o.label)));
-  el.head.replaceChildren(...[...F.COLUMNS.map(([, h]) => h), 'estimator'].map((h) => {
+  el.head.replaceChildren(...[...F.COLUMNS.map(([, h, tip]) => [h, tip]), ['estimator']].map(([h, tip]) => {
     const th = document.createElement('th');
     th.scope = 'col';
     th.textContent = h;
+    if (tip) th.title = tip;
     return th;
   }));
 

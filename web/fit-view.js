@@ -85,19 +85,19 @@ export function formatPrune(level) {
   return isFiniteNumber(level) ? `${Math.round(level * 100)}%` : '';
 }
 
-/** The table's columns: [key, header]. */
+/** The table's columns: [key, header, tooltip?] (short headers, so the table fits 1280 px). */
 export const COLUMNS = Object.freeze([
   ['rank', '#'],
-  ['frontier', 'frontier'],
+  ['frontier', '★', 'on the Pareto frontier of parameters, sustained speed and peak memory'],
   ['model', 'model'],
   ['prune', 'prune'],
   ['weights', 'weights'],
   ['kv', 'KV'],
   ['context', 'context'],
   ['params', 'params (M)'],
-  ['peak', 'peak memory (MiB)'],
+  ['peak', 'peak (MiB)', 'peak memory'],
   ['ttft', 'TTFT (ms)'],
-  ['sustained', 'sustained (tok/s)'],
+  ['sustained', 'sustained (tok/s)', 'tokens/s after 15 minutes of throttling'],
   ['temp', 'ΔT (°C)'],
 ]);
 

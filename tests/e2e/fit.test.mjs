@@ -139,8 +139,8 @@ test('what fits: the page ranks exactly as `edgefit fit`, and Open shows four pa
   assert.equal(rows[0].cells[2], cli.rows[0].model, 'cells are text');
   // Bytes in binary units, as everywhere on the page: the peak memory column in MiB.
   const heads = await page.$$eval('#fit-head th', (ths) => ths.map((th) => th.textContent));
-  const peakCol = heads.indexOf('peak memory (MiB)');
-  assert.ok(peakCol > 0, `a peak memory (MiB) column: ${heads.join(' | ')}`);
+  const peakCol = heads.indexOf('peak (MiB)');
+  assert.ok(peakCol > 0, `a peak (MiB) column: ${heads.join(' | ')}`);
   rows.slice(0, 5).forEach((r, i) => assert.equal(r.cells[peakCol], (shown[i].peak_memory_bytes / 2 ** 20).toFixed(1), `row ${i + 1} peak MiB`));
   assert.ok(!heads.some((h) => /\bMB\b|\bGB\b/.test(h)), `no decimal byte units in the table's titles: ${heads.join(' | ')}`);
 
@@ -174,6 +174,9 @@ test('what fits: the page ranks exactly as `edgefit fit`, and Open shows four pa
   // Keyboard: the Open buttons are real buttons reachable by Tab.
   assert.equal(await page.locator('[data-testid="fit-open"]').first().evaluate((b) => b.tagName), 'BUTTON');
 
+  // At desktop width the whole table is in view: nothing hides behind a sideways scroll.
+  const box = await page.locator('.fit-table-box').first().evaluate((e) => ({ sw: e.scrollWidth, cw: e.clientWidth }));
+  assert.ok(box.sw <= box.cw, `the ranked table fits its box at 1280 px: ${box.sw} > ${box.cw} px`);
   await page.getByTestId('fit-panel').scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(SHOT_DIR, 'fit.png'), fullPage: true });
   t.diagnostic(`page: ${pageMs} ms for the search (incl. polling); CLI: ${cliMs} ms; ${cli.rows.length} of ${cli.tried} pass`);
