@@ -908,12 +908,9 @@ fn every_eos_id_of_a_config_list_stops() {
         .1;
     assert!(!single.is_stop(1), "without the list, id 1 does not stop");
     let err = load(&config.replace(list, "\"eos_token_id\": [0, 384]"))
-        .err()
-        .expect("id beyond the vocabulary");
+        .expect_err("id beyond the vocabulary");
     assert!(err.to_string().contains("eos_token_id"), "{err}");
-    let err = load(&config.replace(list, "\"eos_token_id\": [0, \"x\"]"))
-        .err()
-        .expect("not an id");
+    let err = load(&config.replace(list, "\"eos_token_id\": [0, \"x\"]")).expect_err("not an id");
     assert!(err.to_string().contains("eos_token_id"), "{err}");
 }
 
@@ -1006,8 +1003,7 @@ fn llama_biases_load_prune_and_export() {
             &[&read("qwen3", "model.safetensors")],
             F32,
         )
-        .err()
-        .expect("refused");
+        .expect_err("refused");
         let key = to.split('"').nth(1).unwrap();
         assert!(err.to_string().contains(key), "{err}");
     }
@@ -1033,8 +1029,7 @@ fn multimodal_gemma3_config_is_refused_by_name() {
         &[&read("gemma3_4b_text", "model.safetensors")],
         F32,
     )
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     let msg = err.to_string();
     assert!(
         msg.contains("Gemma3ForConditionalGeneration") && msg.contains("text_config"),
