@@ -30,6 +30,8 @@ struct Fields {
     #[serde(default)]
     eot: Option<u32>,
     #[serde(default)]
+    eom: Option<u32>,
+    #[serde(default)]
     unk: Option<u32>,
     add_bos: bool,
     #[serde(default)]
@@ -56,6 +58,7 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
         bos: Some(1),
         eos: Some(2),
         eot: None,
+        eom: None,
         unk: None,
         add_bos: true,
         add_space_prefix: None,
@@ -85,6 +88,7 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
         bos: Some(1),
         eos: Some(2),
         eot: None,
+        eom: None,
         unk: Some(0),
         add_bos: true,
         add_space_prefix: Some(true),
@@ -104,7 +108,7 @@ fn build(data: &[u8]) -> Option<TextTokenizer> {
     if mode % 2 == 0 {
         let (cfg, json) = edgefit_fuzz::split(rest);
         let cfg = std::str::from_utf8(cfg).ok()?;
-        TextTokenizer::from_hf(json, Some(cfg), None).ok()
+        TextTokenizer::from_hf(json, Some(cfg), &[]).ok()
     } else {
         let f: Fields = serde_json::from_slice(rest).ok()?;
         TextTokenizer::from_gguf(GgufTokenizerFields {
@@ -117,6 +121,7 @@ fn build(data: &[u8]) -> Option<TextTokenizer> {
             bos: f.bos,
             eos: f.eos,
             eot: f.eot,
+            eom: f.eom,
             unk: f.unk,
             add_bos: f.add_bos,
             add_space_prefix: f.add_space_prefix,

@@ -449,6 +449,14 @@ CASES = [
     ("llama3_rope_parameters", "llama", dict(COMMON, head_dim=8, tie_word_embeddings=True,
                                              rope_parameters=LLAMA3_ROPE),
      ("bpe", "llama-bpe"), "v5", None, False, 2),
+    # Llama with biases everywhere transformers puts them: `attention_bias` on q, k, v and o,
+    # `mlp_bias` on gate, up and down; untied output. GGUF: llama.cpp's `llama` graph reads
+    # `attn_q.bias` ... `attn_output.bias`, `ffn_gate/up/down.bias` (q/k biases permuted as
+    # their weights).
+    ("llama_bias", "llama", dict(COMMON, head_dim=8, tie_word_embeddings=False,
+                                 attention_bias=True, mlp_bias=True,
+                                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+     ("bpe", "llama-bpe"), "v4", "llama", False, 12),
     ("qwen2", "qwen2", dict(COMMON, head_dim=8, tie_word_embeddings=True, use_sliding_window=False,
                             rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
      ("bpe", "qwen2"), "v4", "qwen2", False, 3),

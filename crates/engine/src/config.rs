@@ -100,6 +100,12 @@ pub struct Arch {
     pub hf_class: &'static str,
     /// Biases on q, k and v.
     pub qkv_bias: bool,
+    /// The config says which projections have biases (Llama: HF `attention_bias` for q, k, v
+    /// and o, `mlp_bias` for gate, up and down, as transformers' `LlamaAttention` / `LlamaMLP`
+    /// build them; GGUF: the `blk.0.attn_q.bias`, `attn_output.bias`, `ffn_up.bias` tensors
+    /// llama.cpp's `llama` graph adds when present). Elsewhere the biases are
+    /// [`qkv_bias`](Self::qkv_bias)'s, fixed.
+    pub config_biases: bool,
     /// RMSNorm over each head's q and k before RoPE (one `qk_dim` weight for q, one for k).
     pub qk_norm: bool,
     /// GGUF files keep q/k rows in HF's rotate-half order (llama.cpp's NEOX RoPE: its
@@ -155,6 +161,7 @@ const LLAMA: Arch = Arch {
     hf_class: "LlamaForCausalLM",
     family: Family::Llama,
     qkv_bias: false,
+    config_biases: false,
     qk_norm: false,
     gguf_rotate_half: false,
     hf_norm_plus_one: false,
@@ -175,7 +182,10 @@ const LLAMA: Arch = Arch {
 
 /// Every architecture the engine runs.
 pub const ARCHS: [Arch; 6] = [
-    LLAMA,
+    Arch {
+        config_biases: true,
+        ..LLAMA
+    },
     Arch {
         name: "mistral",
         hf_class: "MistralForCausalLM",
@@ -333,8 +343,14 @@ pub struct LlamaConfig {
     pub rms_eps: f32,
     /// Output head shares the token-embedding matrix.
     pub tied_embeddings: bool,
-    /// Biases on q, k, v ([`Arch::qkv_bias`]).
+    /// Biases on q, k, v ([`Arch::qkv_bias`], or the config's: [`Arch::config_biases`]).
     pub qkv_bias: bool,
+    /// A bias on the output projection ([`Arch::config_biases`]).
+    #[serde(skip_serializing_if = "is_false")]
+    pub o_bias: bool,
+    /// Biases on gate, up and down ([`Arch::config_biases`]).
+    #[serde(skip_serializing_if = "is_false")]
+    pub mlp_bias: bool,
     /// Per-head RMSNorm of q and k before RoPE ([`Arch::qk_norm`]).
     pub qk_norm: bool,
     /// Embeddings multiplied by `√hidden` ([`Arch::embed_scale`]).
@@ -536,8 +552,8 @@ impl LlamaConfig {
             vocab_size: self.vocab as u32,
             tie_word_embeddings: self.tied_embeddings,
             qkv_bias: self.qkv_bias,
-            o_bias: false,
-            mlp_bias: false,
+            o_bias: self.o_bias,
+            mlp_bias: self.mlp_bias,
             norms_per_layer: if self.post_norms { 4 } else { 2 },
             qk_norm: self.qk_norm,
             max_position_embeddings: Some(self.context_length as u32),
@@ -554,8 +570,14 @@ impl LlamaConfig {
     /// architecture is one the engine runs with the features it has.
     pub fn validate(&self) -> Result<()> {
         let arch = self.arch()?;
+        if !arch.config_biases && (self.o_bias || self.mlp_bias) {
+            return Err(EngineError::Config(format!(
+                "architecture `{}` has no output-projection or MLP biases; the config says o_bias = {}, mlp_bias = {}",
+                arch.name, self.o_bias, self.mlp_bias
+            )));
+        }
         let wants = (
-            arch.qkv_bias,
+            arch.qkv_bias || (arch.config_biases && self.qkv_bias),
             arch.qk_norm,
             arch.embed_scale,
             arch.post_norms,
@@ -753,6 +775,8 @@ impl LayerPart {
     pub fn present(self, config: &LlamaConfig) -> bool {
         match self {
             LayerPart::QBias | LayerPart::KBias | LayerPart::VBias => config.qkv_bias,
+            LayerPart::OBias => config.o_bias,
+            LayerPart::GateBias | LayerPart::UpBias | LayerPart::DownBias => config.mlp_bias,
             LayerPart::QNorm | LayerPart::KNorm => config.qk_norm,
             LayerPart::PostAttnNorm | LayerPart::PostFfnNorm => config.post_norms,
             _ => true,
@@ -772,6 +796,8 @@ impl LayerPart {
             LayerPart::QBias => (1, s.q_width()),
             LayerPart::KBias => (1, s.k_width()),
             LayerPart::VBias => (1, s.v_width()),
+            LayerPart::OBias | LayerPart::DownBias => (1, h),
+            LayerPart::GateBias | LayerPart::UpBias => (1, s.ffn),
             LayerPart::QNorm | LayerPart::KNorm => (1, s.qk_dim),
             LayerPart::O => (h, s.o_width()),
             LayerPart::Gate | LayerPart::Up => (s.ffn, h),

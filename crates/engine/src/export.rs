@@ -206,7 +206,7 @@ pub fn config_json(
         "rms_norm_eps": short_f32(c.rms_eps),
         "tie_word_embeddings": c.tied_embeddings,
         "hidden_act": "silu",
-        "mlp_bias": false,
+        "mlp_bias": c.mlp_bias,
         "torch_dtype": dtype.torch_name(),
     });
     let obj = v
@@ -223,7 +223,18 @@ pub fn config_json(
     if let Some(eos) = id(tokenizer.eos_text()).or(tokenizer.stop_ids().first().copied()) {
         obj.insert("eos_token_id".to_string(), eos.into());
     }
-    if !c.qkv_bias {
+    if arch.config_biases {
+        // Llama's one `attention_bias` key covers q, k, v and o together.
+        if c.qkv_bias != c.o_bias {
+            return Err(EngineError::Unsupported(format!(
+                "exporting `{}` with q/k/v biases {} but an output-projection bias {}: config.json's `attention_bias` sets all four together",
+                arch.name,
+                if c.qkv_bias { "present" } else { "absent" },
+                if c.o_bias { "present" } else { "absent" },
+            )));
+        }
+        obj.insert("attention_bias".to_string(), c.o_bias.into());
+    } else if !c.qkv_bias {
         obj.insert("attention_bias".to_string(), false.into());
     }
     if let Some(layers) = &c.layers {

@@ -76,6 +76,19 @@ impl HfConfig {
                 json_kind(&v)
             )));
         };
+        // A multimodal checkpoint (Gemma 3 4B and up: `Gemma3ForConditionalGeneration`) keeps
+        // its decoder's shape under `text_config` and its weights beside a vision tower, under
+        // other names: refused by name rather than as a config without `hidden_size`.
+        if obj.contains_key("text_config") && !obj.contains_key("hidden_size") {
+            let class = obj
+                .get("architectures")
+                .and_then(|a| a.get(0))
+                .and_then(|c| c.as_str())
+                .unwrap_or("a multimodal model");
+            return Err(EngineError::Unsupported(format!(
+                "config.json of `{class}`: a multimodal checkpoint (its decoder under `text_config`, its weights beside a vision tower) is not loaded; use the text model alone (a GGUF of it, or an export as the text-only `*ForCausalLM` class)"
+            )));
+        }
         let rope = edgefit_estimate::rope_from_hf_config(&v).map_err(from_estimate)?;
         let bad = |key: &str, v: &serde_json::Value, expected: &str| {
             let mut shown = v.to_string();
@@ -230,16 +243,20 @@ pub fn load_hf_within(
     let hf = HfConfig::parse(config_json)?;
     let arch = hf.model_type.clone().unwrap_or_default();
     let desc = Arch::named(&arch, "config.json model_type")?;
-    if hf.attention_bias == Some(true) && !desc.qkv_bias {
+    if hf.attention_bias == Some(true) && !desc.qkv_bias && !desc.config_biases {
         return Err(EngineError::Unsupported(format!(
             "config.json `attention_bias` = true for `{arch}` (biases on q/k/v/o are not implemented for it)"
         )));
     }
-    if hf.mlp_bias == Some(true) {
-        return Err(EngineError::Unsupported(
-            "config.json `mlp_bias` = true (MLP biases)".to_string(),
-        ));
+    if hf.mlp_bias == Some(true) && !desc.config_biases {
+        return Err(EngineError::Unsupported(format!(
+            "config.json `mlp_bias` = true for `{arch}` (MLP biases are implemented for llama only)"
+        )));
     }
+    // Llama: `attention_bias` puts biases on q, k, v and o, `mlp_bias` on gate, up and down
+    // (transformers' `LlamaAttention` / `LlamaMLP`).
+    let attention_bias = desc.config_biases && hf.attention_bias == Some(true);
+    let mlp_bias = desc.config_biases && hf.mlp_bias == Some(true);
     if hf.use_sliding_window == Some(true) && !desc.max_window_layers {
         return Err(EngineError::Unsupported(format!(
             "config.json `use_sliding_window` = true for `{arch}` (sliding-window attention)"
@@ -322,7 +339,9 @@ pub fn load_hf_within(
         rope_scaling: hf.rope.scaling.clone(),
         rms_eps: hf.rms_norm_eps.unwrap_or(defaults.rms_norm_eps),
         tied_embeddings: hf.tie_word_embeddings.unwrap_or(desc.tied_by_default),
-        qkv_bias: desc.qkv_bias,
+        qkv_bias: desc.qkv_bias || attention_bias,
+        o_bias: attention_bias,
+        mlp_bias,
         qk_norm: desc.qk_norm,
         embed_scale: desc.embed_scale,
         post_norms: desc.post_norms,
@@ -349,22 +368,8 @@ pub fn load_hf_within(
             other => other,
         })?;
     }
-    let eos = match &hf.eos_token_id {
-        Some(serde_json::Value::Number(n)) => n.as_u64(),
-        Some(serde_json::Value::Array(a)) => a.first().and_then(|v| v.as_u64()),
-        _ => None,
-    };
-    let eos = match eos {
-        Some(id) if id < config.vocab as u64 => Some(id as u32),
-        Some(id) => {
-            return Err(EngineError::Config(format!(
-                "config.json `eos_token_id` = {id} is not below `vocab_size` = {}",
-                config.vocab
-            )))
-        }
-        None => None,
-    };
-    let tokenizer = TextTokenizer::from_hf(tokenizer_json, tokenizer_config_json, eos)?;
+    let eos = eos_ids(hf.eos_token_id.as_ref(), config.vocab)?;
+    let tokenizer = TextTokenizer::from_hf(tokenizer_json, tokenizer_config_json, &eos)?;
     tokenizer.check_fits(config.vocab)?;
     MemoryNeed::of(&config, &options).check(memory_budget)?;
 
@@ -651,6 +656,34 @@ fn to_f32(name: &str, dtype: Dtype, data: &[u8]) -> Result<Vec<f32>> {
         ));
     }
     Ok(v)
+}
+
+/// Every id of config.json's `eos_token_id`, a number or a list (Llama 3.x Instruct:
+/// `[128001, 128008, 128009]`, the chat turn ending with the last): each one stops generation.
+/// An id at or above `vocab_size`, or an entry that is not a token id, is refused by name.
+fn eos_ids(v: Option<&serde_json::Value>, vocab: usize) -> Result<Vec<u32>> {
+    let items: Vec<&serde_json::Value> = match v {
+        None | Some(serde_json::Value::Null) => Vec::new(),
+        Some(serde_json::Value::Array(a)) => a.iter().collect(),
+        Some(one) => vec![one],
+    };
+    let mut ids = Vec::with_capacity(items.len());
+    for item in items {
+        let id = item.as_u64().ok_or_else(|| {
+            EngineError::Config(format!(
+                "config.json `eos_token_id` entry {item} is not a token id"
+            ))
+        })?;
+        if id >= vocab as u64 {
+            return Err(EngineError::Config(format!(
+                "config.json `eos_token_id` = {id} is not below `vocab_size` = {vocab}"
+            )));
+        }
+        if !ids.contains(&(id as u32)) {
+            ids.push(id as u32);
+        }
+    }
+    Ok(ids)
 }
 
 #[cfg(test)]

@@ -371,6 +371,9 @@ impl Model {
             }
             probe(li, ProbePoint::AttnOut, att);
             linear(att, &mut [(&lw.wo, proj)]);
+            if let Some(b) = &lw.bo {
+                add_bias(proj, b);
+            }
             if let Some(w) = &lw.post_attn_norm {
                 rms_norm_in_place(proj, w, c.rms_eps);
             }
@@ -379,6 +382,11 @@ impl Model {
             rms_norm(x, &lw.ffn_norm, c.rms_eps, normed);
             probe(li, ProbePoint::MlpIn, normed);
             linear(normed, &mut [(&lw.w_gate, gate), (&lw.w_up, up)]);
+            for (x, b) in [(&mut *gate, &lw.b_gate), (&mut *up, &lw.b_up)] {
+                if let Some(b) = b {
+                    add_bias(x, b);
+                }
+            }
             match c.activation {
                 Activation::Silu => gate
                     .iter_mut()
@@ -391,6 +399,9 @@ impl Model {
             }
             probe(li, ProbePoint::MlpMid, gate);
             linear(gate, &mut [(&lw.w_down, proj)]);
+            if let Some(b) = &lw.b_down {
+                add_bias(proj, b);
+            }
             if let Some(w) = &lw.post_ffn_norm {
                 rms_norm_in_place(proj, w, c.rms_eps);
             }

@@ -164,6 +164,8 @@ pub fn model_of(arch: &str, seed: u64, head_dim: usize) -> Result<(Model, TextTo
         rms_eps: 1e-5,
         tied_embeddings: true,
         qkv_bias: desc.qkv_bias,
+        o_bias: false,
+        mlp_bias: false,
         qk_norm: desc.qk_norm,
         embed_scale: desc.embed_scale,
         post_norms: desc.post_norms,

@@ -46,19 +46,25 @@ pub enum LayerPart {
     QNorm,
     KNorm,
     O,
+    /// Optional: bias of the output projection ([`crate::config::LlamaConfig::o_bias`]).
+    OBias,
     /// Optional: RMSNorm of the attention output ([`crate::config::LlamaConfig::post_norms`]).
     PostAttnNorm,
     FfnNorm,
     Gate,
     Up,
     Down,
+    /// Optional: biases of gate, up and down ([`crate::config::LlamaConfig::mlp_bias`]).
+    GateBias,
+    UpBias,
+    DownBias,
     /// Optional: RMSNorm of the MLP output ([`crate::config::LlamaConfig::post_norms`]).
     PostFfnNorm,
 }
 
 impl LayerPart {
     /// Every part, in the order the loaders read and the writers write them.
-    pub const ALL: [LayerPart; 16] = [
+    pub const ALL: [LayerPart; 20] = [
         LayerPart::AttnNorm,
         LayerPart::Q,
         LayerPart::K,
@@ -69,11 +75,15 @@ impl LayerPart {
         LayerPart::QNorm,
         LayerPart::KNorm,
         LayerPart::O,
+        LayerPart::OBias,
         LayerPart::PostAttnNorm,
         LayerPart::FfnNorm,
         LayerPart::Gate,
         LayerPart::Up,
         LayerPart::Down,
+        LayerPart::GateBias,
+        LayerPart::UpBias,
+        LayerPart::DownBias,
         LayerPart::PostFfnNorm,
     ];
 
@@ -91,10 +101,14 @@ impl LayerPart {
             LayerPart::QNorm => ("attn_q_norm.weight", "self_attn.q_norm.weight"),
             LayerPart::KNorm => ("attn_k_norm.weight", "self_attn.k_norm.weight"),
             LayerPart::O => ("attn_output.weight", "self_attn.o_proj.weight"),
+            LayerPart::OBias => ("attn_output.bias", "self_attn.o_proj.bias"),
             LayerPart::FfnNorm => ("ffn_norm.weight", "post_attention_layernorm.weight"),
             LayerPart::Gate => ("ffn_gate.weight", "mlp.gate_proj.weight"),
             LayerPart::Up => ("ffn_up.weight", "mlp.up_proj.weight"),
             LayerPart::Down => ("ffn_down.weight", "mlp.down_proj.weight"),
+            LayerPart::GateBias => ("ffn_gate.bias", "mlp.gate_proj.bias"),
+            LayerPart::UpBias => ("ffn_up.bias", "mlp.up_proj.bias"),
+            LayerPart::DownBias => ("ffn_down.bias", "mlp.down_proj.bias"),
             // HF names are the architecture's ([`crate::config::Arch::hf_names`]).
             LayerPart::PostAttnNorm => ("post_attention_norm.weight", ""),
             LayerPart::PostFfnNorm => ("post_ffw_norm.weight", ""),
@@ -119,12 +133,30 @@ impl LayerPart {
                 | LayerPart::VBias
                 | LayerPart::QNorm
                 | LayerPart::KNorm
+                | LayerPart::OBias
+                | LayerPart::GateBias
+                | LayerPart::UpBias
+                | LayerPart::DownBias
         )
     }
 
     /// A norm weight (Gemma's HF files store these as `w` of `1 + w`).
     pub fn is_norm(self) -> bool {
-        self.is_vector() && !matches!(self, LayerPart::QBias | LayerPart::KBias | LayerPart::VBias)
+        self.is_vector() && !self.is_bias()
+    }
+
+    /// A bias vector (added after its matrix's product).
+    pub fn is_bias(self) -> bool {
+        matches!(
+            self,
+            LayerPart::QBias
+                | LayerPart::KBias
+                | LayerPart::VBias
+                | LayerPart::OBias
+                | LayerPart::GateBias
+                | LayerPart::UpBias
+                | LayerPart::DownBias
+        )
     }
 
     /// Whether its rows (or entries) run along q/k head dimensions, so they follow RoPE's

@@ -72,6 +72,9 @@ pub struct GgufTokenizerFields {
     pub eos: Option<u32>,
     /// `tokenizer.ggml.eot_token_id` (end of turn), a stop token when present.
     pub eot: Option<u32>,
+    /// `tokenizer.ggml.eom_token_id` (end of message: Llama 3.x's `<|eom_id|>` after a tool
+    /// call), a stop token when present.
+    pub eom: Option<u32>,
     /// `tokenizer.ggml.unknown_token_id`.
     pub unk: Option<u32>,
     pub add_bos: bool,
@@ -138,6 +141,7 @@ impl TextTokenizer {
             ("tokenizer.ggml.bos_token_id", f.bos),
             ("tokenizer.ggml.eos_token_id", f.eos),
             ("tokenizer.ggml.eot_token_id", f.eot),
+            ("tokenizer.ggml.eom_token_id", f.eom),
             ("tokenizer.ggml.unknown_token_id", f.unk),
         ] {
             if let Some(id) = id {
@@ -338,9 +342,11 @@ impl TextTokenizer {
         };
         let bos_text = text_of(f.bos);
         let eos_text = text_of(f.eos);
-        let mut stop_ids: Vec<u32> = f.eos.into_iter().collect();
-        if let Some(eot) = f.eot.filter(|e| !stop_ids.contains(e)) {
-            stop_ids.push(eot);
+        let mut stop_ids: Vec<u32> = Vec::new();
+        for id in [f.eos, f.eot, f.eom].into_iter().flatten() {
+            if !stop_ids.contains(&id) {
+                stop_ids.push(id);
+            }
         }
         let vocab = inner.get_vocab(true);
         for s in STOP_TEXTS {
@@ -363,11 +369,12 @@ impl TextTokenizer {
     }
 
     /// Loads an HF `tokenizer.json`, with BOS/EOS and the chat template from
-    /// `tokenizer_config.json` when given.
+    /// `tokenizer_config.json` when given. `eos_from_config`: every id of config.json's
+    /// `eos_token_id` (a list for Llama 3.x Instruct), each a stop token.
     pub fn from_hf(
         tokenizer_json: &[u8],
         tokenizer_config: Option<&str>,
-        eos_from_config: Option<u32>,
+        eos_from_config: &[u32],
     ) -> Result<Self> {
         check_tokenizer_json(tokenizer_json)?;
         let inner = Tokenizer::from_bytes(tokenizer_json)
@@ -390,7 +397,7 @@ impl TextTokenizer {
         let bos_text = token_text("bos_token").unwrap_or_default();
         let eos_text = token_text("eos_token").unwrap_or_default();
         let bos = vocab.get(&bos_text).copied();
-        let mut stop_ids: Vec<u32> = eos_from_config.into_iter().collect();
+        let mut stop_ids: Vec<u32> = eos_from_config.to_vec();
         for s in STOP_TEXTS
             .iter()
             .copied()

@@ -264,9 +264,12 @@ impl GgufMetadata {
             to_u32(String::new(), width / u64::from(dim))
         };
         let key_lens = self.per_layer("edgefit.layers.key_length", n_layers)?;
-        let swa = match family {
-            Family::Gemma3 => self.uint(&k("attention.sliding_window"))?,
-            _ => None,
+        // llama.cpp's fixed layouts (`llama-model.cpp` `set_swa_pattern`): Gemma 3 every 6th
+        // layer full, Gemma 2 every 2nd (even layers slide).
+        let (swa, pattern) = match family {
+            Family::Gemma3 => (self.uint(&k("attention.sliding_window"))?, 6),
+            Family::Gemma2 => (self.uint(&k("attention.sliding_window"))?, 2),
+            _ => (None, 1),
         };
         let mut layers = Vec::with_capacity(n_layers as usize);
         for i in 0..n_layers {
@@ -323,8 +326,7 @@ impl GgufMetadata {
                 qk_head_dim: key_len,
                 v_head_dim: dv,
                 intermediate_size: inter,
-                // Gemma 3: llama.cpp's fixed layout, every 6th layer full.
-                sliding_window: swa.filter(|_| i % 6 < 5),
+                sliding_window: swa.filter(|_| i % pattern < pattern - 1),
             });
         }
         let display = match (name.is_empty(), self.kv.get("general.name")) {
@@ -393,6 +395,66 @@ mod tests {
             tensors.push(t(&format!("blk.{i}.ffn_norm.weight"), &[32]));
         }
         GgufMetadata { kv, tensors }
+    }
+
+    /// A Gemma 2 header (3 blocks, window 8): llama.cpp slides the even blocks
+    /// (`set_swa_pattern(2)`), so blocks 0 and 2 hold at most 8 tokens and block 1 all of them.
+    #[test]
+    fn gemma2_slides_every_other_layer() {
+        let mut kv = BTreeMap::new();
+        kv.insert(
+            "general.architecture".into(),
+            GgufValue::String("gemma2".into()),
+        );
+        for (k, v) in [
+            ("gemma2.embedding_length", 32),
+            ("gemma2.block_count", 3),
+            ("gemma2.feed_forward_length", 32),
+            ("gemma2.attention.head_count", 4),
+            ("gemma2.attention.head_count_kv", 2),
+            ("gemma2.attention.key_length", 16),
+            ("gemma2.attention.value_length", 16),
+            ("gemma2.context_length", 256),
+            ("gemma2.attention.sliding_window", 8),
+        ] {
+            kv.insert(k.into(), GgufValue::Uint(v));
+        }
+        kv.insert("tokenizer.ggml.tokens".into(), GgufValue::ArrayLen(384));
+        let t = |name: String, dims: &[u64]| GgufTensorInfo {
+            name,
+            dims: dims.to_vec(),
+        };
+        let mut tensors = vec![
+            t("token_embd.weight".into(), &[32, 384]),
+            t("output_norm.weight".into(), &[32]),
+        ];
+        for i in 0..3 {
+            for (n, d) in [
+                ("attn_q.weight", &[32, 64][..]),
+                ("attn_k.weight", &[32, 32]),
+                ("attn_v.weight", &[32, 32]),
+                ("attn_output.weight", &[64, 32]),
+                ("ffn_gate.weight", &[32, 32]),
+                ("ffn_up.weight", &[32, 32]),
+                ("ffn_down.weight", &[32, 32]),
+                ("attn_norm.weight", &[32]),
+                ("post_attention_norm.weight", &[32]),
+                ("ffn_norm.weight", &[32]),
+                ("post_ffw_norm.weight", &[32]),
+            ] {
+                tensors.push(t(format!("blk.{i}.{n}"), d));
+            }
+        }
+        let spec = GgufMetadata { kv, tensors }.to_spec("").unwrap();
+        assert_eq!(spec.family, Family::Gemma2);
+        let windows: Vec<Option<u32>> = spec.layers.iter().map(|l| l.sliding_window).collect();
+        assert_eq!(windows, [Some(8), None, Some(8)]);
+        // f32 K and V: 2 KV heads × 16 dims × 4 bytes × 2 per token and layer.
+        let per = 2 * 2 * 16 * 4;
+        assert_eq!(
+            crate::kv_bytes(&spec, crate::KvFormat::F32, 100),
+            per * (8 + 100 + 8)
+        );
     }
 
     /// The head size is hidden / heads (8), not the rotated dims (4), and the fused tensors

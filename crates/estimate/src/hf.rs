@@ -359,9 +359,9 @@ impl ModelSpec {
     }
 }
 
-/// Each layer's sliding window (Gemma 3): `sliding_window` on the layers `layer_types` marks
-/// `sliding_attention` (transformers 5), or, without `layer_types`, on every layer but each
-/// `sliding_window_pattern`-th (transformers 4; default 6). Mistral and Phi-3: every layer when
+/// Each layer's sliding window (Gemma 2 and 3): `sliding_window` on the layers `layer_types`
+/// marks `sliding_attention` (transformers 5), or, without `layer_types`, on every layer but
+/// each `sliding_window_pattern`-th (transformers 4; default 6, Gemma 2: 2, its even layers). Mistral and Phi-3: every layer when
 /// the window is narrower than `max_position_embeddings` (transformers masks with it whenever
 /// it is set; the engine runs it the same). Other families: none (Qwen2's window needs
 /// `use_sliding_window`, which the engine refuses).
@@ -371,7 +371,7 @@ fn sliding_windows(v: &Value, family: Family, n: u32) -> Result<Vec<Option<u32>>
     // no window.
     let default = matches!(
         family,
-        Family::Mistral | Family::Gemma3 | Family::Qwen2 | Family::Qwen3
+        Family::Mistral | Family::Gemma2 | Family::Gemma3 | Family::Qwen2 | Family::Qwen3
     ) && v.get("sliding_window").is_none();
     let w = match get_u32(v, "sliding_window")? {
         Some(w) => w,
@@ -407,7 +407,7 @@ fn sliding_windows(v: &Value, family: Family, n: u32) -> Result<Vec<Option<u32>>
             none
         });
     }
-    if family != Family::Gemma3 {
+    if !matches!(family, Family::Gemma2 | Family::Gemma3) {
         return Ok(none);
     }
     if let Some(types) = v.get("layer_types").and_then(Value::as_array) {
@@ -423,8 +423,11 @@ fn sliding_windows(v: &Value, family: Family, n: u32) -> Result<Vec<Option<u32>>
             .map(|t| (t.as_str() == Some("sliding_attention")).then_some(w))
             .collect());
     }
+    // Gemma 2 has no pattern key: transformers slides the even layers (`layer_types` default
+    // `sliding_attention` where `(i + 1) % 2`), i.e. a pattern of 2.
     let pattern = match get_u32(v, "sliding_window_pattern")? {
         Some(p) => p,
+        None if family == Family::Gemma2 => 2,
         None => get_u32(v, "_sliding_window_pattern")?.unwrap_or(6),
     }
     .max(1);

@@ -5,7 +5,8 @@
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
 use edgefit_estimate::{
-    kv_bytes, kv_bytes_per_token, preset, weight_bytes, KvFormat, LayerSpec, WeightFormat,
+    kv_bytes, kv_bytes_per_token, preset, weight_bytes, KvFormat, LayerSpec, ModelSpec,
+    WeightFormat,
 };
 
 #[test]
@@ -202,4 +203,53 @@ fn same_block_more_bits_never_lower_memory_for_any_shape() {
             assert!(b(Int8) <= b(F16) + 2 * rows && b(F16) <= b(F32));
         }
     }
+}
+
+/// Gemma 2 from config.json: transformers slides the even layers (its `layer_types` default)
+/// with `sliding_window` (default 4096), so their KV cache holds at most the window; an
+/// explicit `layer_types` is followed as written. The bundled gemma-2-2b preset (26 layers,
+/// window 4096) holds 13 full layers and 13 windows at 8192 tokens.
+#[test]
+fn gemma2_kv_bytes_follow_the_sliding_window() {
+    let base = r#""model_type":"gemma2","hidden_size":32,"num_hidden_layers":3,
+        "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,
+        "intermediate_size":32,"vocab_size":384,"max_position_embeddings":256"#;
+    let windows = |json: String| -> Vec<Option<u32>> {
+        ModelSpec::from_hf_config("g2", &json)
+            .unwrap()
+            .layers
+            .iter()
+            .map(|l| l.sliding_window)
+            .collect()
+    };
+    assert_eq!(
+        windows(format!("{{{base},\"sliding_window\":8}}")),
+        [Some(8), None, Some(8)]
+    );
+    assert_eq!(
+        windows(format!("{{{base}}}")),
+        [Some(4096), None, Some(4096)]
+    );
+    assert_eq!(
+        windows(format!(
+            "{{{base},\"sliding_window\":8,\"layer_types\":[\"full_attention\",\"sliding_attention\",\"full_attention\"]}}"
+        )),
+        [None, Some(8), None]
+    );
+    let spec =
+        ModelSpec::from_hf_config("g2", &format!("{{{base},\"sliding_window\":8}}")).unwrap();
+    let per = 2 * 2 * 16 * 4;
+    assert_eq!(kv_bytes(&spec, KvFormat::F32, 100), per * (8 + 100 + 8));
+    let g = preset("gemma-2-2b").unwrap();
+    let full = g
+        .layers
+        .iter()
+        .filter(|l| l.sliding_window.is_none())
+        .count();
+    assert_eq!((g.layers.len(), full), (26, 13));
+    let per_layer = |t: u64| 2 * 4 * 256 * 2 * t; // 4 KV heads × 256 dims, K and V, f16
+    assert_eq!(
+        kv_bytes(&g, KvFormat::F16, 8192),
+        13 * per_layer(8192) + 13 * per_layer(4096)
+    );
 }

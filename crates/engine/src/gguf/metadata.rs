@@ -48,6 +48,7 @@ pub(super) fn tokenizer_fields(md: &HashMap<String, Value>) -> Result<GgufTokeni
         bos: id("tokenizer.ggml.bos_token_id")?,
         eos: id("tokenizer.ggml.eos_token_id")?,
         eot: id("tokenizer.ggml.eot_token_id")?,
+        eom: id("tokenizer.ggml.eom_token_id")?,
         unk: id("tokenizer.ggml.unknown_token_id")?,
         add_space_prefix: match md.get("tokenizer.ggml.add_space_prefix") {
             None => None,

@@ -231,6 +231,9 @@ fn load_parts<R: Read + Seek>(
     // elsewhere once the shape is known valid).
     let rope_dims = opt_usize(md, &key("rope.dimension_count"))?;
     let rope_dim = rope_dims.filter(|&r| desc.gguf_partial_rope && r != head_dim);
+    // Optional biases of a `llama` file ([`Arch::config_biases`]), as llama.cpp's graph reads
+    // them: present in block 0, then required in every block.
+    let has = |name: &str| content.tensor_infos.contains_key(name);
     let mut config = LlamaConfig {
         name: opt_str(md, "general.name").unwrap_or_default(),
         arch: arch.clone(),
@@ -246,7 +249,9 @@ fn load_parts<R: Read + Seek>(
         rope_scaling,
         rms_eps: opt_f32(md, &key("attention.layer_norm_rms_epsilon"))?.unwrap_or(1e-5),
         tied_embeddings: !content.tensor_infos.contains_key("output.weight"),
-        qkv_bias: desc.qkv_bias,
+        qkv_bias: desc.qkv_bias || (desc.config_biases && has("blk.0.attn_q.bias")),
+        o_bias: desc.config_biases && has("blk.0.attn_output.bias"),
+        mlp_bias: desc.config_biases && has("blk.0.ffn_up.bias"),
         qk_norm: desc.qk_norm,
         embed_scale: desc.embed_scale,
         post_norms: desc.post_norms,

@@ -82,6 +82,12 @@ impl Work<'_> {
             bq: pick(&lw.bq, &qk_rows(&self.heads)),
             bk: pick(&lw.bk, &qk_rows(&self.kv)),
             bv: pick(&lw.bv, &v_idx(&self.kv)),
+            b_gate: pick(&lw.b_gate, &self.ffn),
+            b_up: pick(&lw.b_up, &self.ffn),
+            // Hidden-wide outputs: a removed head or MLP unit only drops its share of the
+            // product, the bias stays.
+            bo: lw.bo.clone(),
+            b_down: lw.b_down.clone(),
             q_norm: pick(&lw.q_norm, &qk_rows(&[0])),
             k_norm: pick(&lw.k_norm, &qk_rows(&[0])),
             // Hidden-wide: pruning never changes the hidden size.

@@ -82,6 +82,12 @@ pub struct LayerWeights {
     pub bq: Option<Vec<f32>>,
     pub bk: Option<Vec<f32>>,
     pub bv: Option<Vec<f32>>,
+    /// Bias of the output projection (`hidden`; Llama with `attention_bias`).
+    pub bo: Option<Vec<f32>>,
+    /// Biases of gate, up (`ffn`) and down (`hidden`; Llama with `mlp_bias`).
+    pub b_gate: Option<Vec<f32>>,
+    pub b_up: Option<Vec<f32>>,
+    pub b_down: Option<Vec<f32>>,
     /// RMSNorm weights of every head's q and of every head's k (`qk_dim` each, shared by
     /// all heads; Qwen3), in the pair layout.
     pub q_norm: Option<Vec<f32>>,
@@ -115,6 +121,10 @@ impl LayerWeights {
             LayerPart::QBias => self.bq.as_ref(),
             LayerPart::KBias => self.bk.as_ref(),
             LayerPart::VBias => self.bv.as_ref(),
+            LayerPart::OBias => self.bo.as_ref(),
+            LayerPart::GateBias => self.b_gate.as_ref(),
+            LayerPart::UpBias => self.b_up.as_ref(),
+            LayerPart::DownBias => self.b_down.as_ref(),
             LayerPart::QNorm => self.q_norm.as_ref(),
             LayerPart::KNorm => self.k_norm.as_ref(),
             LayerPart::PostAttnNorm => self.post_attn_norm.as_ref(),
@@ -301,6 +311,10 @@ impl Weights {
             let bq = vector(LayerPart::QBias)?;
             let bk = vector(LayerPart::KBias)?;
             let bv = vector(LayerPart::VBias)?;
+            let bo = vector(LayerPart::OBias)?;
+            let b_gate = vector(LayerPart::GateBias)?;
+            let b_up = vector(LayerPart::UpBias)?;
+            let b_down = vector(LayerPart::DownBias)?;
             let q_norm = vector(LayerPart::QNorm)?;
             let k_norm = vector(LayerPart::KNorm)?;
             let post_attn_norm = vector(LayerPart::PostAttnNorm)?;
@@ -323,6 +337,10 @@ impl Weights {
                 bq,
                 bk,
                 bv,
+                bo,
+                b_gate,
+                b_up,
+                b_down,
                 q_norm,
                 k_norm,
                 post_attn_norm,

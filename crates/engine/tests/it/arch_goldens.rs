@@ -120,6 +120,7 @@ fn every_implemented_architecture_matches_transformers() {
         ("llama", "llama"),
         ("llama3", "llama3"),
         ("llama3_rope_parameters", "llama3"),
+        ("llama_bias", "llama_bias"),
         ("qwen2", "qwen2"),
         ("qwen3", "qwen3"),
         ("gemma3", "gemma3"),
@@ -878,4 +879,164 @@ fn gemma3_linear_scaling_on_full_layers_matches_transformers() {
     );
     let e = check("gemma3_linear_gguf GGUF", &model, None, &golden);
     eprintln!("gemma3_linear_gguf (GGUF f32): max |logit − golden| = {e:.2e}");
+}
+
+/// Every id of a config.json `eos_token_id` list stops generation: Llama 3.2 Instruct's
+/// `[128001, 128008, 128009]` (here mapped to 0, 1, 2) ends a chat turn on `<|eot_id|>`, the
+/// last. Id 1 (`<|im_start|>` in this vocabulary) is no end-of-turn text, so only the list
+/// makes it a stop token; a list entry beyond the vocabulary or not an id is refused by name.
+#[test]
+fn every_eos_id_of_a_config_list_stops() {
+    let (_, tok) = from_hf("llama32_1b");
+    for id in [0, 1, 2] {
+        assert!(tok.is_stop(id), "eos_token_id {id} stops");
+    }
+    let config = text("llama32_1b", "config.json");
+    let load = |config: &str| {
+        load_hf(
+            config,
+            &read("llama32_1b", "tokenizer.json"),
+            Some(&text("llama32_1b", "tokenizer_config.json")),
+            &[&read("llama32_1b", "model.safetensors")],
+            F32,
+        )
+    };
+    let list = "\"eos_token_id\": [\n    0,\n    1,\n    2\n  ]";
+    assert!(config.contains(list), "the fixture's list");
+    let single = load(&config.replace(list, "\"eos_token_id\": 0"))
+        .unwrap()
+        .1;
+    assert!(!single.is_stop(1), "without the list, id 1 does not stop");
+    let err = load(&config.replace(list, "\"eos_token_id\": [0, 384]"))
+        .expect_err("id beyond the vocabulary");
+    assert!(err.to_string().contains("eos_token_id"), "{err}");
+    let err = load(&config.replace(list, "\"eos_token_id\": [0, \"x\"]")).expect_err("not an id");
+    assert!(err.to_string().contains("eos_token_id"), "{err}");
+}
+
+/// Llama with `attention_bias` and `mlp_bias` (biases on q, k, v, o, gate, up, down): both
+/// loaders find all seven (the goldens above check their values); the estimator counts the
+/// parameters the file holds; HF and GGUF exports, of the model and of a pruned one, reload to
+/// the same logits and hold the estimated parameters.
+#[test]
+fn llama_biases_load_prune_and_export() {
+    use edgefit_engine::export::{gguf_bytes, hf_files, ExportDType, GgufDType};
+    use edgefit_engine::{prune, Importance, LayerRatios, PrunePlan};
+    let (model, tok) = from_hf("llama_bias");
+    // The GGUF's own tokenizer for the GGUF export (an HF tokenizer.json with a custom
+    // pre-tokenizer regex has no GGUF form).
+    let (gmodel, gtok) = from_gguf("llama_bias").expect("llama_bias/model.gguf");
+    for c in [&model.config, &gmodel.config] {
+        assert!(c.qkv_bias && c.o_bias && c.mlp_bias, "{c:?}");
+    }
+    let st = read("llama_bias", "model.safetensors");
+    let elements = |bytes: &[u8]| -> u64 {
+        let st = safetensors::SafeTensors::deserialize(bytes).unwrap();
+        st.tensors()
+            .iter()
+            .map(|(_, t)| t.shape().iter().product::<usize>() as u64)
+            .sum()
+    };
+    let spec = edgefit_estimate::ModelSpec::from_hf_config("", &text("llama_bias", "config.json"))
+        .unwrap();
+    assert_eq!(
+        spec.params().total,
+        elements(&st),
+        "estimated vs stored parameters"
+    );
+    assert_eq!(model.config.params(), elements(&st));
+    let tokens: Vec<u32> = (0..20).map(|i| 3 + (i * 17) % 300).collect();
+    let logits = |m: &Model| {
+        let mut cache = m.new_cache(64);
+        m.forward(&tokens, &mut cache, Logits::All).unwrap()
+    };
+    let plan = PrunePlan {
+        ratios: LayerRatios {
+            mlp: 0.25,
+            heads: 0.5,
+            ..LayerRatios::default()
+        },
+        importance: Importance::Magnitude,
+        ..PrunePlan::default()
+    };
+    let (pruned, report) = prune(&model, &plan, None).unwrap();
+    assert!(report.params_after < report.params_before);
+    for m in [&model, &pruned] {
+        let want = logits(m);
+        let files = hf_files(m, &tok, ExportDType::F32).unwrap();
+        let file = |n: &str| files.iter().find(|(f, _)| f == n).unwrap().1.clone();
+        let config = String::from_utf8(file("config.json")).unwrap();
+        let (back, _) = load_hf(
+            &config,
+            &file("tokenizer.json"),
+            Some(&String::from_utf8(file("tokenizer_config.json")).unwrap()),
+            &[&file("model.safetensors")],
+            F32,
+        )
+        .unwrap();
+        assert_eq!(logits(&back), want, "HF export reloads exactly");
+        assert_eq!(elements(&file("model.safetensors")), m.config.params());
+        let g = gguf_bytes(m, &gtok, GgufDType::F32).unwrap();
+        let (back, _) =
+            edgefit_engine::gguf::load_gguf(&mut std::io::Cursor::new(g), F32, &mut |_, _| {})
+                .unwrap();
+        assert!(back.config.o_bias && back.config.mlp_bias);
+        assert_eq!(logits(&back), want, "GGUF export reloads exactly");
+    }
+    // A llama with q/k/v biases but none on o (possible in GGUF) has no config.json form.
+    let mut odd = model.clone();
+    odd.config.o_bias = false;
+    odd.weights.layers.iter_mut().for_each(|l| l.bo = None);
+    let err = hf_files(&odd, &tok, ExportDType::F32).unwrap_err();
+    assert!(err.to_string().contains("attention_bias"), "{err}");
+    // Elsewhere the biases stay refused by name (Qwen3 has none in transformers either).
+    let qwen3 = text("qwen3", "config.json");
+    for (from, to) in [
+        ("\"attention_bias\": false", "\"attention_bias\": true"),
+        ("\"attention_bias\": false", "\"mlp_bias\": true"),
+    ] {
+        assert!(qwen3.contains(from));
+        let err = load_hf(
+            &qwen3.replace(from, to),
+            &read("qwen3", "tokenizer.json"),
+            None,
+            &[&read("qwen3", "model.safetensors")],
+            F32,
+        )
+        .expect_err("refused");
+        let key = to.split('"').nth(1).unwrap();
+        assert!(err.to_string().contains(key), "{err}");
+    }
+}
+
+/// Gemma 3 4B's published layout (`Gemma3ForConditionalGeneration`, the decoder under
+/// `text_config`) is refused naming the class, not as a config without `hidden_size`.
+#[test]
+fn multimodal_gemma3_config_is_refused_by_name() {
+    let text_config: serde_json::Value =
+        serde_json::from_str(&text("gemma3_4b_text", "config.json")).unwrap();
+    let config = serde_json::json!({
+        "architectures": ["Gemma3ForConditionalGeneration"],
+        "model_type": "gemma3",
+        "text_config": text_config,
+        "vision_config": {"model_type": "siglip_vision_model"},
+    })
+    .to_string();
+    let err = load_hf(
+        &config,
+        &read("gemma3_4b_text", "tokenizer.json"),
+        None,
+        &[&read("gemma3_4b_text", "model.safetensors")],
+        F32,
+    )
+    .expect_err("refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("Gemma3ForConditionalGeneration") && msg.contains("text_config"),
+        "{msg}"
+    );
+    assert!(
+        matches!(err, edgefit_engine::EngineError::Unsupported(_)),
+        "{err:?}"
+    );
 }

@@ -22,7 +22,7 @@ fn with_raw_value(json: &str, key: &str, raw: &str) -> String {
 
 fn tokenizer_error(json: &str) -> String {
     let (_, cfg) = tokenizer_files();
-    match TextTokenizer::from_hf(json.as_bytes(), Some(&cfg), None) {
+    match TextTokenizer::from_hf(json.as_bytes(), Some(&cfg), &[]) {
         Ok(_) => panic!("a broken tokenizer.json must be refused"),
         Err(e) => {
             assert!(matches!(e, EngineError::Tokenizer(_)), "{e:?}");
@@ -43,7 +43,7 @@ fn tokenizer_json_syntax_error_inside_the_decoder_is_an_error_not_a_panic() {
     let v: serde_json::Value = serde_json::from_str(&tok).unwrap();
     let fixed = with_raw_value(&tok, "decoder", &v["decoder"].to_string());
     let (_, cfg) = tokenizer_files();
-    TextTokenizer::from_hf(fixed.as_bytes(), Some(&cfg), None).unwrap();
+    TextTokenizer::from_hf(fixed.as_bytes(), Some(&cfg), &[]).unwrap();
 }
 
 /// Read in `tokenizers` while fixing the above: a `Precompiled` normalizer with a malformed

@@ -446,3 +446,74 @@ fn every_kv_format_holds_exactly_the_estimated_bytes_and_runs_close_to_f32() {
         }
     }
 }
+
+/// `tokenizer.ggml.eot_token_id` and `eom_token_id` stop generation besides the EOS (Llama
+/// 3.x GGUF files: EOS `<|end_of_text|>`, EOT `<|eot_id|>`, EOM `<|eom_id|>`): a chat turn
+/// ends where the model writes either. The ids chosen here are plain byte tokens, so nothing
+/// but the metadata key can make them stop tokens.
+#[test]
+fn gguf_eot_and_eom_ids_are_stop_tokens() {
+    use edgefit_engine::native::NativePlatform;
+    use edgefit_engine::FinishReason;
+    let with = |keys: &[(&str, u32)]| {
+        let keys: Vec<(String, u32)> = keys.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        edgefit_engine::synthetic::gguf_bytes_with(SEED, SyntheticDType::F32, move |md| {
+            for (k, v) in keys {
+                md.push((k, candle_core::quantized::gguf_file::Value::U32(v)));
+            }
+        })
+        .unwrap()
+    };
+    let tok = |bytes: Vec<u8>| {
+        edgefit_engine::gguf::load_gguf(&mut std::io::Cursor::new(bytes), F32, &mut |_, _| {})
+            .unwrap()
+            .1
+    };
+    let plain = tok(with(&[]));
+    assert!(!plain.is_stop(10) && !plain.is_stop(11));
+    let both = tok(with(&[
+        ("tokenizer.ggml.eot_token_id", 10),
+        ("tokenizer.ggml.eom_token_id", 11),
+    ]));
+    assert!(both.is_stop(2), "EOS still stops");
+    assert!(both.is_stop(10), "EOT stops");
+    assert!(both.is_stop(11), "EOM stops");
+    // An EOM id outside the vocabulary is refused by its key.
+    let bad = with(&[("tokenizer.ggml.eom_token_id", 100_000)]);
+    let err = edgefit_engine::gguf::load_gguf(&mut std::io::Cursor::new(bad), F32, &mut |_, _| {})
+        .expect_err("EOM beyond the vocabulary");
+    assert!(err.to_string().contains("eom_token_id"), "{err}");
+    // A chat run: the model's first greedy token, declared the EOT, ends the turn at once.
+    let engine = |bytes: Vec<u8>| {
+        Engine::load_gguf(
+            &mut std::io::Cursor::new(bytes),
+            Box::new(NativePlatform::default()),
+            F32,
+            &mut |_, _| {},
+        )
+        .unwrap()
+    };
+    let opts = GenerateOptions {
+        chat: true,
+        max_tokens: 8,
+        ..GenerateOptions::default()
+    };
+    let (model, plain_tok) = from_gguf(SyntheticDType::F32);
+    let prompt = plain_tok
+        .encode(&plain_tok.apply_chat_template("the cat").unwrap())
+        .unwrap();
+    let last = logits(&model, &prompt);
+    let last = &last[last.len() - model.config.vocab..];
+    let first = (0..last.len()).fold(0, |b, i| if last[i] > last[b] { i } else { b }) as u32;
+    assert!(
+        !plain.is_stop(first),
+        "the greedy token {first} is no stop token by itself"
+    );
+    let mut run = engine(with(&[]));
+    run.generate("the cat", opts, &mut |_| {}).unwrap();
+    assert!(run.metrics().generated_tokens > 0);
+    let mut run = engine(with(&[("tokenizer.ggml.eot_token_id", first)]));
+    let text = run.generate("the cat", opts, &mut |_| {}).unwrap();
+    assert_eq!(run.metrics().generated_tokens, 0, "{text:?}");
+    assert_eq!(run.metrics().finish_reason, Some(FinishReason::Stop));
+}
