@@ -633,6 +633,75 @@ fn device_profiles_load_validate_and_cite_sources() {
     assert!(bad.validate().is_err());
 }
 
+/// Every physical device's CPU carries what the runtime roofs need (clusters, features, default
+/// threads, bandwidth saturation), cited; without the clusters a CPU decode has no kernel roof
+/// and is estimated at the bandwidth roof alone, so the clusters can only lower it.
+#[test]
+fn device_cpus_have_clusters_and_the_kernel_roof_applies() {
+    let spec = preset("qwen3-1.7b").unwrap();
+    let dep = Deployment {
+        weights: WeightFormat::Q4_0,
+        unit: Some(ComputeUnit::Cpu),
+        runtime: Some(Runtime::Llamacpp),
+        ..Deployment::default()
+    };
+    let mut kernel_bound = 0;
+    for id in device_ids() {
+        if id == "this-browser" {
+            continue;
+        }
+        let d = device(id).unwrap();
+        let Some(cpu) = d.units.get(&ComputeUnit::Cpu) else {
+            continue;
+        };
+        assert!(!cpu.clusters.is_empty(), "{id}: no units.cpu.clusters");
+        let t = cpu
+            .default_threads
+            .unwrap_or_else(|| panic!("{id}: no default_threads"));
+        assert!(
+            t >= 1 && t <= cpu.cores(),
+            "{id}: {t} threads of {}",
+            cpu.cores()
+        );
+        assert!(cpu.bandwidth_saturation_cores.is_some(), "{id}");
+        for k in ["units.cpu.clusters", "units.cpu.features"] {
+            assert!(d.sources.contains_key(k), "{id}: no source for {k}");
+        }
+        // The runtime-facing figures are cited or declared estimates (`units.*` globs count).
+        let declared = |k: &str| {
+            d.sources.contains_key(k)
+                || d.estimates.iter().any(|e| match e.split_once('*') {
+                    Some((pre, post)) => {
+                        k.starts_with(pre) && k.ends_with(post) && k.len() >= pre.len() + post.len()
+                    }
+                    None => e == k,
+                })
+        };
+        for k in [
+            "units.cpu.default_threads",
+            "units.cpu.bandwidth_saturation_cores",
+        ] {
+            assert!(
+                declared(k),
+                "{id}: {k} neither cited nor listed in estimates"
+            );
+        }
+        let with = estimate(&spec, &dep, &d).unwrap().latency.decode_tok_s;
+        let mut bare = d.clone();
+        bare.units
+            .get_mut(&ComputeUnit::Cpu)
+            .unwrap()
+            .clusters
+            .clear();
+        let without = estimate(&spec, &dep, &bare).unwrap().latency.decode_tok_s;
+        assert!(with <= without * (1.0 + 1e-9), "{id}: {with} > {without}");
+        if with < without * 0.99 {
+            kernel_bound += 1;
+        }
+    }
+    assert!(kernel_bound > 0, "no device's decode took the kernel roof");
+}
+
 #[test]
 fn this_browser_takes_measurements() {
     let m = BrowserMeasurements {
