@@ -124,17 +124,29 @@ test('multi-turn chat keeps the cache; the transcript is text; New conversation 
   await page.getByTestId('max-tokens').fill('12');
   await page.getByTestId('temperature').fill('0');
   await page.getByTestId('generate').click();
-  await page.waitForFunction(
-    () => Number(document.querySelector('[data-testid="metric-generated-tokens"]').textContent || 0) >= 2 ||
-      document.querySelector('[data-testid="status"]').textContent !== 'generating…',
+  // One snapshot of the page, taken in the page in one go: a fast machine can finish the
+  // 12 tokens between two separate reads (status "generating…", then a re-enabled button).
+  const snap = await (await page.waitForFunction(
+    () => {
+      const q = (id) => document.querySelector(`[data-testid="${id}"]`);
+      const status = q('status').textContent;
+      if (!(Number(q('metric-generated-tokens').textContent || 0) >= 2 || status !== 'generating…')) return null;
+      return {
+        status,
+        kvDisabled: q('kv-format').disabled,
+        newDisabled: q('new-conversation').disabled || q('new-conversation').getAttribute('aria-disabled') === 'true',
+        kvTokens: q('metric-kv-tokens').textContent.trim(),
+        kvEstimate: q('metric-kv-estimate-bytes').textContent.trim(),
+      };
+    },
     null,
     { timeout: GEN_TIMEOUT, polling: 20 },
-  );
-  if ((await text(page, 'status')) === 'generating…') {
-    assert.equal(await page.getByTestId('kv-format').isDisabled(), true, 'the KV picker is disabled while generating');
-    assert.equal(await page.getByTestId('new-conversation').isDisabled(), true, 'New conversation is disabled while generating');
-    assert.match(await text(page, 'metric-kv-tokens'), /^\d+$/, 'KV tokens shown during decode');
-    assert.match(await text(page, 'metric-kv-estimate-bytes'), /^\d+$/, 'the KV estimate is shown during decode');
+  )).jsonValue();
+  if (snap.status === 'generating…') {
+    assert.equal(snap.kvDisabled, true, 'the KV picker is disabled while generating');
+    assert.equal(snap.newDisabled, true, 'New conversation is disabled while generating');
+    assert.match(snap.kvTokens, /^\d+$/, 'KV tokens shown during decode');
+    assert.match(snap.kvEstimate, /^\d+$/, 'the KV estimate is shown during decode');
   }
   assert.equal(await waitStatus(page, 'done', GEN_TIMEOUT), 'done');
   const turn1 = await kvShown(page);
