@@ -1,0 +1,262 @@
+//! The refit: each runtime × unit's fractions solved point by point from the cases' measurements
+//! and pooled as log-medians (see the module above for the rules); what [`super::validate`]
+//! refits without each source for the leave-one-source-out figure.
+
+use std::collections::BTreeMap;
+
+use crate::band::Phase;
+use crate::error::{EstimateError, Result};
+use crate::format::ComputeUnit;
+use crate::runtime::{runtime_profiles, Runtime, RuntimeProfile};
+
+use super::{cases, Case, FIT_MIN};
+
+/// Estimated (prefill tok/s, decode tok/s) of a case with the given runtime profiles.
+pub(super) fn speeds_of(c: &Case, profiles: &[RuntimeProfile]) -> Result<(f64, f64)> {
+    let rt =
+        profiles
+            .iter()
+            .find(|p| p.id == c.runtime)
+            .ok_or_else(|| EstimateError::Validation {
+                what: c.point.id.clone(),
+                reason: format!("no profile for runtime {}", c.runtime),
+            })?;
+    let s = crate::speed::speeds(&c.spec, &c.deployment, &c.device, rt)?;
+    Ok((s.prefill_tok_s, s.decode_tok_s))
+}
+
+/// A fitted parameter of a runtime × unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Param {
+    /// `compute_fraction`, from prefill points.
+    Compute,
+    /// `decode_bandwidth_fraction`, from decode points (of unquantized formats when the unit
+    /// has a kernel roof).
+    Bandwidth,
+    /// `decode_kernel_fraction`, from decode points of quantized formats.
+    Kernel,
+}
+
+impl Param {
+    fn phase(self) -> Phase {
+        match self {
+            Param::Compute => Phase::Prefill,
+            Param::Bandwidth | Param::Kernel => Phase::Decode,
+        }
+    }
+    fn bounds(self) -> (f64, f64) {
+        match self {
+            Param::Compute | Param::Bandwidth | Param::Kernel => (FIT_MIN, 1.0),
+        }
+    }
+}
+
+fn set_param(p: &mut RuntimeProfile, unit: ComputeUnit, api: Option<&str>, param: Param, v: f64) {
+    let Some(u) = p.units.get_mut(&unit) else {
+        return;
+    };
+    if let Some(f) = api.and_then(|a| u.api_fractions.get_mut(a)) {
+        match param {
+            Param::Compute => f.compute_fraction = v,
+            Param::Bandwidth => f.decode_bandwidth_fraction = v,
+            Param::Kernel => u.decode_kernel_fraction = Some(v),
+        }
+        return;
+    }
+    match param {
+        Param::Compute => u.compute_fraction = v,
+        Param::Bandwidth => u.decode_bandwidth_fraction = v,
+        Param::Kernel => u.decode_kernel_fraction = Some(v),
+    }
+}
+
+/// The GPU programming interface whose fractions of `rt` apply to `c` (the device unit's
+/// `api` when the runtime profile has an entry for it; `None`: the unit-level pair).
+fn api_of(c: &Case, profiles: &[RuntimeProfile]) -> Option<String> {
+    let ru = profiles
+        .iter()
+        .find(|p| p.id == c.runtime)?
+        .units
+        .get(&c.unit)?;
+    let api = c.device.units.get(&c.unit)?.api.as_deref();
+    ru.api_entry(api).map(|(a, _)| a.to_string())
+}
+
+/// The value of the phase's parameter that makes the estimate of `c` equal its measurement.
+fn solve(c: &Case, profiles: &[RuntimeProfile], param: Param, measured: f64) -> Result<f64> {
+    let phase = param.phase();
+    let idx = profiles.iter().position(|p| p.id == c.runtime).unwrap_or(0);
+    let api = api_of(c, profiles);
+    let mut trial = profiles.to_vec();
+    let mut at = |v: f64| -> Result<f64> {
+        set_param(&mut trial[idx], c.unit, api.as_deref(), param, v);
+        let (p, d) = speeds_of(c, &trial)?;
+        Ok(match phase {
+            Phase::Prefill => p,
+            Phase::Decode => d,
+        })
+    };
+    let (mut lo, mut hi) = param.bounds();
+    if at(hi)? <= measured {
+        return Ok(hi);
+    }
+    if at(lo)? >= measured {
+        return Ok(lo);
+    }
+    for _ in 0..40 {
+        let mid = if param == Param::Kernel {
+            (lo * hi).sqrt()
+        } else {
+            0.5 * (lo + hi)
+        };
+        if at(mid)? < measured {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(if param == Param::Kernel {
+        (lo * hi).sqrt()
+    } else {
+        0.5 * (lo + hi)
+    })
+}
+
+/// The median in log space: the geometric mean of the middle two for an even count (the
+/// fitted values are fractions and rates, compared by ratio).
+fn log_median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some((v[(n - 1) / 2] * v[n / 2]).sqrt())
+}
+
+pub(super) fn measured(c: &Case, phase: Phase) -> Option<f64> {
+    match phase {
+        Phase::Prefill => c.point.prefill_tok_s,
+        Phase::Decode => c.point.decode_tok_s,
+    }
+}
+
+/// The fit of the module docs: the committed priors refitted on `cases`.
+pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
+    let mut profiles = runtime_profiles()?;
+    // One group per runtime × unit × GPU interface with its own fractions (see api_of).
+    let apis: Vec<Option<String>> = cases.iter().map(|c| api_of(c, &profiles)).collect();
+    let mut groups: Vec<(Runtime, ComputeUnit, Option<String>)> = cases
+        .iter()
+        .zip(&apis)
+        .map(|(c, a)| (c.runtime, c.unit, a.clone()))
+        .collect();
+    groups.sort();
+    groups.dedup();
+    type Fitted = (Runtime, ComputeUnit, Option<String>, Param, f64);
+    let mut fitted: Vec<Fitted> = Vec::new();
+    for param in [
+        Param::Compute,
+        Param::Bandwidth,
+        Param::Kernel,
+        Param::Compute,
+    ] {
+        fitted.retain(|(_, _, _, q, _)| *q != param);
+        for (rt, unit, api) in &groups {
+            let (rt, unit) = (*rt, *unit);
+            let Some(ru) = profiles
+                .iter()
+                .find(|p| p.id == rt)
+                .and_then(|p| p.units.get(&unit))
+            else {
+                continue;
+            };
+            if ru.device_figures {
+                continue;
+            }
+            let kernel_roof = ru.decode_kernel_fraction.is_some();
+            if param == Param::Kernel && !kernel_roof {
+                continue;
+            }
+            // Per source, the (log-space) median of its points' solutions; then the median over
+            // the sources: each source is one vote, so a source with many points (one device,
+            // one harness) cannot outvote the others.
+            let mut by_source: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+            for (c, _) in cases
+                .iter()
+                .zip(&apis)
+                .filter(|(c, a)| c.runtime == rt && c.unit == unit && *a == api)
+            {
+                let quantized = crate::runtime::is_quantized(c.deployment.weights);
+                let evidence = match param {
+                    Param::Compute => true,
+                    Param::Bandwidth => !kernel_roof || !quantized,
+                    Param::Kernel => quantized,
+                };
+                if let (true, Some(m)) = (evidence, measured(c, param.phase())) {
+                    by_source
+                        .entry(c.source.as_str())
+                        .or_default()
+                        .push(solve(c, &profiles, param, m)?);
+                }
+            }
+            let sol: Vec<f64> = by_source.into_values().filter_map(log_median).collect();
+            if let Some(v) = log_median(sol) {
+                let idx = profiles.iter().position(|p| p.id == rt).unwrap_or(0);
+                set_param(&mut profiles[idx], unit, api.as_deref(), param, v);
+                fitted.push((rt, unit, api.clone(), param, v));
+            }
+        }
+    }
+    // A runtime × unit the points do not constrain takes the median of the values fitted
+    // for other runtimes on the same unit (pooled), not its prior: so leaving a source out
+    // leaves the evidence of the other runtimes, not a guess.
+    // The same for a GPU interface entry no point constrains: the pool of that unit.
+    for param in [Param::Compute, Param::Bandwidth, Param::Kernel] {
+        for p in profiles.iter_mut() {
+            let id = p.id;
+            for (unit, ru) in p.units.iter_mut() {
+                if ru.device_figures
+                    || (param == Param::Kernel && ru.decode_kernel_fraction.is_none())
+                {
+                    continue;
+                }
+                let keys: Vec<Option<String>> = std::iter::once(None)
+                    .chain(ru.api_fractions.keys().cloned().map(Some))
+                    .filter(|k| param != Param::Kernel || k.is_none())
+                    .collect();
+                for key in keys {
+                    if fitted
+                        .iter()
+                        .any(|(r, u, a, q, _)| *r == id && u == unit && *a == key && *q == param)
+                    {
+                        continue;
+                    }
+                    let pool: Vec<f64> = fitted
+                        .iter()
+                        .filter(|(_, u, _, q, _)| u == unit && *q == param)
+                        .map(|(_, _, _, _, v)| *v)
+                        .collect();
+                    let Some(v) = log_median(pool) else {
+                        continue;
+                    };
+                    let entry = key.as_ref().and_then(|a| ru.api_fractions.get_mut(a));
+                    match (param, entry) {
+                        (Param::Compute, Some(f)) => f.compute_fraction = v,
+                        (Param::Bandwidth, Some(f)) => f.decode_bandwidth_fraction = v,
+                        (Param::Compute, None) => ru.compute_fraction = v,
+                        (Param::Bandwidth, None) => ru.decode_bandwidth_fraction = v,
+                        (Param::Kernel, _) => ru.decode_kernel_fraction = Some(v),
+                    }
+                }
+            }
+        }
+    }
+    Ok(profiles)
+}
+
+/// The fit on the whole bundled set (what [`crate::estimate`] uses).
+pub fn fit_all() -> Result<Vec<RuntimeProfile>> {
+    let (cases, _) = cases()?;
+    let refs: Vec<&Case> = cases.iter().collect();
+    fit_runtimes(&refs)
+}
