@@ -163,6 +163,27 @@ def fast_tokenizer(tok, kind):
         additional_special_tokens=["<|im_start|>"], chat_template=CHATML)
 
 
+def save_tokenizer(d, tok, kind, spm_file=None):
+    """The fixture's tokenizer files in `d`: tokenizer.json and tokenizer_config.json with the
+    chat template inside it (as most model repositories ship it, not a separate
+    chat_template.jinja), BOS added for SentencePiece; `spm_file` copied as tokenizer.model
+    when given."""
+    fast_tokenizer(tok, kind).save_pretrained(d)
+    tc_path = os.path.join(d, "tokenizer_config.json")
+    tc = json.load(open(tc_path))
+    tc["chat_template"] = GEMMA_CHAT if kind == "spm" else CHATML
+    tc["add_bos_token"] = kind == "spm"
+    with open(tc_path, "w") as f:
+        json.dump(tc, f, indent=2, sort_keys=True)
+        f.write("\n")
+    if spm_file is not None:
+        shutil.copy(spm_file, os.path.join(d, "tokenizer.model"))
+    for extra in ("special_tokens_map.json", "chat_template.jinja"):
+        p = os.path.join(d, extra)
+        if os.path.exists(p):
+            os.remove(p)
+
+
 def encode(tok, kind, text):
     ids = tok.encode(text, add_special_tokens=False).ids
     return ([2] + ids) if kind == "spm" else ids  # SPM cases add BOS (add_bos_token = true)
@@ -692,18 +713,7 @@ def make_published(toks, spm_tok, spm_file, only):
             json.dump(cdict, f, indent=2)
             f.write("\n")
         tok = toks[pre] if kind == "bpe" else spm_tok
-        fast_tokenizer(tok, kind).save_pretrained(d)
-        tc_path = os.path.join(d, "tokenizer_config.json")
-        tc = json.load(open(tc_path))
-        tc["chat_template"] = GEMMA_CHAT if kind == "spm" else CHATML
-        tc["add_bos_token"] = kind == "spm"
-        with open(tc_path, "w") as f:
-            json.dump(tc, f, indent=2, sort_keys=True)
-            f.write("\n")
-        for extra in ("special_tokens_map.json", "chat_template.jinja"):
-            p = os.path.join(d, extra)
-            if os.path.exists(p):
-                os.remove(p)
+        save_tokenizer(d, tok, kind)
         # transformers reads the published file as it is; the model is built from what it read.
         cfg = AutoConfig.from_pretrained(d)
         torch.manual_seed(seed)
@@ -827,22 +837,7 @@ def main():
         with open(os.path.join(d, "config.json"), "w") as f:
             json.dump(cdict, f, indent=2, sort_keys=True)
             f.write("\n")
-        fast_tokenizer(tok, kind).save_pretrained(d)
-        # The chat template inside tokenizer_config.json (as most model repositories ship it),
-        # not in a separate chat_template.jinja.
-        tc_path = os.path.join(d, "tokenizer_config.json")
-        tc = json.load(open(tc_path))
-        tc["chat_template"] = GEMMA_CHAT if kind == "spm" else CHATML
-        tc["add_bos_token"] = kind == "spm"
-        with open(tc_path, "w") as f:
-            json.dump(tc, f, indent=2, sort_keys=True)
-            f.write("\n")
-        if kind == "spm":
-            shutil.copy(spm_file, os.path.join(d, "tokenizer.model"))
-        for extra in ("special_tokens_map.json", "chat_template.jinja"):
-            p = os.path.join(d, extra)
-            if os.path.exists(p):
-                os.remove(p)
+        save_tokenizer(d, tok, kind, spm_file if kind == "spm" else None)
 
         # Load back from the files: the goldens come from what transformers reads.
         loaded = AutoModelForCausalLM.from_pretrained(d, attn_implementation="eager",
