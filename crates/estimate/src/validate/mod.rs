@@ -397,24 +397,15 @@ impl ValidationReport {
             self.inside_range * 100.0,
             self.rows.len()
         );
-        for (phase, b) in &self.bands.pooled {
+        let pooled =
+            (self.bands.pooled.iter()).map(|(phase, b)| (format!("all {}", phase.as_str()), b));
+        let by_unit =
+            (self.bands.by_unit.iter()).map(|(u, phase, b)| (format!("{u} {}", phase.as_str()), b));
+        for (label, b) in pooled.chain(by_unit) {
             let _ = writeln!(
                 s,
-                "band {:<16} x{:.2} .. x{:.2} ({} residuals)",
-                format!("all {}", phase.as_str()),
-                b.low,
-                b.high,
-                b.points
-            );
-        }
-        for (u, phase, b) in &self.bands.by_unit {
-            let _ = writeln!(
-                s,
-                "band {:<16} x{:.2} .. x{:.2} ({} residuals)",
-                format!("{u} {}", phase.as_str()),
-                b.low,
-                b.high,
-                b.points
+                "band {label:<16} x{:.2} .. x{:.2} ({} residuals)",
+                b.low, b.high, b.points
             );
         }
         let _ = writeln!(s);
