@@ -10,8 +10,10 @@ test-time dependency; the run is offline and takes about a minute):
         sentencepiece protobuf
     /work/venv/bin/python tests/golden/make_arch_goldens.py [--only CASE ...]
 
-Last run with: Python 3.11.7, torch 2.15.0 (CPU), transformers 5.24.0, tokenizers 0.23.3,
-sentencepiece 0.2.3, protobuf 7.36.2, gguf 0.19.0, safetensors 0.8.0, numpy 2.4.6.
+Run with: Python 3.11.7, torch 2.15.0 (CPU), transformers 5.24.0, tokenizers 0.23.3,
+sentencepiece 0.2.3, protobuf 7.36.2, gguf 0.19.0, safetensors 0.8.0, numpy 2.4.6; the cases
+gemma2, phi3_longrope, qwen3_yarn (`--only`) and the published phi35_longrope and gemma2_9b
+(`--published --only`) with the same versions but transformers 5.25.0.
 
 Every case directory holds an HF-layout model (config.json, model.safetensors in f32,
 tokenizer.json, tokenizer_config.json with a chat template) and golden.json: the prompts, their
@@ -224,7 +226,21 @@ def greedy(model, ids, n=GREEDY):
     return seq[len(ids):]
 
 
-def goldens(model, tok, kind, note, top_k=None):
+def greedy_cached(model, ids, n=GREEDY):
+    """Greedy tokens as transformers generates them: the prompt in one pass, then one token a
+    pass on the KV cache (LongRoPE picks its factors per pass, so this differs from
+    recomputing the whole sequence once it grows past the original context)."""
+    with torch.no_grad():
+        out = model(torch.tensor([ids]), use_cache=True)
+        seq = []
+        for _ in range(n):
+            nxt = int(out.logits[0, -1].argmax())
+            seq.append(nxt)
+            out = model(torch.tensor([[nxt]]), cache=out.cache, use_cache=True)
+    return seq
+
+
+def goldens(model, tok, kind, note, top_k=None, cached=False):
     cases = []
     for text in PROMPTS:
         ids = encode(tok, kind, text)
@@ -234,9 +250,12 @@ def goldens(model, tok, kind, note, top_k=None):
             case["logits"] = [[r6(v) for v in row.tolist()] for row in lg]
         else:
             case["top"] = [[[int(i), r6(v)] for v, i in zip(*row.topk(top_k))] for row in lg]
-        case["greedy"] = greedy(model, ids)
+        case["greedy"] = greedy_cached(model, ids) if cached else greedy(model, ids)
         cases.append(case)
-    return {"note": note, "cases": cases}
+    out = {"note": note, "cases": cases}
+    if cached:
+        out["greedy_kind"] = "one pass for the prompt, then one token a pass on the KV cache"
+    return out
 
 
 def max_diff(a, b, tok, kind):
@@ -332,7 +351,14 @@ def write_gguf(path, arch, cfg, state, tok_info, qtype):
     w.add_key_length(c["head_dim"])
     w.add_value_length(c["head_dim"])
     rp = c["rope_parameters"]
-    if arch == "gemma3":
+    if arch == "gemma2":
+        # Gemma2Model.set_gguf_parameters: the window and both soft-caps (llama.cpp lays the
+        # sliding layers out itself: the even ones).
+        w.add_rope_freq_base(rp["rope_theta"])
+        w.add_sliding_window(c["sliding_window"])
+        w.add_attn_logit_softcapping(c["attn_logit_softcapping"])
+        w.add_final_logit_softcapping(c["final_logit_softcapping"])
+    elif arch == "gemma3":
         w.add_rope_freq_base(rp["full_attention"]["rope_theta"])
         w.add_sliding_window(c["sliding_window"])
         if rp["full_attention"].get("rope_type") == "linear":
@@ -344,6 +370,11 @@ def write_gguf(path, arch, cfg, state, tok_info, qtype):
             w.add_final_logit_softcapping(c["final_logit_softcapping"])
     else:
         w.add_rope_freq_base(rp["rope_theta"])
+        if rp.get("rope_type") == "yarn":
+            # Qwen2Model.set_gguf_parameters (convert_hf_to_gguf.py): type, factor, context.
+            w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+            w.add_rope_scaling_factor(rp["factor"])
+            w.add_rope_scaling_orig_ctx_len(rp["original_max_position_embeddings"])
     if arch == "llama":
         w.add_vocab_size(c["vocab_size"])
         w.add_rope_dimension_count(c["head_dim"])
@@ -376,7 +407,7 @@ def write_gguf(path, arch, cfg, state, tok_info, qtype):
         w.add_chat_template(CHATML)
 
     n_head, n_kv = c["num_attention_heads"], c["num_key_value_heads"]
-    gemma = arch == "gemma3"
+    gemma = arch in ("gemma2", "gemma3")
     names = {
         "input_layernorm": "attn_norm",
         "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
@@ -529,7 +560,44 @@ CASES = [
                           original_max_position_embeddings=256, resid_pdrop=0.0,
                           embd_pdrop=0.0, attention_dropout=0.0),
      ("bpe", "llama-bpe"), "v4", None, False, 8),
+    # Gemma 2: Gemma's block without QK-norm; the even layers slide with the global RoPE
+    # (transformers' default layer_types, left out of config.json); attention scores and
+    # logits soft-capped, with caps small enough to bend this random model's values;
+    # query_pre_attn_scalar = head_dim, as llama.cpp scales a GGUF that is not the 27B.
+    ("gemma2", "gemma2", dict(
+        SPM_COMMON, head_dim=16, num_hidden_layers=3, num_attention_heads=2,
+        num_key_value_heads=1, tie_word_embeddings=True, sliding_window=8,
+        query_pre_attn_scalar=16, attn_logit_softcapping=2.0, final_logit_softcapping=3.0,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+     ("spm", None), "v4", "gemma2", False, 13),
+    # Phi-3 with LongRoPE: 2 short and 2 long factors for its 4 rotated dims, an original
+    # context of 14 tokens (the first prompt, 15 tokens, is longer: its one pass uses the long
+    # factors; the second, 14 tokens, is not: its pass uses the short ones and its greedy
+    # continuation the long ones, one cached pass at a time), attention factor
+    # sqrt(1 + ln(256 / 14) / ln 14) from the contexts.
+    ("phi3_longrope", "phi3", dict(COMMON, tie_word_embeddings=False,
+                                   rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                                                    "partial_rotary_factor": 0.5,
+                                                    "short_factor": [1.0, 1.7],
+                                                    "long_factor": [2.5, 9.0]},
+                                   original_max_position_embeddings=14, resid_pdrop=0.0,
+                                   embd_pdrop=0.0, attention_dropout=0.0),
+     ("bpe", "llama-bpe"), "v4", None, False, 14),
+    # Qwen3 with YaRN as Qwen's model cards enable it (`rope_scaling` with `rope_type` yarn,
+    # `factor`, `original_max_position_embeddings`), the original context small enough that
+    # the ramp spans pairs 0-3 of 8; the attention factor 0.1 ln 4 + 1. GGUF as llama.cpp's
+    # converter writes YaRN.
+    ("qwen3_yarn", "qwen3", dict(COMMON, head_dim=16, tie_word_embeddings=True,
+                                 attention_bias=False, use_sliding_window=False,
+                                 rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0,
+                                                  "factor": 4.0,
+                                                  "original_max_position_embeddings": 64}),
+     ("bpe", "qwen2"), "v4", "qwen3", False, 15),
 ]
+
+# Cases whose greedy goldens come from transformers' cached generation (LongRoPE's factors
+# depend on the pass, see `greedy_cached`).
+CACHED_GREEDY = {"phi3_longrope", "phi35_longrope"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -620,8 +688,8 @@ GEMMA3_4B_TEXT = {
     "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
     "sliding_window": 1024,
 }
-# microsoft/Phi-3.5-mini-instruct config.json, rope_scaling (longrope) set to null for the case
-# that runs; `phi35_longrope` keeps the published longrope object (config.json only: refused).
+# microsoft/Phi-3.5-mini-instruct config.json, rope_scaling (longrope) set to null for
+# `phi35_mini`; `phi35_longrope` keeps the published longrope object.
 PHI35_MINI = {
     "_name_or_path": "Phi-3.5-mini-instruct", "architectures": ["Phi3ForCausalLM"],
     "attention_dropout": 0.0,
@@ -636,6 +704,18 @@ PHI35_MINI = {
     "sliding_window": 262144, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
     "use_cache": True, "attention_bias": False,
     "vocab_size": 32064,
+}
+# google/gemma-2-9b config.json (a vendored copy: search-tool file id 70295061515).
+GEMMA2_9B = {
+    "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "attention_bias": False,
+    "attention_dropout": 0.0, "attn_logit_softcapping": 50.0, "bos_token_id": 2,
+    "eos_token_id": 1, "final_logit_softcapping": 30.0, "head_dim": 256,
+    "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",
+    "hidden_size": 3584, "initializer_range": 0.02, "intermediate_size": 14336,
+    "max_position_embeddings": 8192, "num_attention_heads": 16, "num_hidden_layers": 42,
+    "num_key_value_heads": 8, "pad_token_id": 0, "query_pre_attn_scalar": 256,
+    "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "sliding_window": 4096,
+    "torch_dtype": "bfloat16", "vocab_size": 256000,
 }
 PHI35_LONG_FACTOR = [
     1.0800000429153442, 1.1100000143051147, 1.1399999856948853, 1.340000033378601,
@@ -696,6 +776,19 @@ PUBLISHED = [
      ("spm", None), 27),
     ("phi35_mini", PHI35_MINI, dict(SMALL, num_key_value_heads=4, bos_token_id=1,
                                     eos_token_id=2, pad_token_id=2), ("bpe", "llama-bpe"), 28),
+    # Phi-3.5-mini with its published longrope scaling (48 long and 48 short factors, so
+    # head_dim 96 as published: hidden 96, one head, one layer). The prompts stay within the original
+    # 4096 tokens: the short factors and the attention factor sqrt(1 + ln 32 / ln 4096).
+    ("phi35_longrope", PHI35_MINI, dict(
+        hidden_size=96, num_attention_heads=1, num_key_value_heads=1, intermediate_size=32,
+        num_hidden_layers=1, vocab_size=VOCAB, bos_token_id=1, eos_token_id=2, pad_token_id=2,
+        rope_scaling={"long_factor": PHI35_LONG_FACTOR, "short_factor": PHI35_SHORT_FACTOR,
+                      "type": "longrope"}), ("bpe", "llama-bpe"), 30),
+    # Gemma 2 9B's config.json (soft-caps 50 and 30, window 4096 narrowed to 8, no layer_types:
+    # transformers' default, the even layers slide).
+    ("gemma2_9b", GEMMA2_9B, dict(SMALL, num_attention_heads=2, num_key_value_heads=1,
+                                  head_dim=16, num_hidden_layers=3, sliding_window=8),
+     ("spm", None), 31),
 ]
 
 
@@ -736,7 +829,7 @@ def make_published(toks, spm_tok, spm_file, only):
         note = "logits of transformers %s at every position, full vocabulary, 6 significant " \
                "digits; greedy = %d argmax tokens, no stop" % (
                    __import__("transformers").__version__, GREEDY)
-        g = goldens(loaded, tok, kind, note)
+        g = goldens(loaded, tok, kind, note, cached=name in CACHED_GREEDY)
         # What transformers made of the file (its own reading, for the README and the tests).
         read_as = {k: getattr(loaded.config, k, None) for k in (
             "rope_parameters", "rope_scaling", "rope_theta", "rope_local_base_freq",
@@ -755,24 +848,6 @@ def make_published(toks, spm_tok, spm_file, only):
             f.write("\n")
         sizes = {fn: os.path.getsize(os.path.join(d, fn)) for fn in sorted(os.listdir(d))}
         print(name, sum(sizes.values()), json.dumps(read_as, default=str), flush=True)
-    # Phi-3.5-mini with its published longrope scaling: config.json only (the engine refuses
-    # it by name before reading any tensor). head_dim 96 as published, so the factor lists
-    # have their published length (48).
-    if only is None or "phi35_longrope" in only:
-        d = os.path.join(OUT, "phi35_longrope")
-        shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(d)
-        cdict = dict(PHI35_MINI, hidden_size=192, num_attention_heads=2, num_key_value_heads=2,
-                     intermediate_size=32, num_hidden_layers=2, vocab_size=VOCAB,
-                     bos_token_id=1, eos_token_id=2, pad_token_id=2,
-                     rope_scaling={"long_factor": PHI35_LONG_FACTOR,
-                                   "short_factor": PHI35_SHORT_FACTOR, "type": "longrope"})
-        with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump(cdict, f, indent=2)
-            f.write("\n")
-        cfg = AutoConfig.from_pretrained(d)  # transformers accepts it
-        print("phi35_longrope", getattr(cfg, "rope_parameters", getattr(cfg, "rope_scaling", None))
-              and "read")
 
 
 def make_config(model_type, kw):
@@ -834,6 +909,11 @@ def main():
         cdict = cfg.to_dict()
         cdict.pop("attn_implementation", None)
         cdict = config_v4(cdict) if style == "v4" else config_v5(cdict)
+        if name == "gemma2":
+            # Left out, so the layer pattern is transformers' default (the reload below checks
+            # it gives the same model).
+            assert cdict.pop("layer_types") == ["sliding_attention", "full_attention",
+                                                "sliding_attention"]
         with open(os.path.join(d, "config.json"), "w") as f:
             json.dump(cdict, f, indent=2, sort_keys=True)
             f.write("\n")
@@ -859,7 +939,7 @@ def main():
         note = "logits of transformers %s at every position, full vocabulary, 6 significant " \
                "digits; greedy = %d argmax tokens, no stop" % (
                    __import__("transformers").__version__, GREEDY)
-        g = goldens(loaded, tok, kind, note)
+        g = goldens(loaded, tok, kind, note, cached=name in CACHED_GREEDY)
         g.update({"case": name, "architecture": cfg.architectures[0], "config_style": style,
                   "tokenizer": "sentencepiece-bpe (byte fallback)" if kind == "spm"
                   else f"byte-level BPE, pre-tokenizer {pre}"})
@@ -872,6 +952,12 @@ def main():
             "llama3": ("scaling_effect", "with plain RoPE", dict(rope_parameters={
                 "rope_type": "default", "rope_theta": LLAMA3_ROPE["rope_theta"]})),
             "mistral_swa": ("window_effect", "without the window", dict(sliding_window=None)),
+            "gemma2": ("softcap_effect", "without soft-capping", dict(
+                attn_logit_softcapping=None, final_logit_softcapping=None)),
+            "phi3_longrope": ("scaling_effect", "with plain RoPE", dict(rope_parameters={
+                "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5})),
+            "qwen3_yarn": ("scaling_effect", "with plain RoPE", dict(rope_parameters={
+                "rope_type": "default", "rope_theta": 10000.0})),
         }.get(name)
         if effect:
             key, without, override = effect

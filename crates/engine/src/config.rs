@@ -44,11 +44,12 @@ impl Activation {
 
 /// What llama.cpp hard-codes for an architecture's sliding-window layers instead of writing it
 /// to the GGUF (`llama-model.cpp`): layer `i` slides when `i % pattern < pattern − 1`, with
-/// RoPE base `local_base`; the window itself is `{arch}.attention.sliding_window`.
+/// RoPE base `local_base` (`None`: the file's own base, as Gemma 2's sliding layers); the window
+/// itself is `{arch}.attention.sliding_window`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GgufSwa {
     pub pattern: usize,
-    pub local_base: u32,
+    pub local_base: Option<u32>,
 }
 
 /// What transformers' config class of an architecture assumes for a key its `config.json`
@@ -72,6 +73,8 @@ pub struct HfDefaults {
     pub query_pre_attn_scalar: Option<f32>,
     /// `sliding_window` where the class has one by default (Mistral, Gemma 3: 4096).
     pub sliding_window: Option<usize>,
+    /// `attn_logit_softcapping` and `final_logit_softcapping` (Gemma 2: 50 and 30).
+    pub softcaps: (Option<f32>, Option<f32>),
 }
 
 /// LlamaConfig's defaults.
@@ -84,6 +87,7 @@ const LLAMA_DEFAULTS: HfDefaults = HfDefaults {
     kv_heads: None,
     query_pre_attn_scalar: None,
     sliding_window: None,
+    softcaps: (None, None),
 };
 
 /// What an architecture's blocks have beyond the LLaMA block (RMSNorm, q/k/v/o without bias,
@@ -121,12 +125,20 @@ pub struct Arch {
     pub post_norms: bool,
     /// The MLP activation.
     pub activation: Activation,
+    /// The config may soft-cap the attention scores and the final logits, `c · tanh(x / c)`
+    /// (Gemma 2 and 3: HF `attn_logit_softcapping` / `final_logit_softcapping`, GGUF
+    /// `{arch}.attn_logit_softcapping` / `.final_logit_softcapping`); elsewhere refused.
+    pub softcapping: bool,
     /// q, k, v are one tensor and gate, up another (Phi-3: HF `qkv_proj` / `gate_up_proj`,
     /// GGUF `attn_qkv` / `ffn_up`, rows in that order): both loaders split them by rows
     /// (`weights::fused_rows`), block formats at row boundaries without re-rounding.
     pub fused: bool,
     /// Sliding-window layout of GGUF files ([`GgufSwa`]); `None`: no sliding layers in GGUF.
     pub gguf_swa: Option<GgufSwa>,
+    /// GGUF files do not store the query scale; llama.cpp scales queries by `1/√head_dim`
+    /// except for the model with this many layers, scaled by `1/√(hidden / heads)` (Gemma 2 27B:
+    /// 46 layers; Gemma 3 27B: 62, whose HF `query_pre_attn_scalar` 168 is that value).
+    pub gguf_wide_query_scale_layers: Option<usize>,
     /// An HF `sliding_window` narrower than the context makes every layer slide, with the
     /// global RoPE: transformers' Mistral and Phi-3 mask with it whenever it is set
     /// (`create_sliding_window_causal_mask`). Elsewhere, without a [`GgufSwa`], a window is
@@ -168,8 +180,10 @@ const LLAMA: Arch = Arch {
     embed_scale: false,
     post_norms: false,
     activation: Activation::Silu,
+    softcapping: false,
     fused: false,
     gguf_swa: None,
+    gguf_wide_query_scale_layers: None,
     every_layer_slides: false,
     max_window_layers: false,
     hf_names: &[],
@@ -180,8 +194,27 @@ const LLAMA: Arch = Arch {
     exportable: true,
 };
 
+/// Gemma 2 and 3's block: (1 + w) norms, sandwich norms, GeGLU, embeddings × √hidden, the
+/// norms' HF names.
+const GEMMA: Arch = Arch {
+    gguf_rotate_half: true,
+    hf_norm_plus_one: true,
+    embed_scale: true,
+    post_norms: true,
+    activation: Activation::GeluTanh,
+    softcapping: true,
+    hf_names: &[
+        (LayerPart::PostAttnNorm, "post_attention_layernorm.weight"),
+        (LayerPart::FfnNorm, "pre_feedforward_layernorm.weight"),
+        (LayerPart::PostFfnNorm, "post_feedforward_layernorm.weight"),
+    ],
+    tied_by_default: true,
+    exportable: false,
+    ..LLAMA
+};
+
 /// Every architecture the engine runs.
-pub const ARCHS: [Arch; 6] = [
+pub const ARCHS: [Arch; 7] = [
     Arch {
         config_biases: true,
         ..LLAMA
@@ -230,27 +263,41 @@ pub const ARCHS: [Arch; 6] = [
         },
         ..LLAMA
     },
+    // Gemma 2: Gemma's block without QK-norm; the even layers slide with the global RoPE;
+    // attention scores and logits soft-capped (transformers' Gemma2Config: 50 and 30).
+    Arch {
+        name: "gemma2",
+        hf_class: "Gemma2ForCausalLM",
+        family: Family::Gemma2,
+        gguf_swa: Some(GgufSwa {
+            pattern: 2,
+            local_base: None,
+        }),
+        gguf_wide_query_scale_layers: Some(46),
+        hf_defaults: HfDefaults {
+            rope_theta: 10_000.0,
+            rope_local_base: None,
+            rms_norm_eps: 1e-6,
+            context: 8192,
+            head_dim: Some(256),
+            kv_heads: Some(4),
+            query_pre_attn_scalar: Some(256.0),
+            sliding_window: Some(4096),
+            softcaps: (Some(50.0), Some(30.0)),
+        },
+        ..GEMMA
+    },
     Arch {
         name: "gemma3",
         hf_aliases: &["gemma3_text"],
         hf_class: "Gemma3ForCausalLM",
         family: Family::Gemma3,
         qk_norm: true,
-        gguf_rotate_half: true,
-        hf_norm_plus_one: true,
-        embed_scale: true,
-        post_norms: true,
-        activation: Activation::GeluTanh,
         gguf_swa: Some(GgufSwa {
             pattern: 6,
-            local_base: 10_000,
+            local_base: Some(10_000),
         }),
-        hf_names: &[
-            (LayerPart::PostAttnNorm, "post_attention_layernorm.weight"),
-            (LayerPart::FfnNorm, "pre_feedforward_layernorm.weight"),
-            (LayerPart::PostFfnNorm, "post_feedforward_layernorm.weight"),
-        ],
-        tied_by_default: true,
+        gguf_wide_query_scale_layers: Some(62),
         hf_defaults: HfDefaults {
             rope_theta: 1_000_000.0,
             rope_local_base: Some(10_000.0),
@@ -260,9 +307,9 @@ pub const ARCHS: [Arch; 6] = [
             kv_heads: Some(4),
             query_pre_attn_scalar: Some(256.0),
             sliding_window: Some(4096),
+            softcaps: (None, None),
         },
-        exportable: false,
-        ..LLAMA
+        ..GEMMA
     },
     Arch {
         name: "phi3",
@@ -380,6 +427,13 @@ pub struct LlamaConfig {
     /// `partial_rotary_factor · head_dim`); the rest pass through. `None`: all `head_dim`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rope_dim: Option<usize>,
+    /// Soft-capping of the attention scores, `c · tanh(s / c)` after the scale and before the
+    /// mask ([`Arch::softcapping`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attn_softcap: Option<f32>,
+    /// Soft-capping of the output logits, `c · tanh(l / c)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_softcap: Option<f32>,
     /// Per-layer shapes of a structurally pruned model; `None` = every layer has the shape the
     /// fields above give. With it, `n_layers == layers.len()`, and `n_heads`, `n_kv_heads`,
     /// `head_dim`, `ffn` keep the unpruned model's values: `head_dim` still sets the RoPE
@@ -484,6 +538,24 @@ impl LlamaConfig {
         self.rope_scaling
             .divisors(self.rope_base, self.rotary_dim())
             .map_err(EngineError::Config)
+    }
+
+    /// LongRoPE's long set: `(original_context, frequencies)`, the frequencies a forward pass
+    /// reaching past `original_context` uses ([`RopeScaling::long_divisors`]); `None` for the
+    /// other kinds.
+    pub fn rope_long_inv_freq(&self) -> Option<Result<(usize, Vec<f32>)>> {
+        let d = self.rotary_dim();
+        self.rope_scaling.long_divisors(d).map(|r| {
+            r.map(|(after, divisors)| {
+                let f = divisors
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| self.rope_base.powf(-(2.0 * i as f32) / d as f32) / s)
+                    .collect();
+                (after, f)
+            })
+            .map_err(EngineError::Config)
+        })
     }
 
     /// The window of layer `i` when it slides ([`sliding_window`](Self::sliding_window)).
@@ -631,6 +703,9 @@ impl LlamaConfig {
             )));
         }
         self.rope_divisors()?;
+        if let Some(long) = self.rope_long_inv_freq() {
+            long?;
+        }
         self.validate_extras()?;
         if !(self.rms_eps.is_finite() && self.rms_eps > 0.0 && self.rms_eps < 1.0) {
             return Err(EngineError::Config(format!(
@@ -684,6 +759,22 @@ impl LlamaConfig {
                 return bad(format!(
                     "query_pre_attn_scalar = {s} must be a finite number above 0"
                 ));
+            }
+        }
+        for (what, cap) in [
+            ("attn_logit_softcapping", self.attn_softcap),
+            ("final_logit_softcapping", self.final_softcap),
+        ] {
+            if let Some(c) = cap {
+                if !(c.is_finite() && c > 0.0) {
+                    return bad(format!("{what} = {c} must be a finite number above 0"));
+                }
+                if !self.arch().is_ok_and(|a| a.softcapping) {
+                    return Err(EngineError::Unsupported(format!(
+                        "{what} = {c} for `{}` (logit soft-capping)",
+                        self.arch
+                    )));
+                }
             }
         }
         if let Some(r) = self.rope_dim {

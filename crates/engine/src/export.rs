@@ -270,6 +270,45 @@ pub fn config_json(
                 "HF export of per-pair RoPE divisors (a GGUF `rope_freqs.weight`): config.json has no form for them; export GGUF instead".to_string(),
             ))
         }
+        RopeScaling::Yarn {
+            factor,
+            original_context,
+            beta_fast,
+            beta_slow,
+            truncate,
+            attention_factor,
+        } => {
+            obj.insert(
+                "rope_scaling".to_string(),
+                json!({
+                    "rope_type": "yarn",
+                    "factor": short_f32(*factor),
+                    "original_max_position_embeddings": original_context,
+                    "beta_fast": short_f32(*beta_fast),
+                    "beta_slow": short_f32(*beta_slow),
+                    "truncate": truncate,
+                    "attention_factor": *attention_factor as f64,
+                }),
+            );
+        }
+        RopeScaling::LongRope {
+            short_factor,
+            long_factor,
+            original_context,
+            attention_factor,
+        } => {
+            let list = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+            obj.insert(
+                "rope_scaling".to_string(),
+                json!({
+                    "rope_type": "longrope",
+                    "short_factor": list(short_factor),
+                    "long_factor": list(long_factor),
+                    "original_max_position_embeddings": original_context,
+                    "attention_factor": *attention_factor as f64,
+                }),
+            );
+        }
     }
     serde_json::to_string_pretty(&v).map_err(|e| EngineError::Config(format!("config.json: {e}")))
 }
@@ -607,6 +646,57 @@ pub fn gguf_bytes(model: &Model, tokenizer: &TextTokenizer, dtype: GgufDType) ->
         RopeScaling::Linear { factor } => {
             md.push((k("rope.scaling.type"), GValue::String("linear".into())));
             md.push((k("rope.scaling.factor"), GValue::F32(*factor)));
+        }
+        // YaRN as llama.cpp reads it (its attention factor is always 0.1 · ln(factor) + 1 and
+        // its ramp ends rounded: another one has no GGUF form).
+        RopeScaling::Yarn {
+            factor,
+            original_context,
+            beta_fast,
+            beta_slow,
+            truncate,
+            attention_factor,
+        } => {
+            if !*truncate || *attention_factor != edgefit_estimate::yarn_mscale(*factor, 1.0) {
+                return Err(EngineError::Unsupported(format!(
+                    "GGUF export of YaRN RoPE scaling with attention factor {attention_factor} and truncate = {truncate} (llama.cpp computes 0.1 · ln(factor) + 1 and rounds the ramp)"
+                )));
+            }
+            md.push((k("rope.scaling.type"), GValue::String("yarn".into())));
+            md.push((k("rope.scaling.factor"), GValue::F32(*factor)));
+            md.push((
+                k("rope.scaling.original_context_length"),
+                GValue::U32(*original_context),
+            ));
+            md.push((k("rope.scaling.yarn_beta_fast"), GValue::F32(*beta_fast)));
+            md.push((k("rope.scaling.yarn_beta_slow"), GValue::F32(*beta_slow)));
+        }
+        // LongRoPE as llama.cpp's converter writes it: both factor sets as tensors.
+        RopeScaling::LongRope {
+            short_factor,
+            long_factor,
+            original_context,
+            attention_factor,
+        } => {
+            md.push((
+                k("rope.scaling.attn_factor"),
+                GValue::F32(*attention_factor),
+            ));
+            md.push((
+                k("rope.scaling.original_context_length"),
+                GValue::U32(*original_context),
+            ));
+            for (name, v) in [
+                (crate::gguf::ROPE_FACTORS_SHORT, short_factor),
+                (crate::gguf::ROPE_FACTORS_LONG, long_factor),
+            ] {
+                let t =
+                    Tensor::from_vec(v.clone(), vec![v.len()], &Device::Cpu).map_err(gguf_err)?;
+                tensors.push((
+                    name.to_string(),
+                    QTensor::quantize(&t, GgmlDType::F32).map_err(gguf_err)?,
+                ));
+            }
         }
         // Llama 3.x as llama.cpp's converter writes it: the per-pair divisors as a tensor.
         RopeScaling::Llama3 { .. } | RopeScaling::Divisors { .. } => {

@@ -50,6 +50,9 @@ struct HfConfig {
     sliding_window_pattern: Option<usize>,
     attn_logit_softcapping: Option<f32>,
     final_logit_softcapping: Option<f32>,
+    /// The file has the soft-capping keys (null included: no capping; an absent key takes the
+    /// class default, Gemma 2's 50 and 30).
+    has_softcap_keys: (bool, bool),
     partial_rotary_factor: Option<f32>,
     attention_bias: Option<bool>,
     mlp_bias: Option<bool>,
@@ -175,6 +178,10 @@ impl HfConfig {
             },
             attn_logit_softcapping: opt_f32("attn_logit_softcapping")?,
             final_logit_softcapping: opt_f32("final_logit_softcapping")?,
+            has_softcap_keys: (
+                obj.contains_key("attn_logit_softcapping"),
+                obj.contains_key("final_logit_softcapping"),
+            ),
             partial_rotary_factor: opt_f32("partial_rotary_factor")?,
             attention_bias: opt_bool("attention_bias")?,
             mlp_bias: opt_bool("mlp_bias")?,
@@ -276,20 +283,28 @@ pub fn load_hf_within(
             )));
         }
     }
-    for (key, v) in [
-        ("attn_logit_softcapping", hf.attn_logit_softcapping),
-        ("final_logit_softcapping", hf.final_logit_softcapping),
-    ] {
-        if let Some(v) = v {
-            return Err(EngineError::Unsupported(format!(
-                "config.json `{key}` = {v} (logit soft-capping)"
-            )));
+    if !desc.softcapping {
+        for (key, v) in [
+            ("attn_logit_softcapping", hf.attn_logit_softcapping),
+            ("final_logit_softcapping", hf.final_logit_softcapping),
+        ] {
+            if let Some(v) = v {
+                return Err(EngineError::Unsupported(format!(
+                    "config.json `{key}` = {v} for `{arch}` (logit soft-capping)"
+                )));
+            }
         }
     }
     let defaults = desc.hf_defaults;
     let mut hf = hf;
     if !hf.has_sliding_window_key {
         hf.sliding_window = defaults.sliding_window;
+    }
+    if !hf.has_softcap_keys.0 {
+        hf.attn_logit_softcapping = defaults.softcaps.0;
+    }
+    if !hf.has_softcap_keys.1 {
+        hf.final_logit_softcapping = defaults.softcaps.1;
     }
     let hf = hf;
     if hf.head_dim.or(defaults.head_dim).is_none()
@@ -355,6 +370,8 @@ pub fn load_hf_within(
             .or(defaults.rope_local_base)
             .filter(|_| sliding_window.is_some()),
         rope_dim,
+        attn_softcap: hf.attn_logit_softcapping,
+        final_softcap: hf.final_logit_softcapping,
         layers: None,
     };
     config.validate()?;

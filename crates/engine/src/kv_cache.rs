@@ -491,6 +491,10 @@ pub struct KvCache {
     first: Vec<usize>,
     keys: Vec<Store>,
     values: Vec<Store>,
+    /// A forward pass on this cache used LongRoPE's long factors (it reached past the original
+    /// context, or its prompt was going to): every later pass does too, as in transformers,
+    /// where positions only grow ([`crate::Model::plan_positions`]).
+    long_rope: bool,
 }
 
 impl KvCache {
@@ -521,7 +525,17 @@ impl KvCache {
             first: vec![0; n_layers],
             keys: (0..n_layers).map(|_| Store::new(k)).collect(),
             values: (0..n_layers).map(|_| Store::new(v)).collect(),
+            long_rope: false,
         }
+    }
+
+    /// Whether the passes on this cache use LongRoPE's long factors ([`KvCache::long_rope`]).
+    pub fn long_rope(&self) -> bool {
+        self.long_rope
+    }
+
+    pub(crate) fn set_long_rope(&mut self) {
+        self.long_rope = true;
     }
 
     /// The storage format.
@@ -541,15 +555,18 @@ impl KvCache {
         if tokens >= self.len {
             return self.len;
         }
-        if self
-            .dims
-            .iter()
-            .zip(&self.appended)
-            .zip(&self.first)
-            .any(|((d, &n), &f)| f > 0 || d.window.is_some_and(|w| n > w))
+        if self.long_rope
+            || self
+                .dims
+                .iter()
+                .zip(&self.appended)
+                .zip(&self.first)
+                .any(|((d, &n), &f)| f > 0 || d.window.is_some_and(|w| n > w))
         {
             // A sliding layer has forgotten (or overwritten) tokens older than its window, which
-            // the kept prefix's next token may need again: start over.
+            // the kept prefix's next token may need again; or the cache switched to LongRoPE's
+            // long factors, which a shorter prefix would not have used: start over.
+            self.long_rope = false;
             for (l, d) in self.dims.iter().enumerate() {
                 self.keys[l].truncate(0, d.heads, d.dk);
                 self.values[l].truncate(0, d.heads, d.dv);

@@ -13,7 +13,13 @@
 //! `pos · base^(−2i/d) / s_i`, with the divisors `s_i` of the config's RoPE scaling
 //! ([`LlamaConfig::rope_inv_freq`]; 1 without scaling). llama.cpp's converter permutes HF's
 //! q/k weights into that layout, and the safetensors loader applies the same permutation, so
-//! one rotation serves both sources.
+//! one rotation serves both sources. YaRN and LongRoPE multiply the rotated values by their
+//! attention factor (the cos/sin tables scaled, as transformers' `attention_scaling`), and
+//! LongRoPE switches to its long factors for a pass that reaches past the original context
+//! (and every pass after it on the same cache: [`Model::plan_positions`]).
+//!
+//! Soft-capping (Gemma 2): attention scores `c · tanh(s / c)` after the scale and before the
+//! mask and softmax, logits `c' · tanh(l / c')` after the output head.
 
 use edgefit_estimate::KvFormat;
 use std::sync::{Mutex, TryLockError};
@@ -69,6 +75,12 @@ pub struct Model {
     /// The format of the KV caches [`Model::new_cache`] makes (f32 unless set).
     pub kv_format: KvFormat,
     inv_freq: Vec<f32>,
+    /// LongRoPE's long set: `(original context, frequencies)`
+    /// ([`LlamaConfig::rope_long_inv_freq`]).
+    long_inv_freq: Option<(usize, Vec<f32>)>,
+    /// The factor the global RoPE tables are multiplied by
+    /// ([`edgefit_estimate::RopeScaling::attention_factor`]; 1 but for YaRN and LongRoPE).
+    rope_attn_factor: f32,
     /// The sliding layers' own frequencies ([`LlamaConfig::rope_local_inv_freq`]).
     local_inv_freq: Option<Vec<f32>>,
     /// Every block's shape (from the config, cached).
@@ -125,6 +137,10 @@ impl Model {
         let inv_freq = config
             .rope_inv_freq()
             .unwrap_or_else(|_| vec![f32::NAN; config.rotary_dim() / 2]);
+        let long_inv_freq = config
+            .rope_long_inv_freq()
+            .map(|r| r.unwrap_or_else(|_| (0, vec![f32::NAN; config.rotary_dim() / 2])));
+        let rope_attn_factor = config.rope_scaling.attention_factor();
         let local_inv_freq = config.rope_local_inv_freq();
         let shapes = config.layer_shapes();
         Model {
@@ -133,6 +149,8 @@ impl Model {
             kernel: Kernel::best(),
             kv_format: KvFormat::F32,
             inv_freq,
+            long_inv_freq,
+            rope_attn_factor,
             local_inv_freq,
             shapes,
             pool: Pool::serial(),
@@ -154,6 +172,18 @@ impl Model {
             self.config.to_spec(),
             max_tokens.min(self.config.context_length),
         )
+    }
+
+    /// Prepares `cache` for a sequence that will reach position `end` (exclusive) over several
+    /// passes: with LongRoPE, a prompt reaching past the original context uses the long factors
+    /// from its first pass on, as transformers' single pass over the whole prompt does. The
+    /// engine's chunked prefill calls it; other kinds ignore it.
+    pub fn plan_positions(&self, cache: &mut KvCache, end: usize) {
+        if let Some((after, _)) = &self.long_inv_freq {
+            if end > *after {
+                cache.set_long_rope();
+            }
+        }
     }
 
     /// Runs `tokens` through the model after the tokens already in `cache`, appends their keys
@@ -233,25 +263,35 @@ impl Model {
             x.iter_mut().for_each(|v| *v *= s);
         }
 
-        // cos/sin for every (position, rotated pair), shared by all layers; the sliding
-        // layers' own set when they have their own base.
+        // cos/sin for every (position, rotated pair), shared by all layers, times the scaling's
+        // attention factor; the sliding layers' own set when they have their own base.
         let half = self.inv_freq.len();
-        let rope_table = |inv_freq: &[f32], cos: &mut Vec<f32>, sin: &mut Vec<f32>| {
+        let rope_table = |inv_freq: &[f32], m: f32, cos: &mut Vec<f32>, sin: &mut Vec<f32>| {
             cos.resize(t_len * half, 0.0);
             sin.resize(t_len * half, 0.0);
             for t in 0..t_len {
                 let pos = (start + t) as f32;
                 for (i, f) in inv_freq.iter().enumerate() {
                     let (s, co) = (pos * f).sin_cos();
-                    cos[t * half + i] = co;
-                    sin[t * half + i] = s;
+                    cos[t * half + i] = co * m;
+                    sin[t * half + i] = s * m;
                 }
             }
         };
-        rope_table(&self.inv_freq, cos, sin);
+        // LongRoPE: the long factors once a pass reaches past the original context
+        // (transformers: `max(position) + 1 > original_max_position_embeddings`).
+        let long_rope = match &self.long_inv_freq {
+            Some((after, _)) => cache.long_rope() || start + t_len > *after,
+            None => false,
+        };
+        let global = match &self.long_inv_freq {
+            Some((_, long)) if long_rope => long,
+            _ => &self.inv_freq,
+        };
+        rope_table(global, self.rope_attn_factor, cos, sin);
         let has_local = match self.local_inv_freq.as_deref() {
             Some(f) => {
-                rope_table(f, local_cos, local_sin);
+                rope_table(f, 1.0, local_cos, local_sin);
                 true
             }
             None => false,
@@ -261,6 +301,7 @@ impl Model {
         // The unpruned head dim (or Gemma's query_pre_attn_scalar) sets the scale, so pruned
         // dims drop out of the sum only.
         let scale = c.attn_scale();
+        let attn_cap = c.attn_softcap;
         // `y = x · Wᵀ` for every matrix `w` reading the same input `x` (prepared once), row
         // ranges split across the pool.
         let mut linear = |x: &[f32], outs: &mut [(&Matrix, &mut Vec<f32>)]| {
@@ -328,6 +369,9 @@ impl Model {
                           out: &mut [f32]| {
                 let sc = &mut sc[..held];
                 cache.scores(li, kvh, qh, scale, sc, k);
+                if let Some(cap) = attn_cap {
+                    sc.iter_mut().for_each(|s| *s = cap * (*s / cap).tanh());
+                }
                 sc[..masked].fill(0.0);
                 softmax(&mut sc[masked..]);
                 out.fill(0.0);
@@ -413,6 +457,9 @@ impl Model {
         pool.check()
             .map_err(|e| crate::EngineError::Threads(e.to_string()))?;
         cache.commit(t_len);
+        if long_rope {
+            cache.set_long_rope();
+        }
 
         let rows = match which {
             Logits::Last => &x[(t_len - 1) * h..],
@@ -427,6 +474,9 @@ impl Model {
         pool.linear(k, prep, split, final_x, n_rows, &mut [(head, &mut logits)]);
         pool.check()
             .map_err(|e| crate::EngineError::Threads(e.to_string()))?;
+        if let Some(cap) = c.final_softcap {
+            logits.iter_mut().for_each(|l| *l = cap * (*l / cap).tanh());
+        }
         Ok(logits)
     }
 }

@@ -175,6 +175,8 @@ pub fn model_of(arch: &str, seed: u64, head_dim: usize) -> Result<(Model, TextTo
         sliding_layers: Vec::new(),
         rope_local_base: None,
         rope_dim: None,
+        attn_softcap: None,
+        final_softcap: None,
         layers: None,
     };
     config.validate()?;

@@ -152,8 +152,14 @@ impl GgufMetadata {
     /// The RoPE scaling the metadata of architecture `arch` states, as llama.cpp reads it:
     /// `{arch}.rope.scaling.type` (`none` or `linear`; `linear` when absent) with the factor
     /// `{arch}.rope.scaling.factor` (or the older `{arch}.rope.scale_linear`; no factor, 0 or
-    /// 1 = no scaling). Other types (`yarn`, `longrope`, ...) are refused naming them. Per-pair
-    /// divisors (`rope_freqs.weight`) are tensor data: the engine reads them.
+    /// 1 = no scaling), or `yarn` with `{arch}.rope.scaling.factor`,
+    /// `.original_context_length` (default: the context length) and `.yarn_beta_fast` /
+    /// `.yarn_beta_slow` (default 32 / 1), rounded ramp ends and the attention factor
+    /// `0.1 · ln(factor) + 1`, as ggml's `rope_yarn` computes them with an attention factor of 1
+    /// (a file that sets `.attn_factor` or `.yarn_log_multiplier` is refused naming the key:
+    /// llama.cpp combines them per architecture). Other types (`longrope`, ...) are refused
+    /// naming them. Per-pair divisors (`rope_freqs.weight`) and LongRoPE's factors
+    /// (`rope_factors_long/short.weight`) are tensor data: the engine reads them.
     pub fn rope_scaling(&self, arch: &str) -> Result<RopeScaling> {
         let key = |s: &str| format!("{arch}.{s}");
         let kind = match self.kv.get(&key("rope.scaling.type")) {
@@ -175,10 +181,40 @@ impl GgufMetadata {
             ("none", _) | ("linear", None) => Ok(RopeScaling::None),
             ("linear", Some(f)) if f == 0.0 || f == 1.0 => Ok(RopeScaling::None),
             ("linear", Some(factor)) => Ok(RopeScaling::Linear { factor }),
+            ("yarn", factor) => {
+                for k in ["rope.scaling.attn_factor", "rope.scaling.yarn_log_multiplier"] {
+                    if let Some(v) = self.float(&key(k))? {
+                        return Err(EstimateError::UnsupportedFeature {
+                            source_kind: SRC,
+                            what: format!("`{}` = {v} with YaRN RoPE scaling", key(k)),
+                        });
+                    }
+                }
+                let factor = factor.ok_or_else(|| EstimateError::MissingField {
+                    source_kind: SRC,
+                    field: key("rope.scaling.factor"),
+                    expected: "a finite number (YaRN's stretch)",
+                })?;
+                let original_context = match self.uint(&key("rope.scaling.original_context_length"))? {
+                    Some(n) => n,
+                    None => self.req(&key("context_length"))?,
+                };
+                let beta = |k: &str, default: f32| -> Result<f32> {
+                    Ok(self.float(&key(k))?.unwrap_or(default))
+                };
+                Ok(RopeScaling::Yarn {
+                    factor,
+                    original_context,
+                    beta_fast: beta("rope.scaling.yarn_beta_fast", 32.0)?,
+                    beta_slow: beta("rope.scaling.yarn_beta_slow", 1.0)?,
+                    truncate: true,
+                    attention_factor: crate::spec::yarn_mscale(factor, 1.0),
+                })
+            }
             (other, _) => Err(EstimateError::UnsupportedFeature {
                 source_kind: SRC,
                 what: format!(
-                    "RoPE scaling type {other:?} in `{}` (supported: none, linear, and per-pair `rope_freqs.weight`)",
+                    "RoPE scaling type {other:?} in `{}` (supported: none, linear, yarn, and per-pair `rope_freqs.weight`)",
                     key("rope.scaling.type")
                 ),
             }),

@@ -100,9 +100,15 @@ pub struct HfRope {
 /// - transformers 5: `rope_parameters = {"rope_type", "rope_theta", "factor", ...}`.
 ///
 /// Kinds: `default` (none), `linear` (`factor`), `llama3` (`factor`, `low_freq_factor`,
-/// `high_freq_factor`, `original_max_position_embeddings`). Any other kind (`dynamic`, `yarn`,
-/// `longrope`, ...) is refused naming it, as is a file where `rope_scaling` and
-/// `rope_parameters` disagree. A `rope_parameters` keyed by layer type (transformers 5 Gemma 3)
+/// `high_freq_factor`, `original_max_position_embeddings`), `yarn` (`factor`, optional
+/// `beta_fast` 32, `beta_slow` 1, `attention_factor`, `mscale`, `mscale_all_dim`, `truncate`
+/// true) and `longrope` (`short_factor`, `long_factor`, optional `factor`,
+/// `attention_factor`; Phi-3 also spells it `su` or `yarn`, which transformers' Phi3Config
+/// reads as longrope). Their original context is, as transformers 5 resolves it
+/// (`standardize_rope_params`), a top-level `original_max_position_embeddings` (Phi-3's
+/// config class has 4096 when the file says nothing), else the one inside the scaling object,
+/// else `max_position_embeddings`. Any other kind (`dynamic`, ...) is refused naming it, as
+/// is a file where `rope_scaling` and `rope_parameters` disagree. A `rope_parameters` keyed by layer type (transformers 5 Gemma 3)
 /// may have `full_attention` (the global base and scaling) and `sliding_attention` (the local
 /// base, which must be unscaled); other layer types are refused naming them.
 pub fn rope_from_hf_config(v: &Value) -> Result<HfRope> {
@@ -110,8 +116,55 @@ pub fn rope_from_hf_config(v: &Value) -> Result<HfRope> {
         source_kind: SRC,
         what,
     };
+    let model_type = v.get("model_type").and_then(Value::as_str).unwrap_or("");
+    let phi3 = model_type == "phi3";
+    // transformers' config attribute `max_position_embeddings` (Phi3Config's default 4096 when
+    // absent) and the top-level `original_max_position_embeddings` (Phi3Config: 4096).
+    let max_positions = get_u32(v, "max_position_embeddings")?.or(phi3.then_some(4096));
+    let top_original = get_u32(v, "original_max_position_embeddings")?.or(phi3.then_some(4096));
     let scaling_of = |obj: &Value, key: &str| -> Result<RopeScaling> {
         let field = |k: &str| format!("{key}.{k}");
+        let original = || -> Result<u32> {
+            top_original
+                .or(get_u32(obj, "original_max_position_embeddings")?)
+                .or(max_positions)
+                .ok_or_else(|| EstimateError::MissingField {
+                    source_kind: SRC,
+                    field: field("original_max_position_embeddings"),
+                    expected: "a non-negative integer (or a top-level `max_position_embeddings`)",
+                })
+        };
+        // `factor`, or the stretch `max_position_embeddings / original` (transformers, when
+        // the scaling object has none).
+        let factor_or_stretch = |original: u32| -> Result<f32> {
+            match get_f32_as(obj, "factor", &field("factor"))? {
+                Some(f) => Ok(f),
+                None => match max_positions {
+                    Some(m) if original > 0 => Ok(m as f32 / original as f32),
+                    _ => Err(EstimateError::MissingField {
+                        source_kind: SRC,
+                        field: field("factor"),
+                        expected: "a finite number (or a top-level `max_position_embeddings`)",
+                    }),
+                },
+            }
+        };
+        let factors = |k: &str| -> Result<Vec<f32>> {
+            let bad = || EstimateError::MissingField {
+                source_kind: SRC,
+                field: field(k),
+                expected: "a list of finite numbers",
+            };
+            let list = obj.get(k).and_then(Value::as_array).ok_or_else(bad)?;
+            list.iter()
+                .map(|x| {
+                    x.as_f64()
+                        .map(|f| f as f32)
+                        .filter(|f| f.is_finite())
+                        .ok_or_else(bad)
+                })
+                .collect()
+        };
         let kind = match obj.get("rope_type").or(obj.get("type")) {
             None | Some(Value::Null) => "default",
             Some(Value::String(s)) => s.as_str(),
@@ -130,6 +183,11 @@ pub fn rope_from_hf_config(v: &Value) -> Result<HfRope> {
                 expected: "a finite number",
             })
         };
+        // Phi3Config reads `su` and `yarn` as longrope (transformers 5).
+        let kind = match kind {
+            "su" | "yarn" if phi3 => "longrope",
+            k => k,
+        };
         match kind {
             "default" => Ok(RopeScaling::None),
             "linear" => Ok(RopeScaling::Linear {
@@ -139,16 +197,63 @@ pub fn rope_from_hf_config(v: &Value) -> Result<HfRope> {
                 factor: req("factor")?,
                 low_freq_factor: req("low_freq_factor")?,
                 high_freq_factor: req("high_freq_factor")?,
-                original_context: get_u32(obj, "original_max_position_embeddings")?.ok_or_else(
-                    || EstimateError::MissingField {
-                        source_kind: SRC,
-                        field: field("original_max_position_embeddings"),
-                        expected: "a non-negative integer",
-                    },
-                )?,
+                original_context: original()?,
             }),
+            "yarn" => {
+                let original_context = original()?;
+                let factor = factor_or_stretch(original_context)?;
+                let opt = |k: &str| get_f32_as(obj, k, &field(k));
+                // transformers: `attention_factor`, else the ratio of the two mscales when
+                // both are set (and not 0), else yarn_get_mscale(factor).
+                let attention_factor = match (opt("attention_factor")?, opt("mscale")?, opt("mscale_all_dim")?) {
+                    (Some(a), _, _) => a,
+                    (None, Some(m), Some(all)) if m != 0.0 && all != 0.0 => {
+                        crate::spec::yarn_mscale(factor, m) / crate::spec::yarn_mscale(factor, all)
+                    }
+                    _ => crate::spec::yarn_mscale(factor, 1.0),
+                };
+                // `beta_fast or 32`, `beta_slow or 1` (0 or null take the default).
+                let beta = |k: &str, default: f32| -> Result<f32> {
+                    Ok(opt(k)?.filter(|b| *b != 0.0).unwrap_or(default))
+                };
+                let truncate = match obj.get("truncate") {
+                    None | Some(Value::Null) => true,
+                    Some(Value::Bool(b)) => *b,
+                    Some(_) => {
+                        return Err(EstimateError::MissingField {
+                            source_kind: SRC,
+                            field: field("truncate"),
+                            expected: "a boolean",
+                        })
+                    }
+                };
+                Ok(RopeScaling::Yarn {
+                    factor,
+                    original_context,
+                    beta_fast: beta("beta_fast", 32.0)?,
+                    beta_slow: beta("beta_slow", 1.0)?,
+                    truncate,
+                    attention_factor,
+                })
+            }
+            "longrope" => {
+                let original_context = original()?;
+                let attention_factor = match get_f32_as(obj, "attention_factor", &field("attention_factor"))? {
+                    Some(a) => a,
+                    None => crate::spec::longrope_attention_factor(
+                        factor_or_stretch(original_context)?,
+                        original_context,
+                    ),
+                };
+                Ok(RopeScaling::LongRope {
+                    short_factor: factors("short_factor")?,
+                    long_factor: factors("long_factor")?,
+                    original_context,
+                    attention_factor,
+                })
+            }
             other => Err(unsupported(format!(
-                "RoPE scaling kind {other:?} in `{key}` (supported: default, linear, llama3)"
+                "RoPE scaling kind {other:?} in `{key}` (supported: default, linear, llama3, yarn, longrope)"
             ))),
         }
     };
@@ -272,7 +377,7 @@ impl ModelSpec {
         // What transformers' config classes assume for an absent key (transformers 5.24
         // defaults; the engine's HF loader uses the same: `Arch::hf_defaults`).
         let (default_kv, default_head_dim) = match family {
-            Family::Gemma3 => (Some(4), Some(256)),
+            Family::Gemma3 | Family::Gemma2 => (Some(4), Some(256)),
             Family::Qwen3 => (Some(32), Some(128)),
             Family::Qwen2 => (Some(32), None),
             Family::Mistral => (Some(8), None),

@@ -92,7 +92,8 @@ pub use memory::{weight_bytes, ComponentBytes, MemoryReport};
 pub use report::{estimate, Report};
 pub use runtime::{runtime_profile, runtime_profiles, Runtime, RuntimeProfile, RuntimeUnit};
 pub use spec::{
-    Family, LayerPrune, LayerSpec, ModelSpec, ParamBreakdown, PruneRatios, Pruning, RopeScaling,
+    longrope_attention_factor, yarn_mscale, Family, LayerPrune, LayerSpec, ModelSpec,
+    ParamBreakdown, PruneRatios, Pruning, RopeScaling,
 };
 pub use thermal::{
     all_thermal_traces, thermal_traces, trace_views, ThermalTrace, TraceFraction, TracePoint,

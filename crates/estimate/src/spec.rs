@@ -151,7 +151,28 @@ pub struct ModelSpec {
 ///   `a = (original_context / λ_i − low_freq_factor) / (high_freq_factor − low_freq_factor)`,
 ///   `1 / s_i = (1 − a) / factor + a`;
 /// - `Divisors(s)`: the divisors themselves, one per pair (GGUF `rope_freqs.weight`, which
-///   llama.cpp's converter writes for Llama 3.1+ from the formula above).
+///   llama.cpp's converter writes for Llama 3.1+ from the formula above);
+/// - `Yarn { factor, original_context, beta_fast, beta_slow, truncate, attention_factor }`
+///   (YaRN, transformers `_compute_yarn_parameters`, llama.cpp `rope_yarn`): with
+///   `c(r) = d · ln(original_context / (2π r)) / (2 ln θ)` the pair index where a wave turns
+///   `r` times over the original context, `lo = max(⌊c(beta_fast)⌋, 0)` and
+///   `hi = min(⌈c(beta_slow)⌉, d − 1)` (no rounding when `truncate` is false), the
+///   extrapolation weight `e_i = 1 − clamp((i − lo) / (hi − lo), 0, 1)` (`hi` nudged by 0.001
+///   when equal) blends the kept and the interpolated frequency:
+///   `1 / s_i = (1 − e_i) / factor + e_i`;
+/// - `LongRope { short_factor, long_factor, original_context, attention_factor }` (Phi-3
+///   128k, Phi-3.5; transformers `_compute_longrope_parameters`): `s_i = short_factor[i]`,
+///   or `long_factor[i]` for a forward pass whose last position reaches past
+///   `original_context` (transformers decides per forward call on `max(position) + 1 >
+///   original_context`; positions only grow, so once a pass used the long set every later
+///   one does: [`RopeScaling::long_divisors`]).
+///
+/// YaRN and LongRoPE also scale the rotated q and k values by an attention factor `m`
+/// ([`RopeScaling::attention_factor`]; the cos and sin tables multiplied by it, so the
+/// attention logits of the rotated dims by `m²`), resolved when the file is read: the file's
+/// `attention_factor`, else YaRN's `0.1 · ln(factor) + 1` (or the `mscale` / `mscale_all_dim`
+/// ratio) and LongRoPE's `√(1 + ln(s) / ln(original_context))` with `s` the file's `factor`,
+/// else `max_position_embeddings / original_context` (1 when `s ≤ 1`).
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RopeScaling {
@@ -179,6 +200,54 @@ pub enum RopeScaling {
         /// `s_i`, `d/2` of them.
         divisors: Vec<f32>,
     },
+    /// YaRN: interpolated low frequencies, kept high ones, a linear ramp between by pair index.
+    Yarn {
+        /// Divisor of the interpolated frequencies.
+        factor: f32,
+        /// The context the model was pre-trained with.
+        original_context: u32,
+        /// Rotations over the original context above which a pair is kept (default 32).
+        beta_fast: f32,
+        /// Rotations below which a pair is interpolated (default 1).
+        beta_slow: f32,
+        /// Whether the ramp's ends are rounded to whole pairs (transformers' `truncate`,
+        /// default true; llama.cpp always rounds).
+        truncate: bool,
+        /// The factor the rotated q and k are multiplied by.
+        attention_factor: f32,
+    },
+    /// LongRoPE: one divisor per pair for short sequences and another for long ones.
+    LongRope {
+        /// `s_i` while every position is within the original context (`d/2` of them).
+        short_factor: Vec<f32>,
+        /// `s_i` for a pass reaching past it (`d/2` of them).
+        long_factor: Vec<f32>,
+        /// The context the short factors serve.
+        original_context: u32,
+        /// The factor the rotated q and k are multiplied by.
+        attention_factor: f32,
+    },
+}
+
+/// YaRN's default attention factor for a stretch `scale` and `mscale` (transformers
+/// `yarn_get_mscale`): `0.1 · mscale · ln(scale) + 1`, 1 when `scale ≤ 1`.
+pub fn yarn_mscale(scale: f32, mscale: f32) -> f32 {
+    if scale <= 1.0 {
+        1.0
+    } else {
+        0.1 * mscale * scale.ln() + 1.0
+    }
+}
+
+/// LongRoPE's default attention factor for a stretch `scale` over `original_context`
+/// (transformers `_compute_longrope_parameters`): `√(1 + ln(scale) / ln(original_context))`,
+/// 1 when `scale ≤ 1`.
+pub fn longrope_attention_factor(scale: f32, original_context: u32) -> f32 {
+    if scale <= 1.0 {
+        1.0
+    } else {
+        (1.0 + (scale as f64).ln() / (original_context as f64).ln()).sqrt() as f32
+    }
 }
 
 impl RopeScaling {
@@ -230,20 +299,127 @@ impl RopeScaling {
                     })
                     .collect())
             }
-            RopeScaling::Divisors { divisors } => {
-                if divisors.len() != half {
+            RopeScaling::Divisors { divisors } => per_pair("frequency divisors", divisors, half),
+            RopeScaling::Yarn {
+                factor,
+                original_context,
+                beta_fast,
+                beta_slow,
+                truncate,
+                attention_factor,
+            } => {
+                let factor = positive("factor", *factor)?;
+                let old = positive("original_max_position_embeddings", *original_context as f32)?;
+                let fast = positive("beta_fast", *beta_fast)?;
+                let slow = positive("beta_slow", *beta_slow)?;
+                positive("attention_factor", *attention_factor)?;
+                if !(theta.is_finite() && theta > 1.0) {
                     return Err(format!(
-                        "{} RoPE frequency divisors for {half} rotated pairs",
-                        divisors.len()
+                        "RoPE base = {theta} must be a finite number above 1"
                     ));
                 }
-                for (i, &d) in divisors.iter().enumerate() {
-                    positive(&format!("divisor {i}"), d)?;
+                // The pair index where a wave turns `rot` times over the original context
+                // (f64, as transformers' `math.log`).
+                let d = head_dim as f64;
+                let at = |rot: f32| {
+                    d * (old as f64 / (rot as f64 * 2.0 * std::f64::consts::PI)).ln()
+                        / (2.0 * (theta as f64).ln())
+                };
+                let (mut lo, mut hi) = (at(fast), at(slow));
+                if *truncate {
+                    (lo, hi) = (lo.floor(), hi.ceil());
                 }
-                Ok(divisors.clone())
+                let (lo, mut hi) = (lo.max(0.0) as f32, hi.min(d - 1.0) as f32);
+                if lo == hi {
+                    hi += 0.001;
+                }
+                Ok((0..half)
+                    .map(|i| {
+                        let ramp = ((i as f32 - lo) / (hi - lo)).clamp(0.0, 1.0);
+                        let keep = 1.0 - ramp;
+                        1.0 / ((1.0 - keep) / factor + keep)
+                    })
+                    .collect())
+            }
+            RopeScaling::LongRope {
+                short_factor,
+                long_factor,
+                original_context,
+                attention_factor,
+            } => {
+                positive("original_max_position_embeddings", *original_context as f32)?;
+                positive("attention_factor", *attention_factor)?;
+                per_pair("long_factor", long_factor, half)?;
+                per_pair("short_factor", short_factor, half)
             }
         }
     }
+
+    /// LongRoPE's long set: `(original_context, divisors)`, used by a forward pass whose last
+    /// position is at or past `original_context` (and every pass after it); `None` for the
+    /// other kinds, whose frequencies do not depend on the sequence.
+    pub fn long_divisors(
+        &self,
+        head_dim: usize,
+    ) -> Option<std::result::Result<(usize, Vec<f32>), String>> {
+        match self {
+            RopeScaling::LongRope {
+                long_factor,
+                original_context,
+                ..
+            } => Some(
+                per_pair("long_factor", long_factor, head_dim / 2)
+                    .map(|d| (*original_context as usize, d)),
+            ),
+            _ => None,
+        }
+    }
+
+    /// The factor the rotated dims of q and k are multiplied by (the cos/sin tables): YaRN's
+    /// and LongRoPE's `attention_factor`, 1 for the other kinds.
+    pub fn attention_factor(&self) -> f32 {
+        match self {
+            RopeScaling::Yarn {
+                attention_factor, ..
+            }
+            | RopeScaling::LongRope {
+                attention_factor, ..
+            } => *attention_factor,
+            _ => 1.0,
+        }
+    }
+
+    /// The kind's name as transformers spells it (`default`, `linear`, `llama3`, `yarn`,
+    /// `longrope`; per-pair divisors from a GGUF tensor: `rope_freqs`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RopeScaling::None => "default",
+            RopeScaling::Linear { .. } => "linear",
+            RopeScaling::Llama3 { .. } => "llama3",
+            RopeScaling::Divisors { .. } => "rope_freqs",
+            RopeScaling::Yarn { .. } => "yarn",
+            RopeScaling::LongRope { .. } => "longrope",
+        }
+    }
+}
+
+/// `values` as one positive finite divisor per rotated pair (`half` of them), or a message
+/// naming `what` and the problem.
+fn per_pair(what: &str, values: &[f32], half: usize) -> std::result::Result<Vec<f32>, String> {
+    if values.len() != half {
+        return Err(format!(
+            "{} RoPE {what} for {half} rotated pairs",
+            values.len()
+        ));
+    }
+    for (i, &d) in values.iter().enumerate() {
+        if !(d.is_finite() && d > 0.0) {
+            return Err(format!(
+                "RoPE {what} {i} = {d} must be a finite number above 0"
+            ));
+        }
+    }
+    Ok(values.to_vec())
 }
 
 /// Parameter counts by component.

@@ -103,6 +103,9 @@ impl Engine {
         }
         let t0 = self.platform.now_ms();
         let end = (gen.fed + PREFILL_CHUNK - self.cache.len() % PREFILL_CHUNK).min(total);
+        // The whole prompt's last position decides LongRoPE's factors for every chunk of it.
+        let prompt_end = self.cache.len() + (total - gen.fed);
+        self.model.plan_positions(&mut self.cache, prompt_end);
         let chunk = &gen.prompt[gen.fed..end];
         // Only the prompt's last chunk needs logits (the first new token is sampled from them).
         let which = if end == total {

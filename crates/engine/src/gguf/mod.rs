@@ -77,6 +77,9 @@ use self::tensor::{read_tensor, source_of};
 
 /// The optional per-pair RoPE divisors ([`RopeScaling::Divisors`]), `head_dim / 2` f32s.
 pub(crate) const ROPE_FREQS: &str = "rope_freqs.weight";
+/// LongRoPE's per-pair divisors ([`RopeScaling::LongRope`]), `rotary dims / 2` f32s each.
+pub(crate) const ROPE_FACTORS_SHORT: &str = "rope_factors_short.weight";
+pub(crate) const ROPE_FACTORS_LONG: &str = "rope_factors_long.weight";
 
 /// Reads a GGUF model and its tokenizer. `progress(done, total)` is called after each tensor
 /// with the number of tensors read. No memory budget: see [`load_gguf_within`].
@@ -124,35 +127,50 @@ fn load_parts<R: Read + Seek>(
     let arch = get_str(md, "general.architecture")?;
     let desc = Arch::named(&arch, "architecture")?;
     let key = |k: &str| format!("{arch}.{k}");
-    // Longrope (Phi-3 128k, Phi-3.5): per-pair factors chosen by the sequence length and an
-    // attention factor, as llama.cpp's converter writes them. Not implemented: refused.
-    let mut longrope: Vec<&str> = content
-        .tensor_infos
-        .keys()
-        .filter(|n| n.contains("rope_factors_"))
-        .map(String::as_str)
-        .collect();
-    if !longrope.is_empty() {
-        longrope.sort_unstable();
-        return Err(EngineError::Unsupported(format!(
-            "GGUF longrope RoPE scaling (tensors `{}`)",
-            longrope.join("`, `")
-        )));
-    }
-    if let Some(v) = opt_f32(md, &key("rope.scaling.attn_factor"))? {
-        return Err(EngineError::Unsupported(format!(
-            "GGUF `{}` = {v} (the attention factor of longrope / yarn RoPE scaling)",
-            key("rope.scaling.attn_factor")
-        )));
-    }
-    for k in ["attn_logit_softcapping", "final_logit_softcapping"] {
-        if let Some(v) = opt_f32(md, &key(k))? {
-            return Err(EngineError::Unsupported(format!(
-                "GGUF `{}` = {v} (logit soft-capping)",
-                key(k)
-            )));
+    // LongRoPE (Phi-3 128k, Phi-3.5) as llama.cpp's converter writes it: the per-pair factors
+    // as the tensors `rope_factors_long.weight` and `rope_factors_short.weight`, the attention
+    // factor `{arch}.rope.scaling.attn_factor` (else computed from the contexts) and
+    // `{arch}.rope.scaling.original_context_length`. Both tensors or neither.
+    let longrope_tensors =
+        [ROPE_FACTORS_SHORT, ROPE_FACTORS_LONG].map(|n| content.tensor_infos.contains_key(n));
+    let longrope = match longrope_tensors {
+        [true, true] => true,
+        [false, false] => false,
+        _ => {
+            return Err(EngineError::Format(format!(
+                "GGUF LongRoPE needs both `{ROPE_FACTORS_SHORT}` and `{ROPE_FACTORS_LONG}`; the file has only one"
+            )))
+        }
+    };
+    if !longrope {
+        if let Some(v) = opt_f32(md, &key("rope.scaling.attn_factor"))? {
+            if opt_str(md, &key("rope.scaling.type")).as_deref() != Some("yarn") {
+                return Err(EngineError::Unsupported(format!(
+                    "GGUF `{}` = {v} without LongRoPE factors or YaRN (an attention factor of another RoPE scaling)",
+                    key("rope.scaling.attn_factor")
+                )));
+            }
         }
     }
+    // Soft-capping: Gemma 2 as llama.cpp reads it (the keys, else 50 and 30); another
+    // architecture whose file sets them is refused (llama.cpp's Gemma 3 graph does not cap).
+    let (attn_softcap, final_softcap) = if desc.softcapping && desc.hf_defaults.softcaps.0.is_some()
+    {
+        (
+            opt_f32(md, &key("attn_logit_softcapping"))?.or(desc.hf_defaults.softcaps.0),
+            opt_f32(md, &key("final_logit_softcapping"))?.or(desc.hf_defaults.softcaps.1),
+        )
+    } else {
+        for k in ["attn_logit_softcapping", "final_logit_softcapping"] {
+            if let Some(v) = opt_f32(md, &key(k))? {
+                return Err(EngineError::Unsupported(format!(
+                    "GGUF `{}` = {v} for `{arch}` (logit soft-capping)",
+                    key(k)
+                )));
+            }
+        }
+        (None, None)
+    };
     let tokenizer = if with_tokenizer {
         Some(TextTokenizer::from_gguf(tokenizer_fields(md)?)?)
     } else {
@@ -176,7 +194,9 @@ fn load_parts<R: Read + Seek>(
     let rope_meta = GgufMetadata {
         kv: md
             .iter()
-            .filter(|(k, _)| k.starts_with(&format!("{arch}.rope.")))
+            .filter(|(k, _)| {
+                k.starts_with(&format!("{arch}.rope.")) || *k == &key("context_length")
+            })
             .map(|(k, v)| (k.clone(), estimate_value(k, v)))
             .collect(),
         tensors: Vec::new(),
@@ -196,6 +216,50 @@ fn load_parts<R: Read + Seek>(
             divisors.iter_mut().for_each(|d| *d *= factor);
         }
         rope_scaling = RopeScaling::Divisors { divisors };
+    }
+    if longrope {
+        if rope_scaling != RopeScaling::None {
+            return Err(EngineError::Unsupported(format!(
+                "GGUF LongRoPE factors with another RoPE scaling ({})",
+                rope_scaling.kind()
+            )));
+        }
+        let rot = opt_usize(md, &key("rope.dimension_count"))?.unwrap_or(head_dim);
+        let mut factors = |name: &str| -> Result<Vec<f32>> {
+            match read_tensor(&content, reader, file_len, name, 1, rot / 2)? {
+                RawTensor::F32(v) => Ok(v),
+                _ => Err(EngineError::tensor(name, "is not stored as F32")),
+            }
+        };
+        let context = get_usize(md, &key("context_length"))?;
+        let original_context = match opt_usize(md, &key("rope.scaling.original_context_length"))? {
+            Some(n) => n,
+            None => {
+                return Err(EngineError::Config(format!(
+                    "GGUF LongRoPE without `{}` (the context the short factors serve)",
+                    key("rope.scaling.original_context_length")
+                )))
+            }
+        };
+        let original_context = u32::try_from(original_context).map_err(|_| {
+            EngineError::Config(format!(
+                "`{}` = {original_context} is too large",
+                key("rope.scaling.original_context_length")
+            ))
+        })?;
+        let attention_factor = match opt_f32(md, &key("rope.scaling.attn_factor"))? {
+            Some(a) => a,
+            None => edgefit_estimate::longrope_attention_factor(
+                context as f32 / original_context as f32,
+                original_context,
+            ),
+        };
+        rope_scaling = RopeScaling::LongRope {
+            short_factor: factors(ROPE_FACTORS_SHORT)?,
+            long_factor: factors(ROPE_FACTORS_LONG)?,
+            original_context,
+            attention_factor,
+        };
     }
     let embed_rows = content
         .tensor_infos
@@ -217,7 +281,7 @@ fn load_parts<R: Read + Seek>(
             (0..n_layers)
                 .map(|i| i % swa.pattern < swa.pattern - 1)
                 .collect(),
-            Some(swa.local_base as f32),
+            swa.local_base.map(|b| b as f32),
         ),
         (Some(w), None) => {
             return Err(EngineError::Unsupported(format!(
@@ -256,13 +320,18 @@ fn load_parts<R: Read + Seek>(
         embed_scale: desc.embed_scale,
         post_norms: desc.post_norms,
         activation: desc.activation,
-        // llama.cpp scales queries by 1/√head_dim for Gemma 3 (all but the 27B, whose GGUF
-        // cannot be told apart: see tests/golden/arch/README.md).
-        query_pre_attn_scalar: None,
+        // llama.cpp scales queries by 1/√head_dim, but 1/√(hidden / heads) for the Gemma 2 /
+        // Gemma 3 27B, told apart by its layer count ([`Arch::gguf_wide_query_scale_layers`]).
+        query_pre_attn_scalar: desc
+            .gguf_wide_query_scale_layers
+            .filter(|&l| l == n_layers && n_heads > 0)
+            .map(|_| (hidden / n_heads) as f32),
         sliding_window,
         sliding_layers,
         rope_local_base,
         rope_dim,
+        attn_softcap,
+        final_softcap,
         layers: None,
     };
     config.validate()?;

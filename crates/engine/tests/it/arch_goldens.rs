@@ -127,6 +127,9 @@ fn every_implemented_architecture_matches_transformers() {
         ("gemma3_gguf", "gemma3_gguf"),
         ("phi3", "phi3"),
         ("mistral_swa", "mistral_swa"),
+        ("gemma2", "gemma2"),
+        ("phi3_longrope", "phi3_longrope"),
+        ("qwen3_yarn", "qwen3_yarn"),
     ];
     for (case, golden_case) in cases {
         let golden: serde_json::Value =
@@ -134,8 +137,11 @@ fn every_implemented_architecture_matches_transformers() {
         let (model, tok) = from_hf(case);
         let e = check(case, &model, Some(&tok), &golden);
         eprintln!("{case} (HF): max |logit − golden| = {e:.2e}");
-        // gemma3_gguf's GGUF has a SentencePiece vocabulary: `gemma3_gguf_matches_transformers`.
-        let gguf = (case != "gemma3_gguf").then(|| from_gguf(case)).flatten();
+        // gemma3_gguf's and gemma2's GGUFs have a SentencePiece vocabulary:
+        // `gemma_ggufs_match_transformers`.
+        let gguf = (!["gemma3_gguf", "gemma2"].contains(&case))
+            .then(|| from_gguf(case))
+            .flatten();
         if let Some((model, tok)) = gguf {
             let e = check(&format!("{case} GGUF"), &model, Some(&tok), &golden);
             eprintln!("{case} (GGUF f32): max |logit − golden| = {e:.2e}");
@@ -143,20 +149,126 @@ fn every_implemented_architecture_matches_transformers() {
     }
 }
 
-/// Gemma 3 from llama.cpp's GGUF layout (norms with the +1 baked in, the sliding pattern, local
-/// base and query scale hard-coded): the f32 file gives the HF goldens.
+/// Gemma 3 and Gemma 2 from llama.cpp's GGUF layout (norms with the +1 baked in, the sliding
+/// pattern, local base and query scale hard-coded; Gemma 2's soft-caps from the file): the f32
+/// files give the HF goldens.
 #[test]
-fn gemma3_gguf_matches_transformers() {
-    let golden: serde_json::Value =
-        serde_json::from_slice(&read("gemma3_gguf", "golden.json")).unwrap();
-    let model = gguf_model("gemma3_gguf", "model.gguf", F32);
-    assert_eq!(model.config.sliding_window, Some(8));
+fn gemma_ggufs_match_transformers() {
+    for (case, sliding, caps) in [
+        (
+            "gemma3_gguf",
+            &[true, true, true, true, true, false][..],
+            (None, None),
+        ),
+        ("gemma2", &[true, false, true][..], (Some(2.0), Some(3.0))),
+    ] {
+        let golden: serde_json::Value = serde_json::from_slice(&read(case, "golden.json")).unwrap();
+        let model = gguf_model(case, "model.gguf", F32);
+        assert_eq!(model.config.sliding_window, Some(8), "{case}");
+        assert_eq!(model.config.sliding_layers, sliding, "{case}");
+        assert_eq!(
+            (model.config.attn_softcap, model.config.final_softcap),
+            caps,
+            "{case}"
+        );
+        let e = check(&format!("{case} GGUF"), &model, None, &golden);
+        eprintln!("{case} (GGUF f32): max |logit − golden| = {e:.2e}");
+    }
+}
+
+/// Gemma 2's defaults where its config.json says nothing (transformers' Gemma2Config): the
+/// even layers slide (`gemma2` has no `layer_types`), soft-caps 50 and 30 when the keys are
+/// absent, none when they are null.
+#[test]
+fn gemma2_takes_transformers_defaults() {
+    let (model, _) = from_hf("gemma2");
+    assert_eq!(model.config.sliding_layers, [true, false, true]);
+    assert_eq!(model.config.rope_local_base, None);
+    let mut config: serde_json::Value =
+        serde_json::from_str(&text("gemma2", "config.json")).unwrap();
+    let load = |config: &serde_json::Value| {
+        load_hf(
+            &config.to_string(),
+            &read("gemma2", "tokenizer.json"),
+            Some(&text("gemma2", "tokenizer_config.json")),
+            &[&read("gemma2", "model.safetensors")],
+            F32,
+        )
+        .unwrap()
+        .0
+    };
+    let obj = config.as_object_mut().unwrap();
+    obj.remove("attn_logit_softcapping");
+    obj.remove("final_logit_softcapping");
+    let m = load(&config);
     assert_eq!(
-        model.config.sliding_layers,
-        [true, true, true, true, true, false]
+        (m.config.attn_softcap, m.config.final_softcap),
+        (Some(50.0), Some(30.0))
     );
-    let e = check("gemma3_gguf GGUF", &model, None, &golden);
-    eprintln!("gemma3_gguf (GGUF f32): max |logit − golden| = {e:.2e}");
+    config["attn_logit_softcapping"] = serde_json::Value::Null;
+    config["final_logit_softcapping"] = serde_json::Value::Null;
+    let m = load(&config);
+    assert_eq!(
+        (m.config.attn_softcap, m.config.final_softcap),
+        (None, None)
+    );
+}
+
+/// LongRoPE switches to its long factors for a pass reaching past the original context and
+/// stays there, also when the prompt is fed in chunks (`plan_positions`, as the engine's
+/// prefill does): `phi3_longrope`'s second prompt (14 tokens, original context 14) gives the
+/// goldens' logits in one pass (short factors), while a longer prompt fed in two chunks after
+/// planning gives the logits of one pass over it (long factors) and differs from two unplanned
+/// passes (the first of which stays short).
+#[test]
+fn longrope_picks_its_factors_per_pass_as_transformers() {
+    let (model, _) = from_hf("phi3_longrope");
+    let golden: serde_json::Value =
+        serde_json::from_slice(&read("phi3_longrope", "golden.json")).unwrap();
+    let tokens: Vec<u32> = serde_json::from_value(golden["cases"][0]["tokens"].clone()).unwrap();
+    assert_eq!(tokens.len(), 15);
+    let vocab = model.config.vocab;
+    let mut whole = model.new_cache(64);
+    let want = model.forward(&tokens, &mut whole, Logits::Last).unwrap();
+    assert!(whole.long_rope());
+    let mut planned = model.new_cache(64);
+    model.plan_positions(&mut planned, tokens.len());
+    model
+        .forward(&tokens[..8], &mut planned, Logits::None)
+        .unwrap();
+    let got = model
+        .forward(&tokens[8..], &mut planned, Logits::Last)
+        .unwrap();
+    let worst = want
+        .iter()
+        .zip(&got)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(
+        worst < 1e-4,
+        "planned chunks differ from one pass by {worst}"
+    );
+    let mut unplanned = model.new_cache(64);
+    model
+        .forward(&tokens[..8], &mut unplanned, Logits::None)
+        .unwrap();
+    assert!(!unplanned.long_rope());
+    let other = model
+        .forward(&tokens[8..], &mut unplanned, Logits::Last)
+        .unwrap();
+    let moved = want
+        .iter()
+        .zip(&other)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(
+        moved > 0.01,
+        "short-factor keys should change the logits ({moved})"
+    );
+    assert_eq!(want.len(), vocab);
+    // A truncated cache that used the long factors starts over.
+    assert_eq!(whole.truncate(4), 0);
+    assert!(!whole.long_rope());
 }
 
 /// Gemma 3 with a prompt within the window (8): the sliding layers take the pass's tokens at
@@ -529,7 +641,7 @@ fn the_estimator_sizes_phi3_gguf_as_the_engine_holds_it() {
 /// appended (candle's GGUF writer: every other tensor as it is).
 fn phi3_gguf_with(
     extra_keys: &[(&str, candle_core::quantized::gguf_file::Value)],
-    extra_tensors: &[(&str, usize)],
+    extra_tensors: &[(&str, Vec<f32>)],
 ) -> Vec<u8> {
     use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
     use candle_core::{Device, Tensor};
@@ -548,8 +660,8 @@ fn phi3_gguf_with(
         .keys()
         .map(|n| (n.clone(), content.tensor(&mut r, n, &Device::Cpu).unwrap()))
         .collect();
-    for (name, len) in extra_tensors {
-        let t = Tensor::new(vec![1.0f32; *len], &Device::Cpu).unwrap();
+    for (name, values) in extra_tensors {
+        let t = Tensor::new(values.clone(), &Device::Cpu).unwrap();
         tensors.push((
             name.to_string(),
             QTensor::quantize(&t, GgmlDType::F32).unwrap(),
@@ -562,12 +674,12 @@ fn phi3_gguf_with(
     out.into_inner()
 }
 
-/// What the engine does not implement in a Phi-3 GGUF is refused naming it: longrope (the
-/// factor tensors llama.cpp's converter writes for Phi-3 128k / 3.5, and the attention factor
-/// key) and a sliding window narrower than the context (llama.cpp ignores Phi-3's window,
-/// transformers applies it); the file itself, rewritten unchanged, still loads.
+/// What the engine does not implement in a Phi-3 GGUF is refused naming it: an attention
+/// factor without LongRoPE factors, one LongRoPE factor tensor without the other, and a
+/// sliding window narrower than the context (llama.cpp ignores Phi-3's window, transformers
+/// applies it); the file itself, rewritten unchanged, still loads.
 #[test]
-fn phi3_gguf_refuses_longrope_and_what_else_it_lacks_naming_it() {
+fn phi3_gguf_refuses_what_it_lacks_naming_it() {
     use candle_core::quantized::gguf_file::Value;
     use edgefit_engine::EngineError;
     let load = |bytes: Vec<u8>| {
@@ -575,17 +687,7 @@ fn phi3_gguf_refuses_longrope_and_what_else_it_lacks_naming_it() {
             .map(|_| ())
     };
     load(phi3_gguf_with(&[], &[])).expect("the rewritten file loads");
-    let cases: [(Vec<u8>, &str); 3] = [
-        (
-            phi3_gguf_with(
-                &[],
-                &[
-                    ("rope_factors_long.weight", 2),
-                    ("rope_factors_short.weight", 2),
-                ],
-            ),
-            "rope_factors_long.weight",
-        ),
+    let cases: [(Vec<u8>, &str); 2] = [
         (
             phi3_gguf_with(&[("phi3.rope.scaling.attn_factor", Value::F32(1.19))], &[]),
             "phi3.rope.scaling.attn_factor",
@@ -601,8 +703,128 @@ fn phi3_gguf_refuses_longrope_and_what_else_it_lacks_naming_it() {
         assert!(matches!(err, EngineError::Unsupported(_)), "{err}");
         assert!(err.to_string().contains(named), "{err}");
     }
-    let err = load(phi3_gguf_with(&[], &[("rope_factors_long.weight", 2)])).unwrap_err();
-    assert!(err.to_string().contains("longrope"), "{err}");
+    let err = load(phi3_gguf_with(
+        &[],
+        &[("rope_factors_long.weight", vec![1.0, 1.0])],
+    ))
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("rope_factors_short.weight"),
+        "{err}"
+    );
+}
+
+/// `case`'s model.safetensors with every matrix rounded to f16 (as an `--outtype f16` GGUF of
+/// it holds them; vectors stay f32).
+fn f16_matrices(case: &str) -> Vec<u8> {
+    use safetensors::{tensor::TensorView, Dtype, SafeTensors};
+    let bytes = read(case, "model.safetensors");
+    let st = SafeTensors::deserialize(&bytes).unwrap();
+    let rounded: Vec<(String, Vec<usize>, Vec<u8>)> = st
+        .tensors()
+        .into_iter()
+        .map(|(name, t)| {
+            assert_eq!(t.dtype(), Dtype::F32, "{name}");
+            let data: Vec<u8> = t
+                .data()
+                .chunks_exact(4)
+                .flat_map(|b| {
+                    let v = f32::from_le_bytes(b.try_into().unwrap());
+                    let v = if t.shape().len() == 2 {
+                        half::f16::from_f32(v).to_f32()
+                    } else {
+                        v
+                    };
+                    v.to_le_bytes()
+                })
+                .collect();
+            (name, t.shape().to_vec(), data)
+        })
+        .collect();
+    let views: Vec<(String, TensorView)> = rounded
+        .iter()
+        .map(|(n, shape, d)| {
+            (
+                n.clone(),
+                TensorView::new(Dtype::F32, shape.clone(), d).unwrap(),
+            )
+        })
+        .collect();
+    safetensors::serialize(views, None).unwrap()
+}
+
+/// Phi-3 LongRoPE from GGUF as llama.cpp's converter writes it (`rope_factors_short/long`
+/// tensors, `rope.scaling.original_context_length`, `rope.scaling.attn_factor` or none) runs
+/// exactly as the same factors from config.json on the same weights (`phi3_gguf` holds the
+/// `phi3` case's weights in f16, so the HF side reads them rounded alike; the HF path
+/// matches transformers in `phi3_longrope`), in both the short and the long regime.
+#[test]
+fn phi3_gguf_longrope_runs_as_the_hf_config_says() {
+    use candle_core::quantized::gguf_file::Value;
+    let (short, long) = (vec![1.0f32, 1.7], vec![2.5f32, 9.0]);
+    let weights = f16_matrices("phi3");
+    let mut config: serde_json::Value = serde_json::from_str(&text("phi3", "config.json")).unwrap();
+    config["original_max_position_embeddings"] = 10.into();
+    config["rope_scaling"] = serde_json::json!({"rope_type": "longrope",
+        "short_factor": short, "long_factor": long});
+    let hf = load_hf(
+        &config.to_string(),
+        &read("phi3", "tokenizer.json"),
+        Some(&text("phi3", "tokenizer_config.json")),
+        &[&weights],
+        F32,
+    )
+    .unwrap()
+    .0;
+    for attn in [None, Some(1.3f32)] {
+        let mut keys = vec![("phi3.rope.scaling.original_context_length", Value::U32(10))];
+        if let Some(a) = attn {
+            keys.push(("phi3.rope.scaling.attn_factor", Value::F32(a)));
+        }
+        let bytes = phi3_gguf_with(
+            &keys,
+            &[
+                ("rope_factors_short.weight", short.clone()),
+                ("rope_factors_long.weight", long.clone()),
+            ],
+        );
+        let gguf = edgefit_engine::gguf::load_gguf_model(
+            &mut std::io::Cursor::new(bytes),
+            F32,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let mut hf = hf.clone();
+        if let Some(a) = attn {
+            // The HF path with the same explicit attention factor.
+            let mut c = config.clone();
+            c["rope_scaling"]["attention_factor"] = a.into();
+            hf = load_hf(
+                &c.to_string(),
+                &read("phi3", "tokenizer.json"),
+                Some(&text("phi3", "tokenizer_config.json")),
+                &[&weights],
+                F32,
+            )
+            .unwrap()
+            .0;
+        }
+        assert_eq!(gguf.config.rope_scaling, hf.config.rope_scaling, "{attn:?}");
+        // 6 tokens (short factors), then 12 (long).
+        for n in [6usize, 12] {
+            let tokens: Vec<u32> = (0..n as u32).map(|i| 5 + i * 17 % 300).collect();
+            let (mut a, mut b) = (gguf.new_cache(64), hf.new_cache(64));
+            let x = gguf.forward(&tokens, &mut a, Logits::All).unwrap();
+            let y = hf.forward(&tokens, &mut b, Logits::All).unwrap();
+            assert_eq!(a.long_rope(), n > 10);
+            let worst = x
+                .iter()
+                .zip(&y)
+                .map(|(p, q)| (p - q).abs())
+                .fold(0.0f32, f32::max);
+            assert!(worst < 1e-4, "{attn:?} {n} tokens: GGUF vs HF {worst}");
+        }
+    }
 }
 
 fn refusal(case: &str, edit: impl Fn(&mut serde_json::Value)) -> String {
@@ -630,14 +852,13 @@ type RefusalCase = (&'static str, &'static str, fn(&mut serde_json::Value));
 #[test]
 fn unimplemented_features_are_refused_naming_them() {
     let cases: [RefusalCase; 5] = [
-        ("phi3", "longrope", |c| {
-            c["rope_scaling"] = serde_json::json!({"rope_type": "longrope",
-                "short_factor": [1.0], "long_factor": [1.0]});
+        ("llama", "dynamic", |c| {
+            c["rope_scaling"] = serde_json::json!({"rope_type": "dynamic", "factor": 2.0});
         }),
-        ("gemma3", "final_logit_softcapping", |c| {
+        ("qwen2", "final_logit_softcapping", |c| {
             c["final_logit_softcapping"] = 30.0.into();
         }),
-        ("gemma3", "attn_logit_softcapping", |c| {
+        ("llama", "attn_logit_softcapping", |c| {
             c["attn_logit_softcapping"] = 50.0.into();
         }),
         ("gemma3", "gelu", |c| c["hidden_activation"] = "gelu".into()),
@@ -803,6 +1024,8 @@ fn published_configs_match_transformers() {
         "gemma3_270m",
         "gemma3_4b_text",
         "phi35_mini",
+        "phi35_longrope",
+        "gemma2_9b",
     ] {
         let golden: serde_json::Value = serde_json::from_slice(&read(case, "golden.json")).unwrap();
         let (model, tok) = from_hf(case);
@@ -831,29 +1054,6 @@ fn published_configs_match_transformers() {
             "{case}: KV bytes held vs estimated"
         );
     }
-}
-
-/// Phi-3.5-mini's published `rope_scaling` (longrope, 48 long and short factors) is refused,
-/// naming it, before any tensor is read (the fixture is config.json alone).
-#[test]
-fn published_phi35_longrope_is_refused_naming_it() {
-    let err = load_hf(
-        &text("phi35_longrope", "config.json"),
-        &read("phi35_mini", "tokenizer.json"),
-        Some(&text("phi35_mini", "tokenizer_config.json")),
-        &[],
-        F32,
-    )
-    .map(|_| ())
-    .unwrap_err();
-    assert!(
-        matches!(err, edgefit_engine::EngineError::Unsupported(_)),
-        "{err}"
-    );
-    assert!(err.to_string().contains("longrope"), "{err}");
-    let est =
-        edgefit_estimate::ModelSpec::from_hf_config("", &text("phi35_longrope", "config.json"));
-    eprintln!("phi35_longrope: engine: {err}; estimator: {est:?}");
 }
 
 /// Gemma 3 4B's linear RoPE scaling (factor 8) applies to the full-attention layers only; the
