@@ -6,7 +6,7 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `config.json` | the architecture's `*ForCausalLM` keys (`hidden_size`, `num_hidden_layers`, `num_attention_heads`, `num_key_value_heads`, `head_dim`, `intermediate_size`, `vocab_size`, `max_position_embeddings`, `rope_theta`, `rms_norm_eps`, `tie_word_embeddings`, `hidden_act`, `torch_dtype`, `bos_token_id`/`eos_token_id` when known, `rope_scaling` (`linear`, `llama3`) when scaled; per-pair divisors from a GGUF `rope_freqs.weight` are refused), plus `edgefit_layers` for a pruned model |
+//! | `config.json` | the architecture's `*ForCausalLM` keys (`hidden_size`, `num_hidden_layers`, `num_attention_heads`, `num_key_value_heads`, `head_dim`, `intermediate_size`, `vocab_size`, `max_position_embeddings`, `rope_theta`, `rms_norm_eps`, `tie_word_embeddings`, `hidden_act`, `torch_dtype`, `bos_token_id`/`eos_token_id` when known (every stop token, a list when several), `rope_scaling` (`linear`, `llama3`, `yarn`, `longrope`) when scaled; per-pair divisors from a GGUF `rope_freqs.weight` are refused), plus `edgefit_layers` for a pruned model |
 //! | `tokenizer.json` | the tokenizer ([`TextTokenizer::to_json`]) |
 //! | `tokenizer_config.json` | `bos_token`, `eos_token`, `add_bos_token`, `chat_template` when the tokenizer knows them |
 //! | `model.safetensors` | every tensor under its HF name, in the chosen [`ExportDType`] (norms too), with q/k rows in HF's rotate-half order |
@@ -33,7 +33,10 @@
 //! loader reads: `{arch}.*` metadata with the unpruned shape, the tokenizer as `tokenizer.ggml.*`
 //! fields (byte-level BPE with a pre-tokenizer edgefit names: `gpt2`, `smollm`, `llama3`,
 //! `qwen2`), the chat template, RoPE scaling (`rope.scaling.type = linear` with its factor, or
-//! Llama 3.x as the per-pair divisors tensor `rope_freqs.weight`, as llama.cpp writes it), and for a pruned model the `edgefit.layers.*` arrays described
+//! Llama 3.x as the per-pair divisors tensor `rope_freqs.weight`, as llama.cpp writes it; YaRN
+//! as `rope.scaling.type = yarn` with its factor, original context and betas when its attention
+//! factor is llama.cpp's; LongRoPE as the `rope_factors_short/long.weight` tensors with
+//! `rope.scaling.attn_factor` and `.original_context_length`), and for a pruned model the `edgefit.layers.*` arrays described
 //! in [`crate::gguf`]. Tensors are F32, F16 or Q8_0 ([`GgufDType`]; norms always F32; a
 //! matrix whose width is not a multiple of 32 falls back from Q8_0 to F16). Q8_0 goes through
 //! ggml's quantizer (candle-core's), which reproduces Q8_0 blocks read from a GGUF exactly.
@@ -220,8 +223,16 @@ pub fn config_json(
     if let Some(bos) = tokenizer.bos_id() {
         obj.insert("bos_token_id".to_string(), bos.into());
     }
+    // Every stop token, the end-of-sequence one first (a list when there are several, as Llama
+    // 3.x Instruct's config.json has), so the files stop generation where this model does.
     if let Some(eos) = id(tokenizer.eos_text()).or(tokenizer.stop_ids().first().copied()) {
-        obj.insert("eos_token_id".to_string(), eos.into());
+        let mut ids = vec![eos];
+        ids.extend(tokenizer.stop_ids().iter().filter(|&&i| i != eos));
+        let value = match ids[..] {
+            [one] => one.into(),
+            _ => ids.into(),
+        };
+        obj.insert("eos_token_id".to_string(), value);
     }
     if arch.config_biases {
         // Llama's one `attention_bias` key covers q, k, v and o together.

@@ -1112,6 +1112,20 @@ fn every_eos_id_of_a_config_list_stops() {
     assert!(err.to_string().contains("eos_token_id"), "{err}");
     let err = load(&config.replace(list, "\"eos_token_id\": [0, \"x\"]")).expect_err("not an id");
     assert!(err.to_string().contains("eos_token_id"), "{err}");
+    // An HF export writes the whole list back, and the files stop where the model does.
+    let (model, tok) = load(&config).unwrap();
+    let exported: serde_json::Value = serde_json::from_str(
+        &edgefit_engine::export::config_json(
+            &model.config,
+            &tok,
+            edgefit_engine::export::ExportDType::F32,
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut ids: Vec<u64> = serde_json::from_value(exported["eos_token_id"].clone()).unwrap();
+    ids.sort_unstable();
+    assert_eq!(ids, [0, 1, 2], "{}", exported["eos_token_id"]);
 }
 
 /// Llama with `attention_bias` and `mlp_bias` (biases on q, k, v, o, gate, up, down): both

@@ -214,6 +214,51 @@ fn llama3_and_linear_round_trip_through_both_exporters() {
     assert_eq!(max_diff(&logits(&g, &TOKENS), &logits(&lin, &TOKENS)), 0.0);
 }
 
+/// YaRN and LongRoPE round-trip through the exporters: YaRN as llama.cpp's keys (GGUF) and a
+/// `rope_scaling` object (HF), LongRoPE as the two factor tensors and the attention factor key
+/// (GGUF) and its `rope_scaling` object (HF); the reloaded models give the same logits. A YaRN
+/// with an attention factor llama.cpp would not compute has no GGUF form and is refused.
+#[test]
+fn yarn_and_longrope_round_trip_through_both_exporters() {
+    let half = hf_model(|_| {}).unwrap().0.config.rotary_dim() / 2;
+    let factors = |step: f32| (0..half).map(|i| 1.0 + step * i as f32).collect::<Vec<_>>();
+    let scalings = [
+        json!({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}),
+        json!({"rope_type": "longrope", "original_max_position_embeddings": 4,
+               "short_factor": factors(0.25), "long_factor": factors(2.0)}),
+    ];
+    for scaling in scalings {
+        let (m, tok) = hf_model(|c| {
+            c.insert("rope_scaling".into(), scaling.clone());
+        })
+        .unwrap();
+        let want = logits(&m, &TOKENS);
+        let bytes = gguf_bytes(&m, &tok, GgufDType::F32).unwrap();
+        let (g, _) =
+            edgefit_engine::gguf::load_gguf(&mut std::io::Cursor::new(bytes), F32, &mut |_, _| {})
+                .unwrap();
+        assert_eq!(g.config.rope_scaling, m.config.rope_scaling, "{scaling}");
+        assert_eq!(max_diff(&logits(&g, &TOKENS), &want), 0.0, "{scaling}");
+        let text = config_json(&m.config, &tok, ExportDType::F32).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let (back, _) = hf_model(|c| {
+            c.insert("rope_scaling".into(), v["rope_scaling"].clone());
+        })
+        .unwrap();
+        assert_eq!(back.config.rope_scaling, m.config.rope_scaling, "{scaling}");
+        assert_eq!(max_diff(&logits(&back, &TOKENS), &want), 0.0, "{scaling}");
+    }
+    let (odd, tok) = hf_model(|c| {
+        c.insert(
+            "rope_scaling".into(),
+            json!({"rope_type": "yarn", "factor": 4.0, "attention_factor": 1.0}),
+        );
+    })
+    .unwrap();
+    let err = gguf_bytes(&odd, &tok, GgufDType::F32).unwrap_err();
+    assert!(err.to_string().contains("YaRN"), "{err}");
+}
+
 #[test]
 fn unimplemented_rope_kinds_are_refused_naming_the_kind() {
     // `dynamic` NTK recomputes the frequencies from the sequence length at every pass
