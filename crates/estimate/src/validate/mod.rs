@@ -24,12 +24,12 @@
 //! 2. `decode_bandwidth_fraction` `η_d` from its decode points — on a CPU runtime with a
 //!    kernel roof, only from points of unquantized formats (f32/f16/bf16, which no unpacking
 //!    kernel bounds), else the prior stays;
-//! 3. `decode_kernel_fraction` `κ` (CPU runtimes with a kernel roof) from its decode points
-//!    of quantized formats (bisection in log space over [[`FIT_MIN`], 1]);
-//! 4. `η_c` again with the new `η_d` and `κ`.
+//! 3. `decode_weights_per_cycle` `ρ` (CPU runtimes with a kernel roof) from its decode points
+//!    of quantized formats (bisection in log space over [[`FIT_MIN`], [`crate::runtime::MAX_WEIGHTS_PER_CYCLE`]]);
+//! 4. `η_c` again with the new `η_d` and `ρ`.
 //!
 //! Each step solves, per point, the value that makes the estimate equal the measurement (the
-//! estimate is monotone in it; bisection over [[`FIT_MIN`], 1] to 2^-30; a point beyond
+//! estimate is monotone in it; bisection over [[`FIT_MIN`], 1] (fractions) or the ρ range above; a point beyond
 //! reach at a bound takes that bound). The value kept is a **median of per-source medians**:
 //! each source's points give the median of their solutions, and the parameter is the median
 //! over the sources, so each source is one vote — a source with many points (one device, one
@@ -322,7 +322,7 @@ pub fn validate() -> Result<ValidationReport> {
                         *u,
                         ru.compute_fraction,
                         ru.decode_bandwidth_fraction,
-                        ru.decode_kernel_fraction,
+                        ru.decode_weights_per_cycle,
                     )
                 })
                 .collect::<Vec<_>>()
@@ -411,7 +411,7 @@ impl ValidationReport {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "fitted (whole set): runtime unit compute_fraction decode_bandwidth_fraction decode_kernel_fraction"
+            "fitted (whole set): runtime unit compute_fraction decode_bandwidth_fraction decode_weights_per_cycle"
         );
         for (rt, u, cf, bw, w) in &self.fitted {
             let w = w.map(|w| format!("{w:.3}")).unwrap_or_else(|| "-".into());
