@@ -16,7 +16,13 @@
 //! ≥ prompt + generated, at least 256: it matters only to a static-shape runtime such as QNN,
 //! whose attention spans the whole context), f16 KV cache (what the runtimes measured use),
 //! batch 1, the top frequency (no throttling). Prefill tok/s and decode tok/s
-//! are compared with the measured figures where the source gives them.
+//! are compared with the measured figures where the source gives them. A source whose harness
+//! times its decode from another cache depth than the point's prompt (`decode_depth` in
+//! `map.json`: llama-bench's `tgN` test generates into an empty cache) has its decode
+//! estimated at that depth (the steps at cache lengths `d, d+1, …`, `d` at least 1), its
+//! prefill at the prompt. The output head takes the format the runtime's files store it in
+//! where that differs from the layers' (`head_weights`: llama.cpp's quantizer writes
+//! `output.weight` as Q6_K in q4_0, q4_K_M and q6_K files).
 //!
 //! # The fit ([`fit_runtimes`]): two or three numbers per runtime × unit, shared by every device
 //! For each (runtime, unit) with points, in this order, from the committed priors:

@@ -22,7 +22,11 @@ pub(super) fn speeds_of(c: &Case, profiles: &[RuntimeProfile]) -> Result<(f64, f
                 reason: format!("no profile for runtime {}", c.runtime),
             })?;
     let s = crate::speed::speeds(&c.spec, &c.deployment, &c.device, rt)?;
-    Ok((s.prefill_tok_s, s.decode_tok_s))
+    let decode = match &c.decode_deployment {
+        Some(d) => crate::speed::speeds(&c.spec, d, &c.device, rt)?.decode_tok_s,
+        None => s.decode_tok_s,
+    };
+    Ok((s.prefill_tok_s, decode))
 }
 
 /// A fitted parameter of a runtime × unit.
