@@ -24,9 +24,10 @@
 //!   before the dot product, so a 4-bit CPU decode is bound by instructions before bandwidth
 //!   with few threads) — **fitted**. The roof is per cycle of the cores used, not per SIMD
 //!   lane: the published CPU decodes of quantized weights retire about the same weights per
-//!   cycle on 2-pipe and 4-pipe cores (llama.cpp: Cortex-A76 on the Raspberry Pi 5 2.4,
+//!   cycle on 2-pipe and 4-pipe cores (llama.cpp: Cortex-A76 on the Raspberry Pi 5 2.2–2.3,
 //!   Cortex-X3/A715 on the Snapdragon 8 Gen 2 2.5, Oryon on the Snapdragon 8 Elite Gen 5 2.8;
-//!   ExecuTorch XNNPACK: Cortex-X4/A720 5.4, the A17 Pro's Everest 5.2), so the kernel is bound
+//!   ExecuTorch XNNPACK: Cortex-X4/A720 4.9, the A17 Pro's Everest 5.2; measured tok/s × the
+//!   weights a token multiplies ÷ Σ f_core), so the kernel is bound
 //!   by its per-block scalar work (scales, conversion, reduction), not by the NEON width;
 ////! - `default_threads` (CPU only; `null` = the device's `default_threads`);
 //! - `api_fractions` (GPU): `η_c` and `η_d` per GPU programming interface (the device unit's
