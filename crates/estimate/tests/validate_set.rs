@@ -253,7 +253,10 @@ fn map_head_format_and_decode_depth_reach_the_cases() {
     assert_eq!(d.deployment.weights, WeightFormat::Q4_0);
     assert_eq!(d.deployment.embedding_weights, Some(WeightFormat::Q6K));
     assert_eq!(d.deployment.prompt_tokens, 512);
-    let dd = d.decode_deployment.as_ref().expect("llama-bench decode depth");
+    let dd = d
+        .decode_deployment
+        .as_ref()
+        .expect("llama-bench decode depth");
     assert_eq!(dd.prompt_tokens, 1);
     let spec = preset(&d.preset).unwrap();
     let dev = device(&d.device_id).unwrap();
