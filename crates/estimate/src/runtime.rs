@@ -19,13 +19,17 @@
 //!   — `η_d` is **fitted**;
 //! - `op_overhead_us` `o`: fixed cost per op of the estimator's op table (≈ one kernel launch
 //!   or one thread barrier), and `token_overhead_us` `τ`: fixed cost per forward pass;
-//! - `decode_kernel_fraction` `κ` (CPU only): fraction of the cores' peak at the compute
-//!   precision its decode GEMV kernel reaches for quantized formats (it unpacks every weight
+//! - `decode_weights_per_cycle` `ρ` (CPU only): weights per cycle per core that its decode
+//!   GEMV kernel retires for quantized formats (it unpacks every weight and scales every block
 //!   before the dot product, so a 4-bit CPU decode is bound by instructions before bandwidth
-//!   with few threads) — **fitted**. The roof follows what the cores issue per cycle (clock ×
-//!   SIMD width × the int8 multiplier of SDOT, never i8mm: one activation row), not one rate per core: a 4-pipe
-//!   Apple P-core retires twice the NEON work of a 2-pipe Cortex-A76 per cycle;
-//! - `default_threads` (CPU only; `null` = the device's `default_threads`);
+//!   with few threads) — **fitted**. The roof is per cycle of the cores used, not per SIMD
+//!   lane: the published CPU decodes of quantized weights retire about the same weights per
+//!   cycle on 2-pipe and 4-pipe cores (llama.cpp: Cortex-A76 on the Raspberry Pi 5 2.2–2.3,
+//!   Cortex-X3/A715 on the Snapdragon 8 Gen 2 2.5, Oryon on the Snapdragon 8 Elite Gen 5 2.8;
+//!   ExecuTorch XNNPACK: Cortex-X4/A720 4.9, the A17 Pro's Everest 5.2; measured tok/s × the
+//!   weights a token multiplies ÷ Σ f_core), so the kernel is bound
+//!   by its per-block scalar work (scales, conversion, reduction), not by the NEON width;
+////! - `default_threads` (CPU only; `null` = the device's `default_threads`);
 //! - `api_fractions` (GPU): `η_c` and `η_d` per GPU programming interface (the device unit's
 //!   `api`: `metal`, `opencl`, `vulkan`), for a runtime whose backends per interface are
 //!   separate kernel sets (llama.cpp: ggml-metal on Apple GPUs, ggml-opencl on Adreno); each
@@ -43,10 +47,8 @@
 //! compute  = peak · η_c in prefill; peak in decode (a batch-1 GEMV is bound by bytes or by
 //!            the CPU's unpacking kernel, not by GEMM efficiency)
 //! BW_phase = BW_theoretical · η_phase · min(1, t / t_sat)        (t_sat: cores that saturate DRAM)
-//! rate     = decode of a quantized format on a CPU (weights/s; a GEMV does 2 ops per weight):
-//!            κ · peak_sdot / 2, with peak_sdot the cluster peak above over the t threads used
-//!            at the SDOT multiplier (m = 4 for int8): a batch-1 GEMV has one activation row,
-//!            and i8mm's SMMLA multiplies two-row blocks, so GEMV kernels use SDOT
+//! rate     = decode of a quantized format on a CPU (weights/s): ρ · Σ f_core over the t
+//!            cores used (the t fastest, as for the peak), whatever their SIMD width or i8mm
 //! t_op     = max(FLOPs / compute, bytes / BW_phase, weights / rate) + o
 //! t_pass   = Σ ops t_op + τ
 //! ```
@@ -88,12 +90,11 @@ pub struct RuntimeUnit {
     pub op_overhead_us: f64,
     /// Fixed cost per forward pass (decode step or prefill chunk), µs.
     pub token_overhead_us: f64,
-    /// CPU only: fraction `κ` of the threads' peak at the compute precision (the cluster peak,
-    /// `Σ_t f · FLOP/cycle · m`) that the runtime's decode GEMV kernel reaches for quantized
-    /// formats (everything but f32/f16/bf16): the instruction-bound kernel roof
-    /// `κ · peak / 2` weights/s of a CPU decode (2 ops per weight). `None`: no such roof.
+    /// CPU only: weights per cycle per core `ρ` that the runtime's decode GEMV kernel retires
+    /// for quantized formats (everything but f32/f16/bf16): the instruction-bound kernel roof
+    /// `ρ · Σ_t f_core` weights/s of a CPU decode over the `t` cores used. `None`: no such roof.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decode_kernel_fraction: Option<f64>,
+    pub decode_weights_per_cycle: Option<f64>,
     /// CPU only: whether its int8 kernels use the i8mm matrix instructions (SMMLA, 8× the f32
     /// rate) where the CPU has them; `false`: SDOT dot products (4×) at best.
     #[serde(default = "yes")]
@@ -259,11 +260,11 @@ impl RuntimeProfile {
                     ));
                 }
             }
-            if let Some(k) = r.decode_kernel_fraction {
-                if !(k.is_finite() && k > 0.0 && k <= 1.0) {
+            if let Some(w) = r.decode_weights_per_cycle {
+                if !(w.is_finite() && w > 0.0 && w <= MAX_WEIGHTS_PER_CYCLE) {
                     return Err(bad(
-                        format!("units.{u}.decode_kernel_fraction"),
-                        format!("{k} must be in (0, 1]"),
+                        format!("units.{u}.decode_weights_per_cycle"),
+                        format!("{w} must be in (0, {MAX_WEIGHTS_PER_CYCLE}]"),
                     ));
                 }
             }
@@ -311,6 +312,10 @@ impl RuntimeUnit {
             .map(|(k, f)| (k.as_str(), f))
     }
 }
+
+/// Largest `decode_weights_per_cycle` a profile may give (and the fit may reach): 64 weights a
+/// cycle is four 128-bit SDOT pipes each taking 16 int8 weights, with no unpacking at all.
+pub const MAX_WEIGHTS_PER_CYCLE: f64 = 64.0;
 
 fn yes() -> bool {
     true
@@ -492,22 +497,18 @@ pub(crate) fn resolve(
         compute_fraction: 1.0,
         ..phase(ru.decode_bandwidth_fraction)
     };
-    // The decode GEMV's instruction roof: κ of the threads' cluster peak at the compute
-    // precision (SIMD width, clock and the SDOT multiplier of the cores used), 2 ops per
-    // weight: rate = κ · peak / 2 weights/s. A batch-1 GEMV has one activation row, and SMMLA
-    // (i8mm) multiplies blocks of two rows, so the GEMV kernels multiply with SDOT even where
-    // the format's GEMM uses i8mm (ggml-cpu's repacked q4_0 GEMV, `ggml_gemv_q4_0_4x8_q8_0`,
-    // is built on `vdotq_s32`): the roof takes the SDOT peak.
+    // The decode GEMV's instruction roof: ρ weights per cycle on each core used, at its top
+    // clock: rate = ρ · Σ_t f_core. Per cycle, not per SIMD lane or i8mm: a batch-1 GEMV has
+    // one activation row (SMMLA multiplies two-row blocks, so the GEMV kernels multiply with
+    // SDOT: ggml-cpu's repacked q4_0 GEMV, `ggml_gemv_q4_0_4x8_q8_0`, is built on
+    // `vdotq_s32`), and the published decodes retire about the same weights per cycle on 2-pipe
+    // and 4-pipe cores (see the module docs).
     if is_quantized(dep.weights) {
-        let gemv_peak = if cpu.features.i8mm {
-            let mut u = cpu.clone();
-            u.features.i8mm = false;
-            threads.and_then(|t| u.cluster_peak(compute, t))
-        } else {
-            cluster_peak
-        };
-        if let (Some(k), Some(p)) = (ru.decode_kernel_fraction, gemv_peak) {
-            decode.weight_rate_gws = Some(k * p / 2.0);
+        if let (Some(w), Some(ghz)) = (
+            ru.decode_weights_per_cycle,
+            threads.and_then(|t| unit.cluster_ghz(t)),
+        ) {
+            decode.weight_rate_gws = Some(w * ghz);
         }
     }
     Ok(Exec {
@@ -596,14 +597,16 @@ mod tests {
         assert!(msg.contains("units.cpu.api_fractions"), "{msg}");
     }
 
-    /// The CPU decode kernel roof follows what the cores issue per cycle: κ · peak / 2 with the
-    /// SDOT peak of the threads used, so twice the SIMD width doubles it and i8mm does not
-    /// (a one-row GEMV multiplies with SDOT), while i8mm doubles the prefill peak of the
-    /// formats whose GEMM kernels use it (llama.cpp: q4_0, not q6_k).
+    /// The CPU decode kernel roof is ρ weights per cycle on each core used: ρ · Σ f_core over
+    /// the threads' cores, so a faster clock raises it in proportion and neither twice the SIMD
+    /// width nor i8mm does (a one-row GEMV multiplies with SDOT), while i8mm doubles the
+    /// prefill peak of the formats whose GEMM kernels use it (llama.cpp: q4_0, not q6_k).
     #[test]
-    fn cpu_decode_kernel_roof_follows_simd_width_and_int8_multiplier() {
+    fn cpu_decode_kernel_roof_is_per_cycle_of_the_cores_used() {
         let rt = runtime_profile(Runtime::Llamacpp).unwrap();
-        let k = rt.units[&ComputeUnit::Cpu].decode_kernel_fraction.unwrap();
+        let w = rt.units[&ComputeUnit::Cpu]
+            .decode_weights_per_cycle
+            .unwrap();
         let dep = |w| Deployment {
             weights: w,
             unit: Some(ComputeUnit::Cpu),
@@ -619,15 +622,20 @@ mod tests {
                 .unwrap()
         };
         let pi = crate::device::device("raspberry-pi-5").unwrap();
-        let cpu = pi.unit(ComputeUnit::Cpu).unwrap();
-        let peak = cpu.cluster_peak(ComputeDtype::Int8, 2).unwrap();
-        assert!((rate(&pi, WeightFormat::Q4_0) - k * peak / 2.0).abs() < 1e-9);
+        // Two Cortex-A76 at 2.4 GHz.
+        assert!((rate(&pi, WeightFormat::Q4_0) - w * 2.0 * 2.4).abs() < 1e-9);
         let mut wide = pi.clone();
         for c in &mut wide.units.get_mut(&ComputeUnit::Cpu).unwrap().clusters {
             c.f32_flops_per_cycle *= 2.0;
         }
         let r = rate(&wide, WeightFormat::Q4_0) / rate(&pi, WeightFormat::Q4_0);
-        assert!((r - 2.0).abs() < 1e-9, "{r}");
+        assert!((r - 1.0).abs() < 1e-9, "{r}");
+        let mut fast = pi.clone();
+        for c in &mut fast.units.get_mut(&ComputeUnit::Cpu).unwrap().clusters {
+            c.freq_mhz *= 1.5;
+        }
+        let r = rate(&fast, WeightFormat::Q4_0) / rate(&pi, WeightFormat::Q4_0);
+        assert!((r - 1.5).abs() < 1e-9, "{r}");
         // i8mm doubles the prefill peak of the formats whose GEMM uses it (q4_0), but not the
         // decode GEMV roof: one activation row multiplies with SDOT.
         let mut mm = pi.clone();
@@ -642,8 +650,13 @@ mod tests {
         };
         let r = prefill_peak(&mm) / prefill_peak(&pi);
         assert!((r - 2.0).abs() < 1e-9, "{r}");
-        let r = rate(&mm, WeightFormat::Q6K) / rate(&pi, WeightFormat::Q6K);
-        assert!((r - 1.0).abs() < 1e-9, "{r}");
+        // A hostile value is a named error.
+        let mut v = serde_json::to_value(&rt).unwrap();
+        v["units"]["cpu"]["decode_weights_per_cycle"] = 100.0.into();
+        let msg = RuntimeProfile::from_json(&v.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("units.cpu.decode_weights_per_cycle"), "{msg}");
         // Unquantized weights have no unpacking kernel, so no such roof.
         let d = resolve(&pi, ComputeUnit::Cpu, &dep(WeightFormat::F16), &rt).unwrap();
         assert_eq!(d.decode.weight_rate_gws, None);

@@ -16,7 +16,13 @@
 //! ≥ prompt + generated, at least 256: it matters only to a static-shape runtime such as QNN,
 //! whose attention spans the whole context), f16 KV cache (what the runtimes measured use),
 //! batch 1, the top frequency (no throttling). Prefill tok/s and decode tok/s
-//! are compared with the measured figures where the source gives them.
+//! are compared with the measured figures where the source gives them. A source whose harness
+//! times its decode from another cache depth than the point's prompt (`decode_depth` in
+//! `map.json`: llama-bench's `tgN` test generates into an empty cache) has its decode
+//! estimated at that depth (the steps at cache lengths `d, d+1, …`, `d` at least 1), its
+//! prefill at the prompt. The output head takes the format the runtime's files store it in
+//! where that differs from the layers' (`head_weights`: llama.cpp's quantizer writes
+//! `output.weight` as Q6_K in q4_0, q4_K_M and q6_K files).
 //!
 //! # The fit ([`fit_runtimes`]): two or three numbers per runtime × unit, shared by every device
 //! For each (runtime, unit) with points, in this order, from the committed priors:
@@ -24,12 +30,12 @@
 //! 2. `decode_bandwidth_fraction` `η_d` from its decode points — on a CPU runtime with a
 //!    kernel roof, only from points of unquantized formats (f32/f16/bf16, which no unpacking
 //!    kernel bounds), else the prior stays;
-//! 3. `decode_kernel_fraction` `κ` (CPU runtimes with a kernel roof) from its decode points
-//!    of quantized formats (bisection in log space over [[`FIT_MIN`], 1]);
-//! 4. `η_c` again with the new `η_d` and `κ`.
+//! 3. `decode_weights_per_cycle` `ρ` (CPU runtimes with a kernel roof) from its decode points
+//!    of quantized formats (bisection in log space over [[`FIT_MIN`], [`crate::runtime::MAX_WEIGHTS_PER_CYCLE`]]);
+//! 4. `η_c` again with the new `η_d` and `ρ`.
 //!
 //! Each step solves, per point, the value that makes the estimate equal the measurement (the
-//! estimate is monotone in it; bisection over [[`FIT_MIN`], 1] to 2^-30; a point beyond
+//! estimate is monotone in it; bisection over [[`FIT_MIN`], 1] (fractions) or the ρ range above; a point beyond
 //! reach at a bound takes that bound). The value kept is a **median of per-source medians**:
 //! each source's points give the median of their solutions, and the parameter is the median
 //! over the sources, so each source is one vote — a source with many points (one device, one
@@ -322,7 +328,7 @@ pub fn validate() -> Result<ValidationReport> {
                         *u,
                         ru.compute_fraction,
                         ru.decode_bandwidth_fraction,
-                        ru.decode_kernel_fraction,
+                        ru.decode_weights_per_cycle,
                     )
                 })
                 .collect::<Vec<_>>()
@@ -411,7 +417,7 @@ impl ValidationReport {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "fitted (whole set): runtime unit compute_fraction decode_bandwidth_fraction decode_kernel_fraction"
+            "fitted (whole set): runtime unit compute_fraction decode_bandwidth_fraction decode_weights_per_cycle"
         );
         for (rt, u, cf, bw, w) in &self.fitted {
             let w = w.map(|w| format!("{w:.3}")).unwrap_or_else(|| "-".into());

@@ -22,7 +22,11 @@ pub(super) fn speeds_of(c: &Case, profiles: &[RuntimeProfile]) -> Result<(f64, f
                 reason: format!("no profile for runtime {}", c.runtime),
             })?;
     let s = crate::speed::speeds(&c.spec, &c.deployment, &c.device, rt)?;
-    Ok((s.prefill_tok_s, s.decode_tok_s))
+    let decode = match &c.decode_deployment {
+        Some(d) => crate::speed::speeds(&c.spec, d, &c.device, rt)?.decode_tok_s,
+        None => s.decode_tok_s,
+    };
+    Ok((s.prefill_tok_s, decode))
 }
 
 /// A fitted parameter of a runtime × unit.
@@ -33,7 +37,7 @@ enum Param {
     /// `decode_bandwidth_fraction`, from decode points (of unquantized formats when the unit
     /// has a kernel roof).
     Bandwidth,
-    /// `decode_kernel_fraction`, from decode points of quantized formats.
+    /// `decode_weights_per_cycle`, from decode points of quantized formats.
     Kernel,
 }
 
@@ -46,7 +50,8 @@ impl Param {
     }
     fn bounds(self) -> (f64, f64) {
         match self {
-            Param::Compute | Param::Bandwidth | Param::Kernel => (FIT_MIN, 1.0),
+            Param::Compute | Param::Bandwidth => (FIT_MIN, 1.0),
+            Param::Kernel => (FIT_MIN, crate::runtime::MAX_WEIGHTS_PER_CYCLE),
         }
     }
 }
@@ -59,14 +64,14 @@ fn set_param(p: &mut RuntimeProfile, unit: ComputeUnit, api: Option<&str>, param
         match param {
             Param::Compute => f.compute_fraction = v,
             Param::Bandwidth => f.decode_bandwidth_fraction = v,
-            Param::Kernel => u.decode_kernel_fraction = Some(v),
+            Param::Kernel => u.decode_weights_per_cycle = Some(v),
         }
         return;
     }
     match param {
         Param::Compute => u.compute_fraction = v,
         Param::Bandwidth => u.decode_bandwidth_fraction = v,
-        Param::Kernel => u.decode_kernel_fraction = Some(v),
+        Param::Kernel => u.decode_weights_per_cycle = Some(v),
     }
 }
 
@@ -173,7 +178,7 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
             if ru.device_figures {
                 continue;
             }
-            let kernel_roof = ru.decode_kernel_fraction.is_some();
+            let kernel_roof = ru.decode_weights_per_cycle.is_some();
             if param == Param::Kernel && !kernel_roof {
                 continue;
             }
@@ -216,7 +221,7 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
             let id = p.id;
             for (unit, ru) in p.units.iter_mut() {
                 if ru.device_figures
-                    || (param == Param::Kernel && ru.decode_kernel_fraction.is_none())
+                    || (param == Param::Kernel && ru.decode_weights_per_cycle.is_none())
                 {
                     continue;
                 }
@@ -245,7 +250,7 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
                         (Param::Bandwidth, Some(f)) => f.decode_bandwidth_fraction = v,
                         (Param::Compute, None) => ru.compute_fraction = v,
                         (Param::Bandwidth, None) => ru.decode_bandwidth_fraction = v,
-                        (Param::Kernel, _) => ru.decode_kernel_fraction = Some(v),
+                        (Param::Kernel, _) => ru.decode_weights_per_cycle = Some(v),
                     }
                 }
             }

@@ -138,9 +138,17 @@ pub struct SlugMap {
     pub weights: BTreeMap<String, WeightFormat>,
     /// Point id → format (overrides `weights`).
     pub point_weights: BTreeMap<String, WeightFormat>,
+    /// `runtime/slug` → format of the output head (`lm_head`, and the embedding when tied)
+    /// where the files that runtime loads store it in another format than the layers (e.g.
+    /// llama.cpp's quantizer writes `output.weight` as Q6_K in q4_0, q4_K_M and q6_K files).
+    pub head_weights: BTreeMap<String, WeightFormat>,
     /// Point id → compute precision the source states (e.g. fp16 activations of a `w4`
     /// NPU model rather than the runtime's integer default).
     pub point_compute: BTreeMap<String, crate::format::ComputeDtype>,
+    /// Source id → tokens in the KV cache when its timed decode starts, where the source's
+    /// harness says so (llama-bench's `tgN` test decodes into an empty cache: `-d` depth 0 by
+    /// default), instead of the point's prompt.
+    pub decode_depth: BTreeMap<String, u32>,
     /// Point id → why it is skipped.
     pub skip: BTreeMap<String, String>,
     /// Point id → why its prefill figure is not used (its decode figure is).
@@ -162,6 +170,9 @@ pub struct Case {
     pub preset: String,
     /// The deployment estimated.
     pub deployment: Deployment,
+    /// The deployment whose decode is compared, when the decode ran at another cache depth
+    /// than after the point's prompt ([`SlugMap::decode_depth`]); `None`: `deployment`.
+    pub decode_deployment: Option<Deployment>,
     /// Runtime.
     pub runtime: Runtime,
     /// Unit.
@@ -268,14 +279,29 @@ fn case_of(source: &str, p: &Point, map: &SlugMap) -> std::result::Result<Case, 
         runtime: Some(runtime),
         threads: p.threads,
         compute: map.point_compute.get(&p.id).copied(),
+        embedding_weights: map
+            .head_weights
+            .get(&format!(
+                "{}/{}",
+                p.runtime.as_deref().unwrap_or(""),
+                p.weights.as_deref().unwrap_or("")
+            ))
+            .copied(),
         ..Deployment::default()
     };
+    // A decode timed from cache depth d runs its steps at cache lengths d, d+1, …: the same
+    // deployment with a prompt of d tokens (at least 1, the first step's own position).
+    let decode_deployment = map.decode_depth.get(source).map(|&d| Deployment {
+        prompt_tokens: d.max(1),
+        ..deployment.clone()
+    });
     Ok(Case {
         source: source.to_string(),
         point,
         device_id: device_id.clone(),
         preset: preset_id.clone(),
         deployment,
+        decode_deployment,
         runtime,
         unit,
         spec,
