@@ -29,7 +29,7 @@
 //!   ExecuTorch XNNPACK: Cortex-X4/A720 4.9, the A17 Pro's Everest 5.2; measured tok/s × the
 //!   weights a token multiplies ÷ Σ f_core), so the kernel is bound
 //!   by its per-block scalar work (scales, conversion, reduction), not by the NEON width;
-////! - `default_threads` (CPU only; `null` = the device's `default_threads`);
+//! - `default_threads` (CPU only; `null` = the device's `default_threads`);
 //! - `api_fractions` (GPU): `η_c` and `η_d` per GPU programming interface (the device unit's
 //!   `api`: `metal`, `opencl`, `vulkan`), for a runtime whose backends per interface are
 //!   separate kernel sets (llama.cpp: ggml-metal on Apple GPUs, ggml-opencl on Adreno); each
