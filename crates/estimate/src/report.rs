@@ -105,7 +105,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
     let exec = resolve(device, unit_id, dep, &rt)?;
     warnings.extend(exec.warnings.iter().cloned());
     let compute = exec.compute;
-    let embedding = dep.embedding_weights.unwrap_or(dep.weights);
+    let embedding = crate::runtime::head_weights(dep, &rt, spec);
     let loader = dep.loader.unwrap_or(device.memory.loader);
     let ambient = dep.ambient_c.unwrap_or(device.thermal.ambient_c);
     let ceiling = match dep.policy {

@@ -66,6 +66,7 @@ use crate::device::DeviceProfile;
 use crate::error::{json_error_in, out_of_range, EstimateError, Result};
 use crate::format::{ComputeDtype, ComputeUnit, WeightFormat};
 use crate::latency::PhaseRoof;
+use crate::spec::ModelSpec;
 
 /// What one runtime does on one compute unit (see the module docs for the formulas).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -146,6 +147,50 @@ pub struct RuntimeProfile {
     /// file's value is the prior used where no validation point constrains it).
     #[serde(default)]
     pub fitted: Vec<String>,
+    /// The format the runtime's quantized files hold the output head in (and a tied
+    /// embedding), where a deployment does not name one ([`QuantizedHead`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantized_head: Option<QuantizedHead>,
+}
+
+/// How a runtime's quantizer stores the output head of a model whose layers are in one of
+/// `layer_formats` (llama.cpp's `llama-quantize`: Q6_K, or Q8_0 when the rows' width is not a
+/// multiple of Q6_K's 256-wide blocks): `format` when the hidden size is a multiple of
+/// `row_block`, else `otherwise`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuantizedHead {
+    pub format: WeightFormat,
+    pub row_block: u32,
+    pub otherwise: WeightFormat,
+    pub layer_formats: Vec<WeightFormat>,
+}
+
+impl RuntimeProfile {
+    /// The output head's format for layers in `weights` and hidden size `hidden`, when the
+    /// runtime's files fix it ([`RuntimeProfile::quantized_head`]); `None`: the layers'.
+    pub fn head_format(&self, weights: WeightFormat, hidden: u32) -> Option<WeightFormat> {
+        let q = self.quantized_head.as_ref()?;
+        q.layer_formats.contains(&weights).then(|| {
+            if q.row_block > 0 && hidden.is_multiple_of(q.row_block) {
+                q.format
+            } else {
+                q.otherwise
+            }
+        })
+    }
+}
+
+/// The format of a deployment's embedding and output head: the one it names, else the runtime's
+/// for its layer format ([`RuntimeProfile::head_format`]), else the layers'.
+pub(crate) fn head_weights(
+    dep: &Deployment,
+    rt: &RuntimeProfile,
+    spec: &ModelSpec,
+) -> WeightFormat {
+    dep.embedding_weights
+        .or_else(|| rt.head_format(dep.weights, spec.hidden_size))
+        .unwrap_or(dep.weights)
 }
 
 macro_rules! runtimes {

@@ -33,7 +33,7 @@ pub(crate) fn speeds(
     let prompt = u64::from(dep.prompt_tokens);
     let plan = Plan {
         weights: dep.weights,
-        embedding: dep.embedding_weights.unwrap_or(dep.weights),
+        embedding: crate::runtime::head_weights(dep, rt, spec),
         kv: dep.kv,
         compute: exec.compute,
         batch: u64::from(dep.batch),

@@ -21,8 +21,9 @@
 //! `map.json`: llama-bench's `tgN` test generates into an empty cache) has its decode
 //! estimated at that depth (the steps at cache lengths `d, d+1, …`, `d` at least 1), its
 //! prefill at the prompt. The output head takes the format the runtime's files store it in
-//! where that differs from the layers' (`head_weights`: llama.cpp's quantizer writes
-//! `output.weight` as Q6_K in q4_0, q4_K_M and q6_K files).
+//! where that differs from the layers' (the runtime profile's `quantized_head`: llama.cpp's
+//! quantizer writes `output.weight` as Q6_K, or Q8_0 when the hidden size is not a multiple
+//! of 256), as every estimate does.
 //!
 //! # The fit ([`fit_runtimes`]): two or three numbers per runtime × unit, shared by every device
 //! For each (runtime, unit) with points, in this order, from the committed priors:

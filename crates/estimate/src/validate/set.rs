@@ -138,10 +138,6 @@ pub struct SlugMap {
     pub weights: BTreeMap<String, WeightFormat>,
     /// Point id → format (overrides `weights`).
     pub point_weights: BTreeMap<String, WeightFormat>,
-    /// `runtime/slug` → format of the output head (`lm_head`, and the embedding when tied)
-    /// where the files that runtime loads store it in another format than the layers (e.g.
-    /// llama.cpp's quantizer writes `output.weight` as Q6_K in q4_0, q4_K_M and q6_K files).
-    pub head_weights: BTreeMap<String, WeightFormat>,
     /// Point id → compute precision the source states (e.g. fp16 activations of a `w4`
     /// NPU model rather than the runtime's integer default).
     pub point_compute: BTreeMap<String, crate::format::ComputeDtype>,
@@ -279,14 +275,6 @@ fn case_of(source: &str, p: &Point, map: &SlugMap) -> std::result::Result<Case, 
         runtime: Some(runtime),
         threads: p.threads,
         compute: map.point_compute.get(&p.id).copied(),
-        embedding_weights: map
-            .head_weights
-            .get(&format!(
-                "{}/{}",
-                p.runtime.as_deref().unwrap_or(""),
-                p.weights.as_deref().unwrap_or("")
-            ))
-            .copied(),
         ..Deployment::default()
     };
     // A decode timed from cache depth d runs its steps at cache lengths d, d+1, …: the same
