@@ -8,6 +8,7 @@
 mod common;
 
 mod arch_goldens;
+mod arch_phi3;
 mod arch_reference;
 mod engine_prune;
 mod export;

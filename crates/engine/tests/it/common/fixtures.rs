@@ -1,0 +1,58 @@
+//! The tiny architecture fixtures of `tests/golden/arch/` (see its README), read from disk: the
+//! helpers `arch_goldens` and `arch_phi3` share.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::path::{Path, PathBuf};
+
+use edgefit_engine::hf::load_hf;
+use edgefit_engine::{LoadOptions, Model, TextTokenizer, WeightsFormat};
+
+pub const F32: LoadOptions = LoadOptions {
+    weights: WeightsFormat::F32,
+    embedding: None,
+    requantize: false,
+};
+
+pub fn dir(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/golden/arch")
+        .join(case)
+}
+
+pub fn read(case: &str, file: &str) -> Vec<u8> {
+    std::fs::read(dir(case).join(file)).unwrap_or_else(|e| panic!("{case}/{file}: {e}"))
+}
+
+pub fn text(case: &str, file: &str) -> String {
+    String::from_utf8(read(case, file)).unwrap()
+}
+
+pub fn from_hf(case: &str) -> (Model, TextTokenizer) {
+    load_hf(
+        &text(case, "config.json"),
+        &read(case, "tokenizer.json"),
+        Some(&text(case, "tokenizer_config.json")),
+        &[&read(case, "model.safetensors")],
+        F32,
+    )
+    .unwrap_or_else(|e| panic!("{case}: {e}"))
+}
+
+pub fn from_gguf(case: &str) -> Option<(Model, TextTokenizer)> {
+    let bytes = std::fs::read(dir(case).join("model.gguf")).ok()?;
+    Some(
+        edgefit_engine::gguf::load_gguf(&mut std::io::Cursor::new(bytes), F32, &mut |_, _| {})
+            .unwrap_or_else(|e| panic!("{case} GGUF: {e}")),
+    )
+}
+
+/// The model of `case/file` without its tokenizer (SentencePiece GGUF vocabularies are read
+/// by another branch): driven by the goldens' token ids.
+pub fn gguf_model(case: &str, file: &str, options: LoadOptions) -> Model {
+    edgefit_engine::gguf::load_gguf_model(
+        &mut std::io::Cursor::new(read(case, file)),
+        options,
+        &mut |_, _| {},
+    )
+    .unwrap_or_else(|e| panic!("{case}/{file}: {e}"))
+}
