@@ -163,8 +163,20 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
 
   // ---- table --------------------------------------------------------------------------------
   function renderTable(result, device) {
-    const rows = F.bestPerModelFirst(result.rows).slice(0, F.TABLE_ROWS);
-    el.body.replaceChildren(...rows.map((r) => {
+    const sections = F.tableSections(result.rows);
+    const rows = sections.flatMap((s) => s.rows);
+    const sectionRow = (title) => {
+      const tr = document.createElement('tr');
+      tr.className = 'fit-section';
+      tr.setAttribute('data-testid', 'fit-section');
+      const th = document.createElement('th');
+      th.scope = 'colgroup';
+      th.colSpan = F.COLUMNS.length + 1;
+      th.textContent = title;
+      tr.append(th);
+      return tr;
+    };
+    const rowOf = (r) => {
       const tr = document.createElement('tr');
       tr.setAttribute('data-testid', 'fit-row');
       tr.dataset.rank = String(r.rank);
@@ -197,7 +209,8 @@ export function createFitPanel({ send, estimator, onOpen = () => {} }) {
       td.append(b);
       tr.append(td);
       return tr;
-    }));
+    };
+    el.body.replaceChildren(...sections.flatMap((s) => [sectionRow(s.title), ...s.rows.map(rowOf)]));
     el.table.hidden = rows.length === 0;
   }
 

@@ -29,6 +29,24 @@ export function bestPerModelFirst(rows) {
   return [...best, ...rest];
 }
 
+/**
+ * The table in its two labelled parts: each model's best configuration, then the other
+ * passing configurations by rank, together at most `limit` rows ([{title, rows}], an empty
+ * part left out), so the jump from the last model's best rank back to rank 2 reads as a new
+ * section rather than a misordered table.
+ */
+export function tableSections(rows, limit = TABLE_ROWS) {
+  const ordered = bestPerModelFirst(rows).slice(0, limit);
+  const models = new Set(rows.map((r) => r.model)).size;
+  const best = ordered.slice(0, Math.min(models, ordered.length));
+  const rest = ordered.slice(best.length);
+  const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+  return [
+    { title: `Each model's best configuration (${plural(best.length, 'model', 'models')}, by rank)`, rows: best },
+    { title: `More passing configurations, by rank (${plural(rest.length, 'row', 'rows')} of ${rows.length - best.length})`, rows: rest },
+  ].filter((s) => s.rows.length > 0);
+}
+
 /** The note over results computed for another device than the one now picked ("" when current). */
 export function staleNote(resultDevice, resultDeviceName, pickedDevice) {
   if (!resultDevice || resultDevice === pickedDevice) return '';

@@ -135,6 +135,14 @@ test('what fits: the page ranks exactly as `edgefit fit`, and Open shows four pa
   const shown = [...firsts, ...others].slice(0, 50);
   assert.deepEqual(rows.map(key), shown.map(key), 'the rows equal the CLI\'s, best per model first');
   assert.equal(new Set(rows.slice(0, firsts.length).map((r) => r.model)).size, Math.min(firsts.length, 50), 'no model repeats before every model showed its best');
+  // The two parts are labelled, each heading right before its first row (the table jumps from
+  // the last model's best rank back to rank 2 at the second).
+  const layout = await page.$$eval('#fit-body tr', (trs) => trs.map((tr) => (tr.dataset.testid === 'fit-section' ? `§${tr.textContent}` : tr.dataset.rank)));
+  assert.match(layout[0], new RegExp(`^§Each model's best configuration \\(${Math.min(firsts.length, 50)} models?, by rank\\)$`), layout[0]);
+  if (firsts.length < 50) {
+    assert.match(layout[firsts.length + 1], /^§More passing configurations, by rank \(\d+ rows? of \d+\)$/, JSON.stringify(layout.slice(firsts.length - 1, firsts.length + 3)));
+  }
+  assert.equal(layout.filter((x) => !x.startsWith('§')).length, 50);
   rows.forEach((r, i) => assert.equal(r.sustained, shown[i].sustained_tok_s, `row ${i + 1} sustained tok/s`));
   assert.equal(rows[0].cells[2], cli.rows[0].model, 'cells are text');
   // Bytes in binary units, as everywhere on the page: the peak memory column in MiB.
