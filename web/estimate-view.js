@@ -268,6 +268,24 @@ function overheadHuman(l) {
 }
 
 /**
+ * What sets the rest of the first decode step, from the report's `decode_ms_by_bound` (the
+ * step's op time by the roof that holds each op): the largest first, with its milliseconds.
+ */
+function decodeBoundText(b) {
+  const generic = 'the rest is the bytes moved (weights, KV cache, logits head) over the achieved bandwidth, the decode kernel\u2019s weight rate, or the compute roof';
+  if (!isObject(b) || ![b.memory, b.kernel, b.compute].every(isFiniteNumber)) return generic;
+  const parts = [
+    ['the bytes moved (weights, KV cache, logits head) over the achieved bandwidth', b.memory],
+    ['the decode kernel\u2019s weight rate (the CPU\u2019s instruction roof, not the memory)', b.kernel],
+    ['the compute roof', b.compute],
+  ].filter(([, ms]) => ms > 0).sort((x, y) => y[1] - x[1]);
+  if (parts.length === 0) return generic;
+  const ms = (v) => `${formatValue(v, 2)} ms`;
+  const others = parts.slice(1).map(([what, v]) => `${what.split(' (')[0]} ${ms(v)}`).join(', ');
+  return `the rest is set mostly by ${parts[0][0]}: ops held by it take ${ms(parts[0][1])} of the step${others ? ` (${others})` : ''}`;
+}
+
+/**
  * The sentence under the numbers saying how the ranges were obtained and how much of a decode
  * step is fixed overhead (not bandwidth), from the report ("" before one).
  */
@@ -277,7 +295,7 @@ export function rangeNote(report) {
   const share = isFiniteNumber(l.decode_overhead_share) ? (l.decode_overhead_share * 100).toFixed(0) : '?';
   const bound = isFiniteNumber(l.decode_overhead_share) && l.decode_overhead_share >= 0.5
     ? 'so this decode is bound by fixed per-op and per-token costs more than by memory bandwidth'
-    : 'the rest is the bytes moved (weights, KV cache, logits head) over the achieved bandwidth, or the compute roof';
+    : decodeBoundText(l.decode_ms_by_bound);
   return `Ranges (low\u2013high beside each time and speed, shaded on the thermal chart) are the 10th to 90th percentile of measured/estimated on the committed validation set of published measurements, taking each point both leave-one-source-out (refitted without its own source) and in-sample; see README \u201cValidation\u201d and \u201cedgefit validate\u201d. ` +
     `Runtime ${l.runtime ?? '?'} on the ${l.unit ?? '?'}${isFiniteNumber(l.threads) ? ` with ${l.threads} thread${l.threads === 1 ? '' : 's'}` : ''}: ${share}% of the first decode step is fixed overhead (${formatValue(l.op_overhead_us)} \u00b5s per op, ${formatValue(l.token_overhead_us)} \u00b5s per token), ${bound}.`;
 }

@@ -602,6 +602,30 @@ fn default_runtime_id() -> crate::deploy::Runtime {
     crate::deploy::Runtime::Edgefit
 }
 
+/// Milliseconds of a step's ops by the roof that bounds each op ([`Bound`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BoundMs {
+    pub memory: f64,
+    pub kernel: f64,
+    pub compute: f64,
+    pub overhead: f64,
+}
+
+impl BoundMs {
+    /// Adds `rows` (each `times` times) to their bounds' totals.
+    pub fn add(&mut self, rows: &[OpRow], times: f64) {
+        for r in rows {
+            let ms = r.time_us * times / 1e3;
+            match r.bound {
+                Bound::Memory => self.memory += ms,
+                Bound::Kernel => self.kernel += ms,
+                Bound::Compute => self.compute += ms,
+                Bound::Overhead => self.overhead += ms,
+            }
+        }
+    }
+}
+
 /// One point of the decode-time curve.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CurvePoint {
@@ -678,6 +702,11 @@ pub struct LatencyReport {
     pub static_context_tokens: Option<u64>,
     /// Bytes moved by the first decode step.
     pub decode_bytes_per_step: f64,
+    /// The first decode step's op time by what bounds each op (ms; the per-op fixed cost
+    /// included in each op's), so a reader sees which roof sets the step: the bytes moved, a
+    /// CPU decode kernel's weight rate, compute, or the fixed cost alone.
+    #[serde(default)]
+    pub decode_ms_by_bound: BoundMs,
     /// Step time as the cache grows (up to 33 points).
     pub decode_curve: Vec<CurvePoint>,
     /// The head (embedding, final norm, lm_head) in the first decode step.

@@ -234,7 +234,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
             }
         })
         .collect();
-    let head_decode = tm
+    let head_decode: Vec<crate::latency::OpRow> = tm
         .head_ops(1, 1)
         .iter()
         .map(|c| roof_top.row(c, 1.0))
@@ -253,6 +253,11 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
             }
         })
         .collect();
+    let mut decode_ms_by_bound = crate::latency::BoundMs::default();
+    for g in &layers {
+        decode_ms_by_bound.add(&g.decode, g.count as f64);
+    }
+    decode_ms_by_bound.add(&head_decode, 1.0);
     let eff = exec.prefill.peak_gflops * exec.prefill.compute_fraction;
     let prefill_tok_s = (prompt * batch) as f64 / prefill_s;
     let bands = crate::uncertainty::bands()?;
@@ -282,6 +287,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
         decode_tok_s_range: [decode_tok_s * band_d.low, decode_tok_s * band_d.high],
         decode_overhead_share: overhead_s / first_s,
         decode_bytes_per_step: first_bytes,
+        decode_ms_by_bound,
         decode_curve,
         head_decode,
         static_context_tokens: plan.static_context,
@@ -546,15 +552,19 @@ fn explanations(
     e.insert(
         "latency.decode_tok_s".into(),
         Explanation::new(
-            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = τ + Σ ops [max(FLOPs/(peak·η_c), (weights + KV read of L tokens (C, the whole context, for a static-shape graph) + logits head)/BW_decode) + o]; BW_decode = BW_theoretical · η_d · min(1, threads/t_sat)",
+            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = τ + Σ ops [max(FLOPs/(peak·η_c), (weights + KV read of L tokens (C, the whole context, for a static-shape graph) + logits head)/BW_decode, weights/rate) + o]; BW_decode = BW_theoretical · η_d · min(1, threads/t_sat); rate = the decode kernel's weight rate where the runtime has one (CPU: ρ weights per cycle × Σ clock of the cores used; this browser tab: the engine's measured GEMV rate per format)",
             format!(
-                "runtime {} on the {}{threads}: first step {} ms ({} bytes moved, ~{} ms at {} GB/s; fixed overhead {} ms = {}% of the step: o = {} µs × ops + τ = {} µs), last step {} ms{static_ctx}",
+                "runtime {} on the {}{threads}: first step {} ms ({} bytes moved, ~{} ms at {} GB/s; its ops by what bounds them: bytes {} ms, kernel rate {} ms, compute {} ms, fixed cost alone {} ms; fixed overhead {} ms = {}% of the step: o = {} µs × ops + τ = {} µs), last step {} ms{static_ctx}",
                 l.runtime,
                 l.unit,
                 fmt_num(l.decode_ms_first),
                 fmt_num(l.decode_bytes_per_step),
                 fmt_num(l.decode_bytes_per_step / (l.bandwidth_gbs * 1e9) * 1e3),
                 fmt_num(l.bandwidth_gbs),
+                fmt_num(l.decode_ms_by_bound.memory),
+                fmt_num(l.decode_ms_by_bound.kernel),
+                fmt_num(l.decode_ms_by_bound.compute),
+                fmt_num(l.decode_ms_by_bound.overhead),
                 fmt_num(overhead_ms),
                 fmt_num(l.decode_overhead_share * 100.0),
                 fmt_num(l.op_overhead_us),
@@ -569,7 +579,7 @@ fn explanations(
             ),
         )
         .note(format!(
-            "decode is usually memory-bound: bytes moved per token over the bandwidth the runtime achieves (η_d fitted on the validation set) set the speed; with few CPU threads the compute roof can bind. Range: {}",
+            "decode is usually memory-bound: bytes moved per token over the bandwidth the runtime achieves (η_d fitted on the validation set) set the speed; on a CPU with few threads the decode kernel's weight rate (ρ fitted on the validation set) or the compute roof can bind instead, and for a small model the fixed cost per op can dominate. Range: {}",
             l.range_basis
         )),
     );
