@@ -29,7 +29,8 @@ does with them, and this script does the same:
   `phi3.rope.freq_base`, `general.file_type`, `phi3.attention.sliding_window` = 0 (the config
   has none); no `attention.key_length` (llama.cpp takes head_dim = hidden / heads);
   longrope models add `phi3.rope.scaling.attn_factor` and the tensors `rope_factors_long.weight`
-  / `rope_factors_short.weight` (not here: the engine refuses them);
+  / `rope_factors_short.weight` (not in these files: `crates/engine/tests/it/arch_phi3.rs`
+  adds them to a copy and checks it against the same factors from config.json);
 - vocabulary `Phi3MiniModel.set_vocab`: `tokenizer.ggml.model = "llama"`, `pre = "default"`,
   the SentencePiece pieces, scores and types (UNKNOWN 2, CONTROL 3, BYTE 6, NORMAL 1; the
   tokens tokenizer.json lists as special added tokens become CONTROL with score -1000), then
