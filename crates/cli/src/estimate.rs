@@ -202,6 +202,16 @@ pub fn run(args: EstimateArgs) -> Result<()> {
         l.op_overhead_us,
         l.token_overhead_us
     );
+    let b = &l.decode_ms_by_bound;
+    println!(
+        "  {:<26} {:>10.2} ms     (ops held by: bytes {:.2} ms, kernel rate {:.2} ms, compute {:.2} ms, fixed cost {:.2} ms)",
+        "first decode step",
+        l.decode_ms_first,
+        b.memory,
+        b.kernel,
+        b.compute,
+        b.overhead
+    );
     println!("  ranges: {}", l.range_basis);
     let t = &r.thermal;
     println!("\nthermal ({} min)", dep.minutes);
