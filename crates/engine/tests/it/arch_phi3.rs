@@ -283,15 +283,22 @@ fn phi3_gguf_longrope_runs_as_the_hf_config_says() {
     config["original_max_position_embeddings"] = 10.into();
     config["rope_scaling"] = serde_json::json!({"rope_type": "longrope",
         "short_factor": short, "long_factor": long});
-    let hf = load_hf(
-        &config.to_string(),
-        &read("phi3", "tokenizer.json"),
-        Some(&text("phi3", "tokenizer_config.json")),
-        &[&weights],
-        F32,
-    )
-    .unwrap()
-    .0;
+    // The HF path, with an explicit attention factor when the GGUF has one.
+    let hf_with = |attn: Option<f32>| {
+        let mut c = config.clone();
+        if let Some(a) = attn {
+            c["rope_scaling"]["attention_factor"] = a.into();
+        }
+        load_hf(
+            &c.to_string(),
+            &read("phi3", "tokenizer.json"),
+            Some(&text("phi3", "tokenizer_config.json")),
+            &[&weights],
+            F32,
+        )
+        .unwrap()
+        .0
+    };
     for attn in [None, Some(1.3f32)] {
         let mut keys = vec![("phi3.rope.scaling.original_context_length", Value::U32(10))];
         if let Some(a) = attn {
@@ -310,21 +317,7 @@ fn phi3_gguf_longrope_runs_as_the_hf_config_says() {
             &mut |_, _| {},
         )
         .unwrap();
-        let mut hf = hf.clone();
-        if let Some(a) = attn {
-            // The HF path with the same explicit attention factor.
-            let mut c = config.clone();
-            c["rope_scaling"]["attention_factor"] = a.into();
-            hf = load_hf(
-                &c.to_string(),
-                &read("phi3", "tokenizer.json"),
-                Some(&text("phi3", "tokenizer_config.json")),
-                &[&weights],
-                F32,
-            )
-            .unwrap()
-            .0;
-        }
+        let hf = hf_with(attn);
         assert_eq!(gguf.config.rope_scaling, hf.config.rope_scaling, "{attn:?}");
         // 6 tokens (short factors), then 12 (long).
         for n in [6usize, 12] {
