@@ -41,6 +41,24 @@ impl ActQ16 {
     /// Like [`ActQ16::quantize`], reusing this value's buffers.
     pub fn requantize(&mut self, x: &[f32], rows: usize, cols: usize) {
         assert_eq!(x.len(), rows * cols, "ActQ16: x has the wrong length");
+        self.reset(rows, cols);
+        if cols == 0 {
+            return;
+        }
+        let blocks = self.blocks;
+        quantize_rows(
+            x,
+            cols,
+            blocks,
+            &mut self.q,
+            &mut self.scales,
+            &mut self.sums,
+        );
+    }
+
+    /// Sizes the buffers for `rows × cols` (zeroed), as [`ActQ16::requantize`] does before it
+    /// quantizes: the pool then fills row ranges with [`quantize_rows`] on several threads.
+    pub(crate) fn reset(&mut self, rows: usize, cols: usize) {
         let blocks = cols.div_ceil(BLOCK);
         self.rows = rows;
         self.cols = cols;
@@ -51,35 +69,11 @@ impl ActQ16 {
         self.scales.resize(rows * blocks, 0.0);
         self.sums.clear();
         self.sums.resize(rows * blocks, 0);
-        if cols == 0 {
-            return;
-        }
-        for (r, row) in x.chunks_exact(cols).enumerate() {
-            for (b, chunk) in row.chunks(BLOCK).enumerate() {
-                let amax = block_amax(chunk);
-                let i = r * blocks + b;
-                if amax.is_nan() {
-                    self.scales[i] = f32::NAN;
-                    continue;
-                }
-                if amax == 0.0 {
-                    continue;
-                }
-                let inv = 32767.0 / amax;
-                self.scales[i] = amax / 32767.0;
-                let q = &mut self.q[i * BLOCK..i * BLOCK + chunk.len()];
-                let mut sum = 0i32;
-                // Ties to even (`f32.nearest`, one SIMD instruction) rather than `round`'s ties
-                // away from zero, which wasm has no instruction for: either is within half a
-                // step, and every kernel reads these same integers.
-                for (d, v) in q.iter_mut().zip(chunk) {
-                    let v = round_ties_even_small(v * inv).clamp(-32767.0, 32767.0) as i16;
-                    *d = v;
-                    sum += i32::from(v);
-                }
-                self.sums[i] = sum;
-            }
-        }
+    }
+
+    /// The buffers [`quantize_rows`] fills: `(q, scales, sums)`.
+    pub(crate) fn parts_mut(&mut self) -> (&mut [i16], &mut [f32], &mut [i32]) {
+        (&mut self.q, &mut self.scales, &mut self.sums)
     }
 
     /// Number of activation rows (tokens).
@@ -105,6 +99,46 @@ impl ActQ16 {
             out.push(f32::from(self.q[r * self.blocks * BLOCK + c]) * self.scales[b]);
         }
         out
+    }
+}
+
+/// Quantizes the rows of `x` (`x.len() / cols` rows of `cols > 0` values) into `q` (`blocks ×
+/// 32` values a row, zero padded: zeroed by the caller), `scales` and `sums` (`blocks` a row):
+/// [`ActQ16::requantize`]'s work, one row at a time, so a range of rows gives the same values
+/// whichever thread quantizes it.
+pub(crate) fn quantize_rows(
+    x: &[f32],
+    cols: usize,
+    blocks: usize,
+    q: &mut [i16],
+    scales: &mut [f32],
+    sums: &mut [i32],
+) {
+    for (r, row) in x.chunks_exact(cols).enumerate() {
+        for (b, chunk) in row.chunks(BLOCK).enumerate() {
+            let amax = block_amax(chunk);
+            let i = r * blocks + b;
+            if amax.is_nan() {
+                scales[i] = f32::NAN;
+                continue;
+            }
+            if amax == 0.0 {
+                continue;
+            }
+            let inv = 32767.0 / amax;
+            scales[i] = amax / 32767.0;
+            let q = &mut q[i * BLOCK..i * BLOCK + chunk.len()];
+            let mut sum = 0i32;
+            // Ties to even (`f32.nearest`, one SIMD instruction) rather than `round`'s ties
+            // away from zero, which wasm has no instruction for: either is within half a
+            // step, and every kernel reads these same integers.
+            for (d, v) in q.iter_mut().zip(chunk) {
+                let v = round_ties_even_small(v * inv).clamp(-32767.0, 32767.0) as i16;
+                *d = v;
+                sum += i32::from(v);
+            }
+            sums[i] = sum;
+        }
     }
 }
 

@@ -188,6 +188,10 @@ impl Matrix {
     }
 }
 
+/// How [`Prepared::prepare_with`] quantizes `x` (`m × cols`) into an [`ActQ16`]: `(xq, x, m,
+/// cols)`.
+pub type Quantize<'a> = dyn Fn(&mut ActQ16, &[f32], usize, usize) + 'a;
+
 /// The row granularity of [`Matrix::matmul_rows`]: 8, the widest pass any kernel makes over
 /// rows (int8 value tiles, simd128's pairs of 4-row w4 tiles and its 8-row GEMM tiles), so a
 /// range starting on a multiple of it runs the same passes as the whole matrix.
@@ -234,6 +238,23 @@ impl Prepared {
         cols: usize,
         mats: impl IntoIterator<Item = &'a Matrix>,
     ) {
+        self.prepare_with(kernel, x, m, cols, mats, &|xq, x, m, cols| {
+            xq.requantize(x, m, cols)
+        });
+    }
+
+    /// [`Prepared::prepare`], quantizing the activations with `quantize(xq, x, m, cols)`, which
+    /// must leave in `xq` what [`ActQ16::requantize`] would (the pool splits its rows across
+    /// threads: [`crate::Pool::requantize`]).
+    pub fn prepare_with<'a>(
+        &mut self,
+        kernel: Kernel,
+        x: &[f32],
+        m: usize,
+        cols: usize,
+        mats: impl IntoIterator<Item = &'a Matrix>,
+        quantize: &Quantize<'_>,
+    ) {
         assert_eq!(x.len(), m * cols, "Prepared: x has the wrong length");
         self.begin(kernel, m, cols);
         for w in mats {
@@ -245,7 +266,7 @@ impl Prepared {
             );
             if w.wants_q16() {
                 if !self.quantized {
-                    self.xq.requantize(x, m, cols);
+                    quantize(&mut self.xq, x, m, cols);
                     self.quantized = true;
                 }
                 self.arch.fill(self.kernel, w.prep_for(), &self.xq);

@@ -45,6 +45,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
+use crate::act::{quantize_rows, ActQ16, BLOCK};
 use crate::error::{KernelError, Result};
 use crate::matrix::{Matrix, Prepared, ROW_SPLIT};
 use crate::Kernel;
@@ -399,7 +400,14 @@ impl Pool {
         let Some(cols) = outs.first().map(|(w, _)| w.cols()) else {
             return;
         };
-        prep.prepare(kernel, x, m, cols, outs.iter().map(|(w, _)| *w));
+        prep.prepare_with(
+            kernel,
+            x,
+            m,
+            cols,
+            outs.iter().map(|(w, _)| *w),
+            &|xq, x, m, cols| self.requantize(xq, x, m, cols),
+        );
         let widest = outs.iter().map(|(w, _)| w.rows()).max().unwrap_or(0);
         let jobs = self.threads.min(widest.div_ceil(ROW_SPLIT)).max(1);
         for (w, out) in outs.iter_mut() {
@@ -456,6 +464,46 @@ impl Pool {
                     dst.copy_from_slice(&part[t * len..(t + 1) * len]);
                 }
             }
+        });
+    }
+
+    /// [`ActQ16::requantize`] of `x` (`m × cols`) into `xq`, its rows split across the pool
+    /// when there are several (a prefill chunk): each row is quantized by the same code
+    /// whichever thread takes it, so `xq` holds the same values on any thread count. One row
+    /// (a decode step) runs on the caller: a region would cost more than its ~600 values.
+    pub fn requantize(&self, xq: &mut ActQ16, x: &[f32], m: usize, cols: usize) {
+        let jobs = self.threads.min(m);
+        if jobs <= 1 || cols == 0 {
+            xq.requantize(x, m, cols);
+            return;
+        }
+        assert_eq!(
+            x.len(),
+            m * cols,
+            "Pool::requantize: x has the wrong length"
+        );
+        xq.reset(m, cols);
+        let blocks = cols.div_ceil(BLOCK);
+        let (q, scales, sums) = xq.parts_mut();
+        let (q, scales, sums) = (Disjoint::new(q), Disjoint::new(scales), Disjoint::new(sums));
+        self.run(jobs, &|j| {
+            let r = (m * j / jobs)..(m * (j + 1) / jobs);
+            // SAFETY: job `j` alone writes rows `r` of each buffer.
+            let (q, scales, sums) = unsafe {
+                (
+                    q.slice(r.start * blocks * BLOCK..r.end * blocks * BLOCK),
+                    scales.slice(r.start * blocks..r.end * blocks),
+                    sums.slice(r.start * blocks..r.end * blocks),
+                )
+            };
+            quantize_rows(
+                &x[r.start * cols..r.end * cols],
+                cols,
+                blocks,
+                q,
+                scales,
+                sums,
+            );
         });
     }
 
@@ -585,13 +633,13 @@ fn join(gate: &AtomicUsize, epoch: usize) -> bool {
 }
 
 /// A mutable slice that several jobs write disjoint parts of.
-struct Disjoint {
-    ptr: *mut f32,
+struct Disjoint<T = f32> {
+    ptr: *mut T,
     len: usize,
 }
 
-impl Default for Disjoint {
-    fn default() -> Disjoint {
+impl<T> Default for Disjoint<T> {
+    fn default() -> Disjoint<T> {
         Disjoint {
             ptr: std::ptr::NonNull::dangling().as_ptr(),
             len: 0,
@@ -600,12 +648,12 @@ impl Default for Disjoint {
 }
 
 // SAFETY: only `slice` hands out access, and its callers guarantee disjoint ranges.
-unsafe impl Sync for Disjoint {}
+unsafe impl<T: Send> Sync for Disjoint<T> {}
 // SAFETY: as above.
-unsafe impl Send for Disjoint {}
+unsafe impl<T: Send> Send for Disjoint<T> {}
 
-impl Disjoint {
-    fn new(s: &mut [f32]) -> Disjoint {
+impl<T> Disjoint<T> {
+    fn new(s: &mut [T]) -> Disjoint<T> {
         Disjoint {
             ptr: s.as_mut_ptr(),
             len: s.len(),
@@ -615,7 +663,7 @@ impl Disjoint {
     /// # Safety
     /// No two slices alive at the same time overlap, and the source slice outlives them.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn slice(&self, r: Range<usize>) -> &mut [f32] {
+    unsafe fn slice(&self, r: Range<usize>) -> &mut [T] {
         assert!(
             r.start <= r.end && r.end <= self.len,
             "Disjoint: {r:?} of {}",
@@ -765,6 +813,48 @@ mod tests {
                     });
                 }
                 assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 50));
+            }
+        }
+    }
+
+    /// The pool's split quantization of a prefill's activations is the serial one, value for
+    /// value, on odd shapes and with poisoned (NaN, infinite) and all-zero blocks.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn split_requantize_equals_the_serial_one() {
+        for threads in [1, 2, 3, 7] {
+            let pool = Pool::new(threads).expect("pool");
+            let mut xq = ActQ16::default();
+            for (m, cols) in [
+                (1, 5),
+                (2, 33),
+                (3, 64),
+                (5, 70),
+                (9, 576),
+                (64, 31),
+                (7, 0),
+            ] {
+                let mut x = crate::pseudo_random((m * 31 + cols) as u64, m * cols);
+                if m * cols > 40 {
+                    x[3] = f32::NAN;
+                    x[cols + 1] = f32::INFINITY;
+                    for v in &mut x[(m - 1) * cols..(m - 1) * cols + cols.min(32)] {
+                        *v = 0.0;
+                    }
+                }
+                // Reused buffers from the last, larger or smaller, shape.
+                pool.requantize(&mut xq, &x, m, cols);
+                let want = ActQ16::quantize(&x, m, cols);
+                let what = format!("threads {threads}, {m}×{cols}");
+                assert_eq!(
+                    (xq.rows(), xq.cols(), xq.blocks()),
+                    (m, cols, want.blocks()),
+                    "{what}"
+                );
+                assert_eq!(xq.q, want.q, "{what}");
+                assert_eq!(xq.sums, want.sums, "{what}");
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&xq.scales), bits(&want.scales), "{what}");
             }
         }
     }
