@@ -52,7 +52,8 @@ export function beginTurn(conv, prompt, keep, chat) {
   return conv.turns.length - 1;
 }
 
-function current(conv) {
+/** The answer being generated (the last turn, a streaming model turn), or null. */
+export function current(conv) {
   const t = conv.turns[conv.turns.length - 1];
   return t && t.role === 'model' && t.state === 'streaming' ? t : null;
 }

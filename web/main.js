@@ -215,6 +215,7 @@ const share = createShareController({ el, page, model, threads, estimator: panel
  * (or will on the next send); everything the dead one held is gone.
  */
 function onFatal(message, hadBooted) {
+  run.flushStream();
   dispatch('fatal');
   el.prefillProgress.hidden = true;
   model.info = null;

@@ -49,13 +49,53 @@ export function createRunPanel({ el, page, model, client, estimator }) {
     el.transcript.scrollTop = el.transcript.scrollHeight;
   }
 
-  /** Adds a streamed piece to the answer being generated (no full re-render per token). */
-  function appendAnswer(text) {
-    const t = C.appendAnswer(conv, text);
+  /** Shows the answer being generated as the conversation holds it (no full re-render). */
+  function showAnswer() {
+    const t = C.current(conv);
     const last = el.transcript.lastElementChild;
     if (!t || !last || last.dataset.role !== 'model') return;
     last.querySelector('.text').textContent = t.text;
     el.transcript.scrollTop = el.transcript.scrollHeight;
+  }
+
+  // ---- streaming: what the pieces change, drawn at most every STREAM_RENDER_MS ------------------
+  // A piece comes per token (45–150 a second on the default model). Drawing the page after each
+  // cost ~15 ms of the main thread per frame in headless Chromium (layout, paint, commit: ~70 % of
+  // a core over a generation), which on a 2-core machine took a core from the engine's own
+  // threads. So a piece updates the conversation, the output text and the latency log at once, and
+  // the page draws them (transcript, output, metrics, chart) on the first piece and then at most
+  // every STREAM_RENDER_MS, and at once when the run ends.
+  const STREAM_RENDER_MS = 100;
+  const stream = { text: '', metrics: null, timer: null, lastMs: -Infinity };
+
+  function flushStream() {
+    if (stream.timer !== null) clearTimeout(stream.timer);
+    stream.timer = null;
+    stream.lastMs = performance.now();
+    if (stream.text) {
+      el.output.append(stream.text);
+      stream.text = '';
+      showAnswer();
+    }
+    if (stream.metrics) renderMetrics(...stream.metrics);
+    stream.metrics = null;
+    chart.flush();
+  }
+
+  function scheduleStream() {
+    if (stream.timer !== null) return;
+    const wait = stream.lastMs + STREAM_RENDER_MS - performance.now();
+    if (wait <= 0) flushStream();
+    else stream.timer = setTimeout(flushStream, wait);
+  }
+
+  /** Drops what was not drawn yet (a new run, a new model, a new conversation). */
+  function dropStream() {
+    if (stream.timer !== null) clearTimeout(stream.timer);
+    stream.timer = null;
+    stream.text = '';
+    stream.metrics = null;
+    stream.lastMs = -Infinity;
   }
 
   // ---- metrics -----------------------------------------------------------------------------------
@@ -98,7 +138,6 @@ export function createRunPanel({ el, page, model, client, estimator }) {
     let plot = null;
     // The latencies as the pieces bring them (each only its new entries): run-view.js.
     let log = R.createTokenLog();
-    let pending = false;
 
     function width() {
       return Math.max(240, Math.floor(el.chart.clientWidth));
@@ -131,7 +170,6 @@ export function createRunPanel({ el, page, model, client, estimator }) {
     }
 
     function draw() {
-      pending = false;
       const p = create();
       if (p) p.setData(R.latencySeries(log));
       else if (typeof window.uPlot !== 'function') {
@@ -144,12 +182,9 @@ export function createRunPanel({ el, page, model, client, estimator }) {
         log = R.createTokenLog();
         if (plot) plot.setData(R.latencySeries(log));
       },
+      /** Appends latencies; drawn by the next flush (the stream's). */
       push(values) {
         R.appendTokenMs(log, values);
-        if (!pending) {
-          pending = true;
-          requestAnimationFrame(draw);
-        }
       },
       flush() {
         if (log.ms.length) draw();
@@ -160,6 +195,7 @@ export function createRunPanel({ el, page, model, client, estimator }) {
 
   /** Empties the output and the finish line (a new run, a new model, a new conversation). */
   function clearOutput() {
+    dropStream();
     el.output.textContent = '';
     el.finish.textContent = '';
     delete el.finish.dataset.reason;
@@ -178,12 +214,14 @@ export function createRunPanel({ el, page, model, client, estimator }) {
       el.prefillProgress.hidden = true;
       if (page.state.phase === 'generating') page.setStatus('generating…');
     }
-    el.output.textContent += msg.text;
-    appendAnswer(msg.text);
+    C.appendAnswer(conv, msg.text);
+    stream.text += msg.text;
     if (msg.tokenMs.length) chart.push(msg.tokenMs);
-    renderMetrics(msg.metrics, msg.kvEstimateBytes);
+    stream.metrics = [msg.metrics, msg.kvEstimateBytes];
+    scheduleStream();
   });
   client.on(P.FromWorker.DONE, (msg) => {
+    flushStream();
     page.dispatch('done');
     el.prefillProgress.hidden = true;
     C.finishTurn(conv, msg.reason);
@@ -279,10 +317,13 @@ export function createRunPanel({ el, page, model, client, estimator }) {
   return {
     newConversation,
     clearOutput,
+    /** Draws the pieces not drawn yet (the worker died: show what it sent before). */
+    flushStream,
     resetMetrics,
     renderMetrics,
     /** A generation failed (not a crash): its turn shows the error. */
     failTurn(message) {
+      flushStream();
       C.failTurn(conv, message);
       renderTranscript();
     },

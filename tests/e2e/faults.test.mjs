@@ -239,8 +239,8 @@ test('a frozen background tab: the generation keeps going and, thawed, the page 
   // "visible"), so the test applies what a browser does to a background tab at its most severe:
   // it freezes the page (Page Lifecycle "frozen", as Chrome's tab freezing), its worker with it.
   // Timer throttling alone cannot slow the generation: the worker uses no timer (it yields
-  // through a MessageChannel), and the page only draws the chart on an animation frame, which
-  // it catches up on at the end.
+  // through a MessageChannel), and the page draws what the pieces brought on a timer at most every
+  // 100 ms, which a frozen page runs again after the thaw, and at once at the end.
   const { page, consoleErrors, pageErrors } = await open(t);
   await loadDefault(page);
   const n = 48;
