@@ -139,11 +139,26 @@ test('loads the default model, generates 16 tokens greedily, shows metrics', asy
 
   await setKnobs(page, { prompt: 'The capital of France is', maxTokens: 16, temperature: 0 });
   await page.getByTestId('chat').setChecked(false);
+  // Every time the page draws streamed text into the output (one appended text node a draw).
+  await page.evaluate(() => {
+    window.__draws = [];
+    new MutationObserver((records) => {
+      if (records.some((r) => r.addedNodes.length > 0)) window.__draws.push(performance.now());
+    }).observe(document.querySelector('[data-testid="output"]'), { childList: true });
+  });
   const t1 = Date.now();
   await page.getByTestId('generate').click();
   const s = await waitStatus(page, 'done', GEN_TIMEOUT);
   const genS = (Date.now() - t1) / 1000;
   assert.equal(s, 'done', `generation ended with status "${s}"`);
+  // The page draws streamed pieces at most every 100 ms (plus the first at once and the last at
+  // the end), not once per token: n draws span at least (n − 2) · 100 ms.
+  const draws = await page.evaluate(() => window.__draws);
+  const spanMs = draws.length ? draws[draws.length - 1] - draws[0] : 0;
+  t.diagnostic(`${draws.length} draws of the output over ${spanMs.toFixed(0)} ms`);
+  assert.ok(draws.length >= 1, 'the output was drawn');
+  // (Half a period of slack: the observer stamps a draw a moment after the page times it.)
+  assert.ok(draws.length <= Math.floor(spanMs / 100 + 0.5) + 2, `${draws.length} draws in ${spanMs.toFixed(0)} ms: more than one per 100 ms`);
 
   const output = await page.getByTestId('output').textContent();
   assert.match(output, /Paris/, `output should mention Paris, got ${JSON.stringify(output)}`);
