@@ -13,7 +13,9 @@
 
 use std::hint::black_box;
 
-use edgefit_kernels::{pseudo_random, GgmlFormat, GgmlMatrix, Kernel, Matrix, Prepared, Q8Matrix};
+use edgefit_kernels::{
+    pseudo_random, ActQ16, GgmlFormat, GgmlMatrix, Kernel, Matrix, Prepared, Q8Matrix,
+};
 
 use crate::Config;
 
@@ -142,7 +144,7 @@ pub fn run_gemma(runtime: &str, cfg: &Config, clock: &dyn Fn() -> f64) -> Result
         let w = matrix(c.format, c.n, c.k, 7 + i as u64)?;
         let x = pseudo_random(99 + i as u64, c.k);
         let mut prep = Prepared::default();
-        prep.prepare(kernel, &x, 1, c.k, [&w]);
+        prep.prepare(kernel, &x, 1, c.k, [&w], &ActQ16::requantize);
         let mut out = vec![0.0f32; c.n];
         let (ms, min, samples) = time_min_ms(clock, cfg, || {
             w.matmul_rows(&prep, black_box(&x), 0..c.n, &mut out);

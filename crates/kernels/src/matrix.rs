@@ -122,7 +122,7 @@ impl Matrix {
     /// If the slice lengths do not match the shapes (a programming error).
     pub fn matmul_t(&self, kernel: Kernel, x: &[f32], m: usize, out: &mut [f32]) {
         let mut prep = Prepared::default();
-        prep.prepare(kernel, x, m, self.cols(), [self]);
+        prep.prepare(kernel, x, m, self.cols(), [self], &ActQ16::requantize);
         self.matmul_rows(&prep, x, 0..self.rows(), out);
     }
 
@@ -188,7 +188,7 @@ impl Matrix {
     }
 }
 
-/// How [`Prepared::prepare_with`] quantizes `x` (`m × cols`) into an [`ActQ16`]: `(xq, x, m,
+/// How [`Prepared::prepare`] quantizes `x` (`m × cols`) into an [`ActQ16`]: `(xq, x, m,
 /// cols)`.
 pub type Quantize<'a> = dyn Fn(&mut ActQ16, &[f32], usize, usize) + 'a;
 
@@ -226,27 +226,14 @@ impl Default for Prepared {
 }
 
 impl Prepared {
-    /// Prepares `x` (`m × cols`) for the matrices `mats` (all `cols` wide) on `kernel`.
+    /// Prepares `x` (`m × cols`) for the matrices `mats` (all `cols` wide) on `kernel`,
+    /// quantizing it, if a matrix reads int16 activations, with `quantize(xq, x, m, cols)`, which
+    /// must leave in `xq` what [`ActQ16::requantize`] would: pass `&ActQ16::requantize` itself,
+    /// or the pool's split of it ([`crate::Pool::requantize`]).
     ///
     /// # Panics
     /// If `x.len() != m · cols` or a matrix is not `cols` wide (programming errors).
     pub fn prepare<'a>(
-        &mut self,
-        kernel: Kernel,
-        x: &[f32],
-        m: usize,
-        cols: usize,
-        mats: impl IntoIterator<Item = &'a Matrix>,
-    ) {
-        self.prepare_with(kernel, x, m, cols, mats, &|xq, x, m, cols| {
-            xq.requantize(x, m, cols)
-        });
-    }
-
-    /// [`Prepared::prepare`], quantizing the activations with `quantize(xq, x, m, cols)`, which
-    /// must leave in `xq` what [`ActQ16::requantize`] would (the pool splits its rows across
-    /// threads: [`crate::Pool::requantize`]).
-    pub fn prepare_with<'a>(
         &mut self,
         kernel: Kernel,
         x: &[f32],

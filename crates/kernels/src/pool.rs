@@ -400,7 +400,7 @@ impl Pool {
         let Some(cols) = outs.first().map(|(w, _)| w.cols()) else {
             return;
         };
-        prep.prepare_with(
+        prep.prepare(
             kernel,
             x,
             m,

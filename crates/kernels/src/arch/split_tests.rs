@@ -8,7 +8,7 @@ use crate::pool::split;
 #[cfg(not(target_arch = "wasm32"))]
 use crate::pool::Pool;
 use crate::quant::{F16Matrix, Q8Matrix, W4Kind, W4Matrix};
-use crate::{pseudo_random, Kernel, Matrix, Prepared};
+use crate::{pseudo_random, ActQ16, Kernel, Matrix, Prepared};
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen_test::wasm_bindgen_test as test;
 
@@ -58,7 +58,7 @@ fn row_ranges_give_the_bits_of_the_whole_product() {
                     let mut whole = vec![0.0; m * rows];
                     w.matmul_t(kernel, &x, m, &mut whole);
                     let mut prep = Prepared::default();
-                    prep.prepare(kernel, &x, m, cols, [&w]);
+                    prep.prepare(kernel, &x, m, cols, [&w], &ActQ16::requantize);
                     for jobs in [2, 3, 7] {
                         let mut got = vec![f32::NAN; m * rows];
                         for j in 0..jobs {
@@ -89,7 +89,7 @@ fn a_misaligned_range_is_refused() {
     let w = &matrices(16, 32, 1)[0];
     let x = pseudo_random(2, 32);
     let mut prep = Prepared::default();
-    prep.prepare(Kernel::Scalar, &x, 1, 32, [w]);
+    prep.prepare(Kernel::Scalar, &x, 1, 32, [w], &ActQ16::requantize);
     let mut out = vec![0.0; 5];
     w.matmul_rows(&prep, &x, 3..8, &mut out);
 }
@@ -101,7 +101,7 @@ fn a_matrix_the_input_was_not_prepared_for_is_refused() {
     let (f32m, q8) = (&mats[0], &mats[2]);
     let x = pseudo_random(2, 32);
     let mut prep = Prepared::default();
-    prep.prepare(Kernel::best(), &x, 1, 32, [f32m]);
+    prep.prepare(Kernel::best(), &x, 1, 32, [f32m], &ActQ16::requantize);
     let mut out = vec![0.0; 16];
     q8.matmul_rows(&prep, &x, 0..16, &mut out);
 }
