@@ -27,6 +27,11 @@ let engine = null; // the loaded Engine, if any
 let chosenKernel = null; // the kernel set-kernel last chose; applied again after every load
 let chosenKvFormat = null; // the KV format set-kv-format last chose; applied again after every load
 let chosenThreads = 1; // the thread count set-threads last chose; applied again after every load
+// A set-threads that came while another job ran (the page asks for its chosen count as soon as
+// the worker boots, and a visitor may click Load before that): a load takes it as its own count;
+// after any other job it runs next. Refusing it instead left the page on one thread under an
+// error when Load was clicked within the first moment of a `?threads=N` link.
+let pendingThreads = null;
 let build = null; // which wasm build runs (P.WASM_BUILDS)
 let kvFormats = []; // the wasm's kvFormats()
 let loadedSpec = null; // the loaded model's ModelSpec object (for kvBytes), read once per load
@@ -144,16 +149,31 @@ async function applyThreads(threads) {
   }
 }
 
-async function setThreads(threads) {
-  await ready;
+/** Why this build cannot run `threads` threads, or null. */
+function threadsRefusal(threads) {
   if (build !== 'threads' && threads !== 1) {
-    post(P.error(`threads ${threads}: this page runs the ${build ?? 'unstarted'} build, which has one thread (the threaded build needs a cross-origin isolated page)`, false));
-    return;
+    return `threads ${threads}: this page runs the ${build ?? 'unstarted'} build, which has one thread (the threaded build needs a cross-origin isolated page)`;
   }
   const max = wasm && typeof wasm.maxThreads === 'function' ? wasm.maxThreads() : P.MAX_THREADS;
   const e = P.checkThreads(threads, max);
-  if (e) {
-    post(P.error(`set-threads: ${e}`, false));
+  return e ? `set-threads: ${e}` : null;
+}
+
+/** Takes a set-threads that waited for a load as the count that load applies (or refuses it). */
+function takePendingThreads() {
+  if (pendingThreads === null) return;
+  const n = pendingThreads;
+  pendingThreads = null;
+  const refused = threadsRefusal(n);
+  if (refused) post(P.error(refused, false));
+  else chosenThreads = n;
+}
+
+async function setThreads(threads) {
+  await ready;
+  const refused = threadsRefusal(threads);
+  if (refused) {
+    post(P.error(refused, false));
     return;
   }
   try {
@@ -361,6 +381,7 @@ async function load(source, weights) {
     calibratedFor = null;
     keepChosenKernel();
     if (chosenKvFormat !== null) engine.setKvFormat(chosenKvFormat);
+    takePendingThreads();
     if (chosenThreads !== 1) {
       try {
         await applyThreads(chosenThreads);
@@ -896,10 +917,19 @@ self.onmessage = (ev) => {
     runFit(msg);
     return;
   }
+  if (busy && msg.type === P.ToWorker.SET_THREADS) {
+    pendingThreads = msg.threads;
+    return;
+  }
   if (busy) {
     post(P.error(`busy: cannot ${msg.type} now`, false));
     return;
   }
+  runJob(msg);
+};
+
+/** Runs one job (busy until it ends), then a set-threads that came meanwhile, if any. */
+function runJob(msg) {
   busy = true;
   let job;
   switch (msg.type) {
@@ -938,5 +968,10 @@ self.onmessage = (ev) => {
     .catch((e) => report(e, msg.type))
     .finally(() => {
       busy = false;
+      if (pendingThreads !== null && !poisoned) {
+        const threads = pendingThreads;
+        pendingThreads = null;
+        runJob(P.setThreads(threads));
+      }
     });
-};
+}

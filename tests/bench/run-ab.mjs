@@ -4,7 +4,8 @@
 // land on one side), each in a fresh browser context: load the default model in WEIGHTS, set
 // the KV format (B only: A may predate the picker), generate TOKENS greedy tokens after
 // tests/bench/prompt.txt without the chat template — the procedure of run-browser.mjs's page
-// rows. Prints one JSON line per run and, at the end, the median and range per side.
+// rows. Prints one JSON line per run (with the build and thread count the footer names, when
+// the page has one) and, at the end, the median and range per side.
 //
 // Usage (the older side from a git worktree, each side served with COOP/COEP or without):
 //   git worktree add /tmp/old <rev> && (cd /tmp/old && cargo xtask build)
@@ -47,8 +48,13 @@ async function run(side, url, kv) {
     if (await page.getByTestId('keep-context').count()) await page.getByTestId('keep-context').setChecked(false);
     await page.getByTestId('generate').click();
     await waitStatus(page, 'done', 900_000);
+    const footer = await page
+      .getByTestId('engine-version')
+      .evaluate((e) => ({ build: e.dataset.build ?? '', threads: Number(e.dataset.threads ?? NaN) }))
+      .catch(() => ({ build: '', threads: null }));
     return {
       side,
+      ...footer,
       kv: kv || (await text(page, 'metric-kv-format')) || 'page default',
       weights: await text(page, 'metric-weights-format'),
       kernel: await text(page, 'metric-kernel'),

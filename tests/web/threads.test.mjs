@@ -143,3 +143,30 @@ test('cargo xtask serve sends COOP/COEP: isolated without the service worker, 2 
   const { two, one } = await threadedRun(t, process.env.EDGEFIT_COI_URL, { serviceWorker: false });
   t.diagnostic(`2 threads: prefill ${two.prefill}, decode ${two.decode}; 1 thread: prefill ${one.prefill}, decode ${one.decode}`);
 });
+
+// Found driving `?wasm=threads&threads=2` with a click on Load as soon as the page loaded: the
+// page asks the worker for its count when the worker boots, the load was already running, and
+// the worker refused the count ("error: busy: cannot set-threads now"), leaving the model on one
+// thread under an error. The worker now lets a load take a count that came during it.
+test('Load clicked at once on a ?threads=2 page: no error, the model runs on 2 threads', { skip: !HAS_THREADS ? 'dist/ has no pkg-threads/' : !process.env.EDGEFIT_COI_URL ? 'EDGEFIT_COI_URL is not set (cargo xtask test sets it)' : false }, async (t) => {
+  // The wasm arrives 1 s late, so the click surely comes before the worker boots (and asks for
+  // the count); without the delay the click won the race about half the time.
+  let delayed = 0;
+  const onPage = (page) =>
+    page.context().route('**/pkg-threads/*.wasm', async (route) => {
+      delayed += 1;
+      await new Promise((r) => setTimeout(r, 1000));
+      await route.continue();
+    });
+  const { page, consoleErrors, pageErrors } = await openPage(browser(), t, { url: withQuery(process.env.EDGEFIT_COI_URL, { threads: '2' }), requestFailures: false, onPage });
+  await page.getByTestId('load-default').click();
+  assert.equal(await waitStatus(page, 'ready', TIMEOUT), 'ready');
+  await waitBuild(page, 'threads', 2);
+  const run = await generate(page);
+  assert.ok(run.generated >= 1, `generated ${run.generated} tokens`);
+  assert.equal(await page.getByTestId('engine-version').evaluate((e) => e.dataset.threads), '2');
+  assert.equal(await page.getByTestId('error-box').isVisible(), false, 'no error shown');
+  assert.ok(delayed >= 1, 'the threaded wasm was delayed');
+  assert.deepEqual(pageErrors, []);
+  assert.deepEqual(consoleErrors, []);
+});

@@ -62,7 +62,7 @@ const TO_WORKER = {
     fields: { name: checkKvFormatName },
   },
   'set-threads': {
-    doc: 'run the engine on `threads` threads (the threaded build only; 1..MAX_THREADS); applied to every later load',
+    doc: 'run the engine on `threads` threads (the threaded build only; 1..MAX_THREADS); applied to every later load. Sent while a job runs, it waits for that job: a load takes it as its own count, after any other job it runs next (the last one sent wins)',
     fields: { threads: (v) => checkThreads(v) },
   },
   generate: {

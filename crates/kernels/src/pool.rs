@@ -383,8 +383,8 @@ impl Pool {
     }
 
     /// `y = x · Wᵀ` for every `(w, out)` reading the same input `x` (`m × cols`), which is
-    /// prepared once into `prep` on `kernel`; each thread computes one range of rows of every
-    /// matrix, so a group (q/k/v, gate/up) is one region. `out`s are resized to `m × rows`.
+    /// prepared once into `prep` on `kernel`; each job computes one range of rows of every
+    /// matrix ([`JOBS_PER_THREAD`] jobs per thread), so a group (q/k/v, gate/up) is one region. `out`s are resized to `m × rows`.
     /// For `m > 1` (token-major outputs, strided per row range) each job writes its range into
     /// `scratch` and copies it into place itself (O(m·n) against O(m·n·k), split like the
     /// product).
@@ -409,7 +409,10 @@ impl Pool {
             &|xq, x, m, cols| self.requantize(xq, x, m, cols),
         );
         let widest = outs.iter().map(|(w, _)| w.rows()).max().unwrap_or(0);
-        let jobs = self.threads.min(widest.div_ceil(ROW_SPLIT)).max(1);
+        let jobs = match self.threads {
+            1 => 1,
+            t => (JOBS_PER_THREAD * t).min(widest.div_ceil(ROW_SPLIT)).max(1),
+        };
         for (w, out) in outs.iter_mut() {
             out.resize(m * w.rows(), 0.0);
         }
@@ -549,6 +552,15 @@ pub type ItemJob<'a> = dyn Fn(usize, &mut [f32], &mut [f32]) + Sync + 'a;
 
 /// Matrices one [`Pool::linear`] region computes at most (q/k/v is three).
 pub const MAX_GROUP: usize = 4;
+
+/// Row ranges per thread in one [`Pool::linear`] region (fewer where a matrix has fewer
+/// [`ROW_SPLIT`] units). Threads take ranges from the region's counter, so a thread the OS
+/// did not schedule at once, or took off its core halfway (a browser's other threads on a
+/// 2-core machine), holds back a quarter of its share rather than all of it: the others take
+/// the rest. On the page's threaded build at 2 threads (`tests/bench/run-ab.mjs`, 6 and 8
+/// interleaved rounds on 2026-12-06) prefill ran at a median 136.9 and 160.0 tok/s against
+/// 114.7 and 128.1 with one range per thread; decode did not move beyond the noise.
+pub const JOBS_PER_THREAD: usize = 4;
 
 /// Part `j` of `jobs` of `0..n`, on [`ROW_SPLIT`] boundaries (the last part ends at `n`; parts
 /// may be empty when `n` is small).
