@@ -917,12 +917,9 @@ self.onmessage = (ev) => {
     runFit(msg);
     return;
   }
-  if (busy && msg.type === P.ToWorker.SET_THREADS) {
-    pendingThreads = msg.threads;
-    return;
-  }
   if (busy) {
-    post(P.error(`busy: cannot ${msg.type} now`, false));
+    if (msg.type === P.ToWorker.SET_THREADS) pendingThreads = msg.threads;
+    else post(P.error(`busy: cannot ${msg.type} now`, false));
     return;
   }
   runJob(msg);

@@ -3,8 +3,8 @@
 // and then B (the order alternates between rounds, so a slow stretch of the machine does not
 // land on one side), each in a fresh browser context: load the default model in WEIGHTS, set
 // the KV format (B only: A may predate the picker), generate TOKENS greedy tokens after
-// tests/bench/prompt.txt without the chat template — the procedure of run-browser.mjs's page
-// rows. Prints one JSON line per run (with the build and thread count the footer names, when
+// tests/bench/prompt.txt without the chat template (page.mjs's generateGreedy, as the other
+// drivers). Prints one JSON line per run (with the build and thread count the footer names, when
 // the page has one) and, at the end, the median and range per side.
 //
 // Usage (the older side from a git worktree, each side served with COOP/COEP or without):
@@ -18,13 +18,13 @@
 
 import { readFile } from 'node:fs/promises';
 import { launch } from './chromium.mjs';
-import { env, emit, log, num, pickKvFormat, text, waitStatus } from './page.mjs';
+import { env, emit, generateGreedy, log, pickKvFormat, runMetrics, waitStatus } from './page.mjs';
 
 const A_URL = env('A_URL');
 const B_URL = env('B_URL');
 if (!A_URL || !B_URL) throw new Error('A_URL and B_URL must name the two served sites');
 const ROUNDS = Number(env('ROUNDS', '8'));
-const TOKENS = env('TOKENS', '128');
+const TOKENS = Number(env('TOKENS', '128'));
 const WEIGHTS = env('WEIGHTS', 'w4g32');
 const B_KV = env('B_KV', '').split(',').filter(Boolean);
 const prompt = (await readFile(new URL('./prompt.txt', import.meta.url), 'utf8')).trimEnd();
@@ -41,28 +41,13 @@ async function run(side, url, kv) {
     await page.getByTestId('load-default').click();
     await waitStatus(page, 'ready', 300_000);
     if (kv) await pickKvFormat(page, kv, { ifDifferent: true });
-    await page.getByTestId('prompt').fill(prompt);
-    await page.getByTestId('max-tokens').fill(TOKENS);
-    await page.getByTestId('temperature').fill('0');
-    await page.getByTestId('chat').setChecked(false);
-    if (await page.getByTestId('keep-context').count()) await page.getByTestId('keep-context').setChecked(false);
-    await page.getByTestId('generate').click();
-    await waitStatus(page, 'done', 900_000);
+    await generateGreedy(page, prompt, TOKENS);
     const footer = await page
       .getByTestId('engine-version')
       .evaluate((e) => ({ build: e.dataset.build ?? '', threads: Number(e.dataset.threads ?? NaN) }))
       .catch(() => ({ build: '', threads: null }));
-    return {
-      side,
-      ...footer,
-      kv: kv || (await text(page, 'metric-kv-format')) || 'page default',
-      weights: await text(page, 'metric-weights-format'),
-      kernel: await text(page, 'metric-kernel'),
-      prompt_tokens: await num(page, 'metric-prompt-tokens'),
-      generated_tokens: await num(page, 'metric-generated-tokens'),
-      prefill_tok_s: await num(page, 'metric-prefill-tps'),
-      decode_tok_s: await num(page, 'metric-decode-tps'),
-    };
+    const metrics = await runMetrics(page);
+    return { side, ...footer, ...metrics, kv: kv || metrics.kv_format || 'page default' };
   } finally {
     await context.close();
   }
