@@ -552,7 +552,7 @@ fn explanations(
     e.insert(
         "latency.decode_tok_s".into(),
         Explanation::new(
-            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = τ + Σ ops [max(FLOPs/(peak·η_c), (weights + KV read of L tokens (C, the whole context, for a static-shape graph) + logits head)/BW_decode, weights/rate) + o]; BW_decode = BW_theoretical · η_d · min(1, threads/t_sat); rate = the decode kernel's weight rate where the runtime has one (CPU: ρ weights per cycle × Σ clock of the cores used; this browser tab: the engine's measured GEMV rate per format)",
+            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = τ + Σ ops [max(FLOPs/(peak·η_c), (weights + KV read of L tokens (C, the whole context, for a static-shape graph) + logits head)/BW_decode, weights/rate) + o]; BW_decode = BW_theoretical · η_d · min(1, threads/t_sat); rate = the decode kernel's weight rate where the runtime has one (CPU: ρ weights per cycle × Σ clock of the cores used; GPU: κ weights per FLOP × the GPU's peak, for quantized formats; this browser tab: the engine's measured GEMV rate per format)",
             format!(
                 "runtime {} on the {}{threads}: first step {} ms ({} bytes moved, ~{} ms at {} GB/s; its ops by what bounds them: bytes {} ms, kernel rate {} ms, compute {} ms, fixed cost alone {} ms; fixed overhead {} ms = {}% of the step: o = {} µs × ops + τ = {} µs), last step {} ms{static_ctx}",
                 l.runtime,
@@ -579,7 +579,7 @@ fn explanations(
             ),
         )
         .note(format!(
-            "decode is usually memory-bound: bytes moved per token over the bandwidth the runtime achieves (η_d fitted on the validation set) set the speed; on a CPU with few threads the decode kernel's weight rate (ρ fitted on the validation set) or the compute roof can bind instead, and for a small model the fixed cost per op can dominate. Range: {}",
+            "decode is usually memory-bound: bytes moved per token over the bandwidth the runtime achieves (η_d fitted on the validation set) set the speed; on a CPU with few threads, or a large GPU with 4-bit weights, the decode kernel's weight rate (ρ or κ, fitted on the validation set) or the compute roof can bind instead, and for a small model the fixed cost per op can dominate. Range: {}",
             l.range_basis
         )),
     );

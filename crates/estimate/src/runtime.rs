@@ -29,6 +29,16 @@
 //!   ExecuTorch XNNPACK: Cortex-X4/A720 4.9, the A17 Pro's Everest 5.2; measured tok/s × the
 //!   weights a token multiplies ÷ Σ f_core), so the kernel is bound
 //!   by its per-block scalar work (scales, conversion, reduction), not by the NEON width;
+//! - `decode_weights_per_flop` `κ` (GPU only; per interface in `api_fractions` where the
+//!   runtime has one kernel set per GPU API): weights per FLOP of the GPU's peak at the compute
+//!   precision that its dequantizing decode GEMV retires for quantized formats, rate = κ · peak
+//!   — **fitted** (llama.cpp: ggml-metal and ggml-opencl). A GEMV unpacks, scales and converts
+//!   every weight before its one multiply-add, so a GPU whose bandwidth is large beside its
+//!   ALUs reaches this roof first with 4-bit weights: in the set the M1 Max and M3 Max decode
+//!   Q4_K at a smaller fraction of their bandwidth than F16, the M1 (68 GB/s) reaches its
+//!   bandwidth with either, and the Adreno 840 decodes Q8_0 as fast as Q4_0. The runtimes whose
+//!   GPU points hold no unquantized format (MLX, Core ML, LiteRT, MLC) have no such roof: their
+//!   points cannot tell it from the bandwidth fraction;
 //! - `default_threads` (CPU only; `null` = the device's `default_threads`);
 //! - `api_fractions` (GPU): `η_c` and `η_d` per GPU programming interface (the device unit's
 //!   `api`: `metal`, `opencl`, `vulkan`), for a runtime whose backends per interface are
@@ -48,7 +58,8 @@
 //!            the CPU's unpacking kernel, not by GEMM efficiency)
 //! BW_phase = BW_theoretical · η_phase · min(1, t / t_sat)        (t_sat: cores that saturate DRAM)
 //! rate     = decode of a quantized format on a CPU (weights/s): ρ · Σ f_core over the t
-//!            cores used (the t fastest, as for the peak), whatever their SIMD width or i8mm
+//!            cores used (the t fastest, as for the peak), whatever their SIMD width or i8mm;
+//!            on a GPU: κ · peak
 //! t_op     = max(FLOPs / compute, bytes / BW_phase, weights / rate) + o
 //! t_pass   = Σ ops t_op + τ
 //! ```
@@ -96,6 +107,13 @@ pub struct RuntimeUnit {
     /// `ρ · Σ_t f_core` weights/s of a CPU decode over the `t` cores used. `None`: no such roof.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_weights_per_cycle: Option<f64>,
+    /// GPU only: weights per FLOP of the unit's peak (at the compute precision) `κ` that the
+    /// runtime's dequantizing decode GEMV retires for quantized formats: the kernel roof
+    /// `κ · peak` weights/s of a GPU decode (a GEMV unpacks, scales and converts every weight
+    /// before its one multiply-add, so a large GPU reaches this roof before its bandwidth with
+    /// 4-bit weights; a small one stays bandwidth-bound). `None`: no such roof.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_weights_per_flop: Option<f64>,
     /// CPU only: whether its int8 kernels use the i8mm matrix instructions (SMMLA, 8× the f32
     /// rate) where the CPU has them; `false`: SDOT dot products (4×) at best.
     #[serde(default = "yes")]
@@ -126,6 +144,10 @@ pub struct ApiFractions {
     pub compute_fraction: f64,
     /// Achieved fraction of the theoretical DRAM bandwidth in decode.
     pub decode_bandwidth_fraction: f64,
+    /// The decode kernel roof `κ` on this interface (replaces the unit's
+    /// `decode_weights_per_flop`; absent: the unit's applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_weights_per_flop: Option<f64>,
 }
 
 /// A runtime profile: `models/runtimes/<id>.json`.
@@ -313,6 +335,32 @@ impl RuntimeProfile {
                     ));
                 }
             }
+            let kappas = std::iter::once((
+                "decode_weights_per_flop".to_string(),
+                r.decode_weights_per_flop,
+            ))
+            .chain(r.api_fractions.iter().map(|(a, f)| {
+                (
+                    format!("api_fractions.{a}.decode_weights_per_flop"),
+                    f.decode_weights_per_flop,
+                )
+            }));
+            for (name, k) in kappas {
+                let Some(k) = k else { continue };
+                if *u != ComputeUnit::Gpu {
+                    return Err(bad(
+                        format!("units.{u}.{name}"),
+                        "only a gpu unit has this kernel roof (a cpu has decode_weights_per_cycle)"
+                            .into(),
+                    ));
+                }
+                if !(k.is_finite() && k > 0.0 && k <= MAX_WEIGHTS_PER_FLOP) {
+                    return Err(bad(
+                        format!("units.{u}.{name}"),
+                        format!("{k} must be in (0, {MAX_WEIGHTS_PER_FLOP}]"),
+                    ));
+                }
+            }
             if r.default_threads == Some(0) {
                 return Err(bad(
                     format!("units.{u}.default_threads"),
@@ -361,6 +409,10 @@ impl RuntimeUnit {
 /// Largest `decode_weights_per_cycle` a profile may give (and the fit may reach): 64 weights a
 /// cycle is four 128-bit SDOT pipes each taking 16 int8 weights, with no unpacking at all.
 pub const MAX_WEIGHTS_PER_CYCLE: f64 = 64.0;
+
+/// Largest `decode_weights_per_flop` a profile may give (and the fit may reach): a GEMV does
+/// one multiply-add (2 FLOPs) per weight, so a kernel that did nothing else would retire 0.5.
+pub const MAX_WEIGHTS_PER_FLOP: f64 = 0.5;
 
 fn yes() -> bool {
     true
@@ -495,6 +547,9 @@ pub(crate) fn resolve(
             let mut r = ru.clone();
             r.compute_fraction = f.compute_fraction;
             r.decode_bandwidth_fraction = f.decode_bandwidth_fraction;
+            if f.decode_weights_per_flop.is_some() {
+                r.decode_weights_per_flop = f.decode_weights_per_flop;
+            }
             with_api = r;
             &with_api
         }
@@ -555,6 +610,13 @@ pub(crate) fn resolve(
         ) {
             decode.weight_rate_gws = Some(w * ghz);
         }
+        // A GPU's dequantizing GEMV: κ weights per FLOP of the peak at the compute precision,
+        // rate = κ · peak (GFLOP/s → 10^9 weights/s).
+        if unit_id == ComputeUnit::Gpu {
+            if let Some(k) = ru.decode_weights_per_flop {
+                decode.weight_rate_gws = Some(k * peak);
+            }
+        }
     }
     Ok(Exec {
         runtime: rt.id,
@@ -608,6 +670,7 @@ mod tests {
             ApiFractions {
                 compute_fraction: 0.1,
                 decode_bandwidth_fraction: 0.25,
+                decode_weights_per_flop: None,
             },
         );
         let dep = Deployment {
@@ -705,5 +768,53 @@ mod tests {
         // Unquantized weights have no unpacking kernel, so no such roof.
         let d = resolve(&pi, ComputeUnit::Cpu, &dep(WeightFormat::F16), &rt).unwrap();
         assert_eq!(d.decode.weight_rate_gws, None);
+    }
+
+    /// A GPU's decode kernel roof is κ · the peak at the compute precision, the interface's κ
+    /// replacing the unit's; none for unquantized weights; a κ on a CPU or beyond 0.5 weights
+    /// per FLOP is a named error.
+    #[test]
+    fn gpu_kernel_roof_is_kappa_times_the_peak_per_interface() {
+        let dev = crate::device::device("snapdragon-8-gen3").unwrap();
+        let peak = dev.units[&ComputeUnit::Gpu]
+            .peak_for(ComputeDtype::F16)
+            .unwrap();
+        let api = dev.units[&ComputeUnit::Gpu].api.clone().unwrap();
+        let mut rt = runtime_profile(Runtime::Llamacpp).unwrap();
+        let gpu = rt.units.get_mut(&ComputeUnit::Gpu).unwrap();
+        gpu.decode_weights_per_flop = Some(0.01);
+        gpu.api_fractions
+            .get_mut(&api)
+            .unwrap()
+            .decode_weights_per_flop = None;
+        let dep = |w| Deployment {
+            weights: w,
+            unit: Some(ComputeUnit::Gpu),
+            ..Deployment::default()
+        };
+        let d = resolve(&dev, ComputeUnit::Gpu, &dep(WeightFormat::Q4_0), &rt).unwrap();
+        let r = d.decode.weight_rate_gws.unwrap();
+        assert!((r - 0.01 * peak).abs() < 1e-9 * r, "{r} vs {peak}");
+        let gpu = rt.units.get_mut(&ComputeUnit::Gpu).unwrap();
+        gpu.api_fractions
+            .get_mut(&api)
+            .unwrap()
+            .decode_weights_per_flop = Some(0.03);
+        let d = resolve(&dev, ComputeUnit::Gpu, &dep(WeightFormat::Q4_0), &rt).unwrap();
+        let r = d.decode.weight_rate_gws.unwrap();
+        assert!((r - 0.03 * peak).abs() < 1e-9 * r, "{r} vs {peak}");
+        let d = resolve(&dev, ComputeUnit::Gpu, &dep(WeightFormat::F16), &rt).unwrap();
+        assert_eq!(d.decode.weight_rate_gws, None);
+        for (path, value) in [
+            (["units", "cpu", "decode_weights_per_flop"], 0.01),
+            (["units", "gpu", "decode_weights_per_flop"], 0.6),
+        ] {
+            let mut v = serde_json::to_value(&rt).unwrap();
+            v[path[0]][path[1]][path[2]] = value.into();
+            let msg = RuntimeProfile::from_json(&v.to_string())
+                .unwrap_err()
+                .to_string();
+            assert!(msg.contains(&path.join(".")), "{msg}");
+        }
     }
 }

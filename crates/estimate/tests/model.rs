@@ -872,14 +872,15 @@ fn report_json_has_the_cli_fields_and_explanations() {
 
 /// The first decode step's op time by bound adds up to the step less the per-pass cost τ, and
 /// it says what sets the step: a llama.cpp CPU decode of 4-bit weights on two cores of a phone
-/// is held by the decode kernel's weight rate (ρ), the same model's GPU decode by the bytes.
+/// is held by the decode kernel's weight rate (ρ), its Adreno GPU decode of the same weights by
+/// the GPU's dequantizing kernel (κ · peak), and of f16 weights (nothing to unpack) by the bytes.
 #[test]
 fn the_first_decode_step_splits_by_what_bounds_each_op() {
     let spec = preset("llama-3.2-1b").unwrap();
     let dev = device("snapdragon-8-gen3").unwrap();
-    let at = |unit, threads| {
+    let at = |unit, threads, weights| {
         let dep = Deployment {
-            weights: WeightFormat::Q4_0,
+            weights,
             unit: Some(unit),
             runtime: Some(Runtime::Llamacpp),
             threads,
@@ -887,19 +888,26 @@ fn the_first_decode_step_splits_by_what_bounds_each_op() {
         };
         estimate(&spec, &dep, &dev).unwrap().latency
     };
-    for (unit, threads) in [(ComputeUnit::Cpu, Some(2)), (ComputeUnit::Gpu, None)] {
-        let l = at(unit, threads);
+    for (unit, threads, weights, kernel_bound) in [
+        (ComputeUnit::Cpu, Some(2), WeightFormat::Q4_0, true),
+        (ComputeUnit::Gpu, None, WeightFormat::Q4_0, true),
+        (ComputeUnit::Gpu, None, WeightFormat::F16, false),
+    ] {
+        let l = at(unit, threads, weights);
         let b = l.decode_ms_by_bound;
         let sum = b.memory + b.kernel + b.compute + b.overhead;
         let want = l.decode_ms_first - l.token_overhead_us / 1e3;
         assert!(
             (sum - want).abs() <= 1e-6 * want.max(1.0),
-            "{unit:?}: {b:?} sums to {sum}, step less τ {want}"
+            "{unit:?} {weights}: {b:?} sums to {sum}, step less τ {want}"
         );
-        if unit == ComputeUnit::Cpu {
-            assert!(b.kernel > b.memory, "{unit:?}: {b:?}");
+        if kernel_bound {
+            assert!(b.kernel > b.memory, "{unit:?} {weights}: {b:?}");
         } else {
-            assert!(b.memory > b.kernel, "{unit:?}: {b:?}");
+            assert!(
+                b.memory > b.kernel && b.kernel == 0.0,
+                "{unit:?} {weights}: {b:?}"
+            );
         }
     }
 }

@@ -28,15 +28,17 @@
 //! # The fit ([`fit_runtimes`]): two or three numbers per runtime × unit, shared by every device
 //! For each (runtime, unit) with points, in this order, from the committed priors:
 //! 1. `compute_fraction` `η_c` from its prefill points;
-//! 2. `decode_bandwidth_fraction` `η_d` from its decode points — on a CPU runtime with a
+//! 2. `decode_bandwidth_fraction` `η_d` from its decode points — on a runtime × unit with a
 //!    kernel roof, only from points of unquantized formats (f32/f16/bf16, which no unpacking
 //!    kernel bounds), else the prior stays;
-//! 3. `decode_weights_per_cycle` `ρ` (CPU runtimes with a kernel roof) from its decode points
-//!    of quantized formats (bisection in log space over [[`FIT_MIN`], [`crate::runtime::MAX_WEIGHTS_PER_CYCLE`]]);
+//! 3. the kernel roof from its decode points of quantized formats: `decode_weights_per_cycle`
+//!    `ρ` on a CPU (bisection in log space over [[`FIT_MIN`], [`crate::runtime::MAX_WEIGHTS_PER_CYCLE`]]),
+//!    `decode_weights_per_flop` `κ` on a GPU (over [5·10⁻⁵, [`crate::runtime::MAX_WEIGHTS_PER_FLOP`]],
+//!    per GPU interface where the profile has `api_fractions`);
 //! 4. `η_c` again with the new `η_d` and `ρ`.
 //!
 //! Each step solves, per point, the value that makes the estimate equal the measurement (the
-//! estimate is monotone in it; bisection over [[`FIT_MIN`], 1] (fractions) or the ρ range above; a point beyond
+//! estimate is monotone in it; bisection over [[`FIT_MIN`], 1] (fractions) or the ρ and κ ranges above; a point beyond
 //! reach at a bound takes that bound). The value kept is a **median of per-source medians**:
 //! each source's points give the median of their solutions, and the parameter is the median
 //! over the sources, so each source is one vote — a source with many points (one device, one
@@ -148,12 +150,14 @@ pub struct ValidationReport {
     /// MAPE tables.
     pub mape: Vec<Mape>,
     /// The fitted runtime parameters on the whole set: (runtime, unit, compute_fraction,
-    /// decode_bandwidth_fraction).
+    /// decode_bandwidth_fraction, decode kernel roof: `decode_weights_per_cycle` on a CPU,
+    /// `decode_weights_per_flop` on a GPU).
     pub fitted: Vec<(Runtime, ComputeUnit, f64, f64, Option<f64>)>,
-    /// The fitted per-GPU-interface fractions on the whole set: (runtime, unit, interface,
-    /// compute_fraction, decode_bandwidth_fraction) ([`crate::runtime::ApiFractions`]).
+    /// The fitted per-GPU-interface figures on the whole set: (runtime, unit, interface,
+    /// compute_fraction, decode_bandwidth_fraction, decode_weights_per_flop)
+    /// ([`crate::runtime::ApiFractions`]; the roof is the unit's where the interface has none).
     #[serde(default)]
-    pub fitted_api: Vec<(Runtime, ComputeUnit, String, f64, f64)>,
+    pub fitted_api: Vec<(Runtime, ComputeUnit, String, f64, f64, Option<f64>)>,
     /// Fraction of rows inside their printed range.
     pub inside_range: f64,
     /// The bands.
@@ -329,7 +333,7 @@ pub fn validate() -> Result<ValidationReport> {
                         *u,
                         ru.compute_fraction,
                         ru.decode_bandwidth_fraction,
-                        ru.decode_weights_per_cycle,
+                        ru.decode_weights_per_cycle.or(ru.decode_weights_per_flop),
                     )
                 })
                 .collect::<Vec<_>>()
@@ -349,6 +353,7 @@ pub fn validate() -> Result<ValidationReport> {
                             a.clone(),
                             f.compute_fraction,
                             f.decode_bandwidth_fraction,
+                            f.decode_weights_per_flop.or(ru.decode_weights_per_flop),
                         )
                     })
                 })
@@ -418,14 +423,27 @@ impl ValidationReport {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "fitted (whole set): runtime unit compute_fraction decode_bandwidth_fraction decode_weights_per_cycle"
+            "fitted (whole set): runtime unit compute_fraction decode_bandwidth_fraction decode_kernel_roof"
         );
+        let _ = writeln!(
+            s,
+            "  (decode_kernel_roof: cpu decode_weights_per_cycle, gpu decode_weights_per_flop)"
+        );
+        let roof = |w: &Option<f64>| match w {
+            Some(w) if *w < 0.1 => format!("{w:.4}"),
+            Some(w) => format!("{w:.3}"),
+            None => "-".into(),
+        };
         for (rt, u, cf, bw, w) in &self.fitted {
-            let w = w.map(|w| format!("{w:.3}")).unwrap_or_else(|| "-".into());
-            let _ = writeln!(s, "  {rt:<10} {u:<4} {cf:.3} {bw:.3} {w}");
+            let _ = writeln!(s, "  {rt:<10} {u:<4} {cf:.3} {bw:.3} {}", roof(w));
         }
-        for (rt, u, a, cf, bw) in &self.fitted_api {
-            let _ = writeln!(s, "  {rt:<10} {:<4} {cf:.3} {bw:.3} -", format!("{u}/{a}"));
+        for (rt, u, a, cf, bw, w) in &self.fitted_api {
+            let _ = writeln!(
+                s,
+                "  {rt:<10} {:<4} {cf:.3} {bw:.3} {}",
+                format!("{u}/{a}"),
+                roof(w)
+            );
         }
         s
     }

@@ -37,7 +37,8 @@ enum Param {
     /// `decode_bandwidth_fraction`, from decode points (of unquantized formats when the unit
     /// has a kernel roof).
     Bandwidth,
-    /// `decode_weights_per_cycle`, from decode points of quantized formats.
+    /// The decode kernel roof, from decode points of quantized formats:
+    /// `decode_weights_per_cycle` on a CPU, `decode_weights_per_flop` on a GPU.
     Kernel,
 }
 
@@ -48,12 +49,28 @@ impl Param {
             Param::Bandwidth | Param::Kernel => Phase::Decode,
         }
     }
-    fn bounds(self) -> (f64, f64) {
+    fn bounds(self, unit: ComputeUnit) -> (f64, f64) {
         match self {
             Param::Compute | Param::Bandwidth => (FIT_MIN, 1.0),
+            Param::Kernel if unit == ComputeUnit::Gpu => {
+                (KAPPA_MIN, crate::runtime::MAX_WEIGHTS_PER_FLOP)
+            }
             Param::Kernel => (FIT_MIN, crate::runtime::MAX_WEIGHTS_PER_CYCLE),
         }
     }
+}
+
+/// Lowest `decode_weights_per_flop` the fit may reach (a GEMV spending 20,000 FLOPs of the
+/// unit's peak per weight).
+const KAPPA_MIN: f64 = 5e-5;
+
+/// Whether `ru` has a decode kernel roof on a device whose GPU interface is `api`.
+fn has_kernel_roof(ru: &crate::runtime::RuntimeUnit, api: Option<&str>) -> bool {
+    ru.decode_weights_per_cycle.is_some()
+        || ru.decode_weights_per_flop.is_some()
+        || ru
+            .api_entry(api)
+            .is_some_and(|(_, f)| f.decode_weights_per_flop.is_some())
 }
 
 fn set_param(p: &mut RuntimeProfile, unit: ComputeUnit, api: Option<&str>, param: Param, v: f64) {
@@ -64,6 +81,7 @@ fn set_param(p: &mut RuntimeProfile, unit: ComputeUnit, api: Option<&str>, param
         match param {
             Param::Compute => f.compute_fraction = v,
             Param::Bandwidth => f.decode_bandwidth_fraction = v,
+            Param::Kernel if unit == ComputeUnit::Gpu => f.decode_weights_per_flop = Some(v),
             Param::Kernel => u.decode_weights_per_cycle = Some(v),
         }
         return;
@@ -71,6 +89,7 @@ fn set_param(p: &mut RuntimeProfile, unit: ComputeUnit, api: Option<&str>, param
     match param {
         Param::Compute => u.compute_fraction = v,
         Param::Bandwidth => u.decode_bandwidth_fraction = v,
+        Param::Kernel if unit == ComputeUnit::Gpu => u.decode_weights_per_flop = Some(v),
         Param::Kernel => u.decode_weights_per_cycle = Some(v),
     }
 }
@@ -101,7 +120,7 @@ fn solve(c: &Case, profiles: &[RuntimeProfile], param: Param, measured: f64) -> 
             Phase::Decode => d,
         })
     };
-    let (mut lo, mut hi) = param.bounds();
+    let (mut lo, mut hi) = param.bounds(c.unit);
     if at(hi)? <= measured {
         return Ok(hi);
     }
@@ -178,7 +197,7 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
             if ru.device_figures {
                 continue;
             }
-            let kernel_roof = ru.decode_weights_per_cycle.is_some();
+            let kernel_roof = has_kernel_roof(ru, api.as_deref());
             if param == Param::Kernel && !kernel_roof {
                 continue;
             }
@@ -220,14 +239,23 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
         for p in profiles.iter_mut() {
             let id = p.id;
             for (unit, ru) in p.units.iter_mut() {
-                if ru.device_figures
-                    || (param == Param::Kernel && ru.decode_weights_per_cycle.is_none())
-                {
+                if ru.device_figures {
                     continue;
                 }
+                // The kernel roof is pooled only where the profile has one: a CPU's ρ at the
+                // unit level, a GPU's κ at the unit level or per interface.
                 let keys: Vec<Option<String>> = std::iter::once(None)
                     .chain(ru.api_fractions.keys().cloned().map(Some))
-                    .filter(|k| param != Param::Kernel || k.is_none())
+                    .filter(|k| {
+                        param != Param::Kernel
+                            || match k {
+                                None => {
+                                    ru.decode_weights_per_cycle.is_some()
+                                        || ru.decode_weights_per_flop.is_some()
+                                }
+                                Some(a) => ru.api_fractions[a].decode_weights_per_flop.is_some(),
+                            }
+                    })
                     .collect();
                 for key in keys {
                     if fitted
@@ -245,12 +273,15 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
                         continue;
                     };
                     let entry = key.as_ref().and_then(|a| ru.api_fractions.get_mut(a));
+                    let gpu = *unit == ComputeUnit::Gpu;
                     match (param, entry) {
                         (Param::Compute, Some(f)) => f.compute_fraction = v,
                         (Param::Bandwidth, Some(f)) => f.decode_bandwidth_fraction = v,
+                        (Param::Kernel, Some(f)) => f.decode_weights_per_flop = Some(v),
                         (Param::Compute, None) => ru.compute_fraction = v,
                         (Param::Bandwidth, None) => ru.decode_bandwidth_fraction = v,
-                        (Param::Kernel, _) => ru.decode_weights_per_cycle = Some(v),
+                        (Param::Kernel, None) if gpu => ru.decode_weights_per_flop = Some(v),
+                        (Param::Kernel, None) => ru.decode_weights_per_cycle = Some(v),
                     }
                 }
             }
