@@ -16,10 +16,12 @@ pub struct EstimateArgs {
     /// A device profile id, or a path to a device profile JSON.
     #[arg(long, default_value = "snapdragon-8-gen3")]
     device: String,
-    /// Weight format: f32 f16 bf16 int8 w4g32 w4g64 w4g128 q4_0 q4_1 q8_0 q4_k q6_k.
+    /// Weight format: f32 f16 bf16 int8 w4g32 w4g64 w4g128 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k
+    /// q6_k (under llamacpp, q4_k and q5_k are sized as the Q4_K_M / Q5_K_M files its
+    /// quantizer writes: attn_v and ffn_down of about half the layers in q6_k).
     #[arg(long)]
     weights: Option<String>,
-    /// KV-cache format: f32 f16 k8v16 int8 int4g32.
+    /// KV-cache format: f32 f16 k8v16 int8 int4g32 kivi4.
     #[arg(long)]
     kv: Option<String>,
     /// Context length the KV cache is sized for.

@@ -153,3 +153,25 @@ fn a_closed_stdout_ends_the_long_outputs_quietly() {
         );
     }
 }
+
+/// `edgefit estimate --help` names every weight and KV format the estimator sizes (its list is
+/// written by hand in the flag's doc comment, so a new format must be added there too).
+#[test]
+fn estimate_help_names_every_weight_and_kv_format() {
+    let out = edgefit(&["estimate", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let words: Vec<&str> = help
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    for name in WeightFormat::ALL
+        .iter()
+        .map(|w| w.as_str())
+        .chain(edgefit_estimate::KvFormat::ALL.iter().map(|k| k.as_str()))
+    {
+        assert!(
+            words.contains(&name),
+            "estimate --help does not name {name}:\n{help}"
+        );
+    }
+}

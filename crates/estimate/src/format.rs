@@ -54,6 +54,24 @@
 //! [`kv_bytes`] is the function to use; [`kv_bytes_per_token`] gives the cost per token of full
 //! blocks, `⌈(512·⌈dk/32⌉ + 4·dk)/32⌉` per head for K (exact when 8 divides dk).
 
+//!
+//! # A quantizer's file: [`LayerMix`]
+//! A runtime's quantizer may not store every matrix of a "q4_k" file in q4_k. llama.cpp's
+//! `llama-quantize` (`src/llama-quant.cpp`, `llama_tensor_get_type_impl` and
+//! `tensor_type_fallback`), which writes the published GGUF files, does two things the layer
+//! format alone does not say:
+//! - **more bits where it matters** (Q4_K_M, Q5_K_M: the files published as "q4_k" / "q5_k"):
+//!   `attn_v` and `ffn_down` of the layers `use_more_bits(i, n)` picks — the first and last
+//!   eighth of the `n` layers and every third in between,
+//!   `i < n/8 || i >= 7n/8 || (i − n/8) % 3 == 2` (integer division), about half of them — in
+//!   Q6_K;
+//! - **a fallback for rows that do not fill a super-block**: a Q4_K / Q5_K / Q6_K matrix whose
+//!   input width is not a multiple of 256 is stored as Q5_0 / Q5_1 / Q8_0 (32-wide blocks).
+//!
+//! [`LayerMix`] carries both; the runtime profile says when they apply
+//! ([`crate::runtime::RuntimeProfile::layer_mix`]), and weight bytes and the decode's bytes
+//! follow it matrix by matrix ([`crate::memory::weight_bytes_mixed`], [`crate::latency`]).
+
 use serde::{Deserialize, Serialize};
 
 use crate::macros::named_enum;
@@ -154,6 +172,85 @@ impl WeightFormat {
     /// The group length along the input dimension (1 for unblocked formats).
     pub fn group_len(self) -> u64 {
         self.block().0
+    }
+
+    /// The format ggml's quantizer stores a row of `cols` weights in when this one cannot hold
+    /// it (`tensor_type_fallback` in llama.cpp's `src/llama-quant.cpp`): a 256-wide K-quant
+    /// block needs `cols` to be a multiple of 256, else Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0
+    /// (and f16 where even a 32-wide block does not fit). Every other format: itself.
+    pub fn ggml_fallback(self, cols: u64) -> WeightFormat {
+        let fallback = match self {
+            WeightFormat::Q4K => WeightFormat::Q5_0,
+            WeightFormat::Q5K => WeightFormat::Q5_1,
+            WeightFormat::Q6K => WeightFormat::Q8_0,
+            other => return other,
+        };
+        if cols.is_multiple_of(self.group_len()) {
+            self
+        } else if cols.is_multiple_of(fallback.group_len()) {
+            fallback
+        } else {
+            WeightFormat::F16
+        }
+    }
+}
+
+/// How a quantizer stores the matrices of a file whose layers are in one format (see the
+/// module docs): `more_bits` for `attn_v` and `ffn_down` of the layers
+/// [`LayerMix::use_more_bits`] picks, and whether 256-wide K-quant rows that do not fill a
+/// block fall back ([`WeightFormat::ggml_fallback`]). The default is a pure file: every
+/// matrix in the layer format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LayerMix {
+    /// Format of `attn_v` and `ffn_down` in the layers [`LayerMix::use_more_bits`] picks.
+    pub more_bits: Option<WeightFormat>,
+    /// K-quant rows whose width is not a multiple of 256 are stored in their fallback format.
+    pub block_fallback: bool,
+}
+
+/// A matrix of a transformer block, as a quantizer's recipe tells them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockMatrix {
+    /// `q_proj`, `k_proj`, `o_proj`, `gate_proj`, `up_proj`: the layer format.
+    Plain,
+    /// `v_proj` (`attn_v`).
+    V,
+    /// `down_proj` (`ffn_down`).
+    Down,
+}
+
+impl LayerMix {
+    /// llama.cpp's choice of the layers that get more bits in Q4_K_M / Q5_K_M: the first and
+    /// last eighth of `n` layers and every third in between (`use_more_bits` in
+    /// `src/llama-quant.cpp`; integer division as there).
+    pub fn use_more_bits(layer: usize, n_layers: usize) -> bool {
+        let (i, n) = (layer as i64, n_layers as i64);
+        i < n / 8 || i >= 7 * n / 8 || (i - n / 8).rem_euclid(3) == 2
+    }
+
+    /// The format `matrix` of layer `layer` (of `n_layers`) with `cols` inputs is stored in,
+    /// for layers in `base`.
+    pub fn format(
+        &self,
+        base: WeightFormat,
+        matrix: BlockMatrix,
+        layer: usize,
+        n_layers: usize,
+        cols: u64,
+    ) -> WeightFormat {
+        let f = match (matrix, self.more_bits) {
+            (BlockMatrix::V | BlockMatrix::Down, Some(more))
+                if Self::use_more_bits(layer, n_layers) =>
+            {
+                more
+            }
+            _ => base,
+        };
+        if self.block_fallback {
+            f.ggml_fallback(cols)
+        } else {
+            f
+        }
     }
 }
 

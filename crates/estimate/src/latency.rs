@@ -3,7 +3,7 @@
 //! # Ops of one block for a step of `n` new tokens after `p` cached ones (`b` sequences)
 //! | op | FLOPs | bytes moved |
 //! |---|---|---|
-//! | matmul `rows × cols` (q, k, v, o, gate, up, down) | `2·b·n·rows·cols` | weights `matrix_bytes(rows, cols)` + activations `a·b·n·(rows + cols)` |
+//! | matmul `rows × cols` (q, k, v, o, gate, up, down) | `2·b·n·rows·cols` | weights `matrix_bytes(rows, cols)` in the format the runtime's file holds it in ([`LayerMix`]: Q4_K_M's v and down of about half the layers in Q6_K) + activations `a·b·n·(rows + cols)` |
 //! | attention (q·k, softmax, ·v) | `b·H·(2·dk + 2·dv + 5)·S`, `S = n·p + n(n+1)/2` (causal) | KV read `b·(p + n)·kv_layer_token` + written `b·n·kv_layer_token` + activations `a·b·n·H·(dk + dv)` |
 //! | attention, static-shape graph for context `C` (QNN / Genie) | as above with `S = n·C` | KV read `b·C·kv_layer_token` + written + activations as above |
 //! | norms | `4·b·n·d` per norm | `4·d` weights + `2·a·b·n·d` per norm |
@@ -37,7 +37,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::device::UnitProfile;
-use crate::format::{ComputeDtype, KvFormat, WeightFormat};
+use crate::format::{BlockMatrix, ComputeDtype, KvFormat, LayerMix, WeightFormat};
 use crate::memory::activation_bytes_per_value;
 use crate::spec::{LayerSpec, ModelSpec};
 
@@ -260,25 +260,33 @@ pub(crate) struct Plan {
     /// `Some(C)`: graphs with static shapes for a context of `C` tokens
     /// ([`crate::runtime::RuntimeUnit::static_context`]): attention spans the whole buffer.
     pub static_context: Option<u64>,
+    /// How the runtime's files store some layer matrices in other formats ([`LayerMix`]).
+    pub mix: LayerMix,
 }
 
-/// A run of identical consecutive layers.
+/// A run of identical consecutive layers (same shape, and with a [`LayerMix`] the same choice
+/// of [`LayerMix::use_more_bits`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Group {
     pub first: usize,
     pub count: usize,
     pub layer: LayerSpec,
+    /// Its `attn_v` and `ffn_down` are in the mix's `more_bits` format.
+    pub more_bits: bool,
 }
 
-pub(crate) fn groups(spec: &ModelSpec) -> Vec<Group> {
+pub(crate) fn groups(spec: &ModelSpec, mix: LayerMix) -> Vec<Group> {
+    let n = spec.layers.len();
     let mut out: Vec<Group> = Vec::new();
     for (i, l) in spec.layers.iter().enumerate() {
+        let more = mix.more_bits.is_some() && LayerMix::use_more_bits(i, n);
         match out.last_mut() {
-            Some(g) if g.layer == *l => g.count += 1,
+            Some(g) if g.layer == *l && g.more_bits == more => g.count += 1,
             _ => out.push(Group {
                 first: i,
                 count: 1,
                 layer: *l,
+                more_bits: more,
             }),
         }
     }
@@ -296,7 +304,7 @@ impl<'a> TimeModel<'a> {
         TimeModel {
             spec,
             plan,
-            groups: groups(spec),
+            groups: groups(spec, plan.mix),
         }
     }
 
@@ -344,11 +352,22 @@ impl<'a> TimeModel<'a> {
         }
     }
 
-    /// Every op of one block except attention.
-    pub fn block_ops(&self, l: &LayerSpec, n: u64) -> Vec<OpCost> {
+    /// Every op of one block of group `g` except attention.
+    pub fn block_ops(&self, g: &Group, n: u64) -> Vec<OpCost> {
+        let l = &g.layer;
         let d = u64::from(self.spec.hidden_size);
         let i = u64::from(l.intermediate_size);
-        let w = self.plan.weights;
+        // The format each matrix is held in (the layer format, or the mix's; `g.first` stands
+        // for the group, whose layers all make the same choice).
+        let n_layers = self.spec.layers.len();
+        let w = |m, cols| {
+            let mix = LayerMix {
+                more_bits: self.plan.mix.more_bits.filter(|_| g.more_bits),
+                ..self.plan.mix
+            };
+            mix.format(self.plan.weights, m, g.first, n_layers, cols)
+        };
+        let plain = w(BlockMatrix::Plain, d);
         let bn = (self.plan.batch * n) as f64;
         let df = d as f64;
         let norms = f64::from(self.spec.norms_per_layer);
@@ -363,12 +382,18 @@ impl<'a> TimeModel<'a> {
                 rows: 0.0,
                 head: false,
             },
-            self.matmul("q_proj", w, l.q_dim(), d, n),
-            self.matmul("k_proj", w, l.k_dim(), d, n),
-            self.matmul("v_proj", w, l.v_dim(), d, n),
-            self.matmul("o_proj", w, d, l.o_in_dim(), n),
-            self.matmul("gate_proj", w, i, d, n),
-            self.matmul("up_proj", w, i, d, n),
+            self.matmul("q_proj", plain, l.q_dim(), d, n),
+            self.matmul("k_proj", plain, l.k_dim(), d, n),
+            self.matmul("v_proj", w(BlockMatrix::V, d), l.v_dim(), d, n),
+            self.matmul(
+                "o_proj",
+                w(BlockMatrix::Plain, l.o_in_dim()),
+                d,
+                l.o_in_dim(),
+                n,
+            ),
+            self.matmul("gate_proj", plain, i, d, n),
+            self.matmul("up_proj", plain, i, d, n),
             OpCost {
                 op: "mlp_act",
                 flops: 5.0 * bn * i as f64,
@@ -379,7 +404,7 @@ impl<'a> TimeModel<'a> {
                 rows: 0.0,
                 head: false,
             },
-            self.matmul("down_proj", w, d, i, n),
+            self.matmul("down_proj", w(BlockMatrix::Down, i), d, i, n),
         ]
     }
 
@@ -424,7 +449,7 @@ impl<'a> TimeModel<'a> {
         let mut bytes = 0.0;
         for g in &self.groups {
             let c = g.count as f64;
-            for op in self.block_ops(&g.layer, n) {
+            for op in self.block_ops(g, n) {
                 t += c * roof.time(&op).0;
                 bytes += c * op.bytes();
             }
@@ -444,7 +469,7 @@ impl<'a> TimeModel<'a> {
     pub fn ops_per_pass(&self) -> f64 {
         self.groups
             .iter()
-            .map(|g| g.count as f64 * (self.block_ops(&g.layer, 1).len() as f64 + 1.0))
+            .map(|g| g.count as f64 * (self.block_ops(g, 1).len() as f64 + 1.0))
             .sum::<f64>()
             + 3.0
     }
@@ -470,7 +495,7 @@ impl<'a> TimeModel<'a> {
             t += roof.pass_overhead;
             for g in &self.groups {
                 let c = g.count as f64;
-                for op in self.block_ops(&g.layer, n) {
+                for op in self.block_ops(g, n) {
                     t += c * roof.time(&op).0;
                     bytes += c * op.bytes();
                 }
@@ -496,7 +521,7 @@ impl<'a> TimeModel<'a> {
         let mut t_const = roof.pass_overhead;
         let mut b_const = 0.0;
         for g in &self.groups {
-            for op in self.block_ops(&g.layer, 1) {
+            for op in self.block_ops(g, 1) {
                 t_const += g.count as f64 * roof.time(&op).0;
                 b_const += g.count as f64 * op.bytes();
             }
@@ -555,7 +580,7 @@ impl<'a> TimeModel<'a> {
         let chunks = self.chunks();
         let mut prefill: Vec<(OpCost, f64)> = Vec::new();
         for &(n, p) in &chunks {
-            let mut ops = self.block_ops(&g.layer, n);
+            let mut ops = self.block_ops(g, n);
             ops.insert(4, self.attention(&g.layer, n, p));
             for (k, op) in ops.into_iter().enumerate() {
                 let t = roof.time(&op).0;
@@ -576,7 +601,7 @@ impl<'a> TimeModel<'a> {
                 r
             })
             .collect();
-        let mut dec = self.block_ops(&g.layer, 1);
+        let mut dec = self.block_ops(g, 1);
         dec.insert(4, self.attention(&g.layer, 1, self.plan.prompt));
         let decode_rows = dec.iter().map(|c| decode_roof.row(c, 1.0)).collect();
         (prefill_rows, decode_rows)

@@ -82,13 +82,13 @@ pub use error::{EstimateError, Result};
 pub use explain::Explanation;
 pub use fit::{fit, FailCounts, FitModel, FitRequest, FitResult, FitRow, FitSearch};
 pub use format::{
-    kv_bytes, kv_bytes_per_token, ComputeDtype, ComputeUnit, KvFormat, WeightFormat,
-    DEFAULT_KV_FORMAT, KIVI_BLOCK,
+    kv_bytes, kv_bytes_per_token, BlockMatrix, ComputeDtype, ComputeUnit, KvFormat, LayerMix,
+    WeightFormat, DEFAULT_KV_FORMAT, KIVI_BLOCK,
 };
 pub use gguf::{GgufMetadata, GgufTensorInfo, GgufValue};
 pub use governor::GovernorParams;
 pub use hf::{preset, preset_ids, preset_info, rope_from_hf_config, HfRope, PresetInfo};
-pub use memory::{weight_bytes, ComponentBytes, MemoryReport};
+pub use memory::{weight_bytes, weight_bytes_mixed, ComponentBytes, MemoryReport};
 pub use report::{estimate, Report};
 pub use runtime::{runtime_profile, runtime_profiles, Runtime, RuntimeProfile, RuntimeUnit};
 pub use spec::{

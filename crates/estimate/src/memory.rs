@@ -1,8 +1,10 @@
 //! Memory accounting by component.
 //!
 //! Formulas (bytes; `b` = batch, `a` = activation bytes of the compute dtype):
-//! - weights = Σ over matrices of [`WeightFormat::matrix_bytes`] (rows = out, cols = in), norms
-//!   and biases in f32 (`4·n`); embedding and output head in the embedding format;
+//! - weights = Σ over matrices of [`WeightFormat::matrix_bytes`] (rows = out, cols = in) in the
+//!   format the runtime's file holds each in ([`LayerMix`]: llama.cpp's Q4_K_M keeps `attn_v` and
+//!   `ffn_down` of about half the layers in Q6_K), norms and biases in f32 (`4·n`); embedding
+//!   and output head in the embedding format;
 //! - KV = [`crate::kv_bytes`]`(context)` × b (the cache is sized for the full context; for every
 //!   format but `kivi4` that is `kv_bytes_per_token × context`);
 //! - activations (peak, during the last prefill chunk of `n` tokens after `p` cached ones) =
@@ -20,7 +22,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::deploy::Loader;
-use crate::format::{kv_bytes, kv_bytes_per_token, ComputeDtype, KvFormat, WeightFormat};
+use crate::format::{
+    kv_bytes, kv_bytes_per_token, BlockMatrix, ComputeDtype, KvFormat, LayerMix, WeightFormat,
+};
 use crate::spec::ModelSpec;
 
 /// Weight bytes by component.
@@ -51,23 +55,38 @@ pub fn weight_bytes(
     linear: WeightFormat,
     embedding: WeightFormat,
 ) -> ComponentBytes {
+    weight_bytes_mixed(spec, linear, LayerMix::default(), embedding)
+}
+
+/// [`weight_bytes`] of a file whose quantizer stores some matrices of its `linear` layers in
+/// other formats ([`LayerMix`]: llama.cpp's Q4_K_M `attn_v` / `ffn_down` in Q6_K, K-quant
+/// rows that do not fill a 256-wide block in their fallback).
+pub fn weight_bytes_mixed(
+    spec: &ModelSpec,
+    linear: WeightFormat,
+    mix: LayerMix,
+    embedding: WeightFormat,
+) -> ComponentBytes {
     let d = u64::from(spec.hidden_size);
     let v = u64::from(spec.vocab_size);
+    let n = spec.layers.len();
     let mut attention = 0;
     let mut mlp = 0;
-    for l in &spec.layers {
+    for (li, l) in spec.layers.iter().enumerate() {
         let i = u64::from(l.intermediate_size);
-        attention += linear.matrix_bytes(l.q_dim(), d)
-            + linear.matrix_bytes(l.k_dim(), d)
-            + linear.matrix_bytes(l.v_dim(), d)
-            + linear.matrix_bytes(d, l.o_in_dim());
+        let fmt = |m, cols| mix.format(linear, m, li, n, cols);
+        attention += fmt(BlockMatrix::Plain, d).matrix_bytes(l.q_dim(), d)
+            + fmt(BlockMatrix::Plain, d).matrix_bytes(l.k_dim(), d)
+            + fmt(BlockMatrix::V, d).matrix_bytes(l.v_dim(), d)
+            + fmt(BlockMatrix::Plain, l.o_in_dim()).matrix_bytes(d, l.o_in_dim());
         if spec.qkv_bias {
             attention += 4 * (l.q_dim() + l.k_dim() + l.v_dim());
         }
         if spec.o_bias {
             attention += 4 * d;
         }
-        mlp += 2 * linear.matrix_bytes(i, d) + linear.matrix_bytes(d, i);
+        mlp += 2 * fmt(BlockMatrix::Plain, d).matrix_bytes(i, d)
+            + fmt(BlockMatrix::Down, i).matrix_bytes(d, i);
         if spec.mlp_bias {
             mlp += 4 * (2 * i + d);
         }
@@ -160,6 +179,8 @@ pub struct MemoryInputs {
     pub weights: WeightFormat,
     /// Embedding / head format.
     pub embedding: WeightFormat,
+    /// How the runtime's files store some layer matrices in other formats.
+    pub mix: LayerMix,
     /// KV format.
     pub kv: KvFormat,
     /// Compute dtype.
@@ -188,7 +209,7 @@ pub struct MemoryInputs {
 
 /// Computes the memory report (formulas in the module docs).
 pub fn memory_report(spec: &ModelSpec, m: &MemoryInputs) -> MemoryReport {
-    let by = weight_bytes(spec, m.weights, m.embedding);
+    let by = weight_bytes_mixed(spec, m.weights, m.mix, m.embedding);
     let weights = by.total();
     let per_tok = kv_bytes_per_token(spec, m.kv);
     let kv = kv_bytes(spec, m.kv, m.context).saturating_mul(m.batch);

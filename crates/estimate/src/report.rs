@@ -178,6 +178,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
         &MemoryInputs {
             weights: dep.weights,
             embedding,
+            mix: crate::runtime::layer_mix(dep, &rt),
             kv: dep.kv,
             compute,
             context: u64::from(dep.context),
@@ -211,6 +212,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
         gen,
         chunk,
         static_context: exec.static_context.then_some(u64::from(dep.context)),
+        mix: crate::runtime::layer_mix(dep, &rt),
     };
     let tm = TimeModel::new(spec, plan);
     let f_top = unit.freq_mhz[ceiling];
@@ -392,7 +394,7 @@ fn explanations(
     e.insert(
         "memory.weights_bytes".into(),
         Explanation::new(
-            "Σ matrices ⌈cols/G⌉·bytes_per_group·rows (scales included) + norms·4",
+            "Σ matrices ⌈cols/G⌉·bytes_per_group·rows (scales included), each in the format the runtime's file holds it in (llama.cpp's Q4_K_M / Q5_K_M: v and down of the first and last eighth of the layers and every third between in Q6_K; K-quant rows not a multiple of 256 wide in Q5_0 / Q5_1 / Q8_0) + norms·4",
             format!(
                 "embedding {} ({} × {} in {emb}) + attention {} + MLP {} + norms {} + lm_head {} ({}) ; {} params at {:.3} bits/param",
                 c.embedding, spec.vocab_size, spec.hidden_size, c.attention, c.mlp, c.norms, c.lm_head,
@@ -552,7 +554,7 @@ fn explanations(
     e.insert(
         "latency.decode_tok_s".into(),
         Explanation::new(
-            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = τ + Σ ops [max(FLOPs/(peak·η_c), (weights + KV read of L tokens (C, the whole context, for a static-shape graph) + logits head)/BW_decode, weights/rate) + o]; BW_decode = BW_theoretical · η_d · min(1, threads/t_sat); rate = the decode kernel's weight rate where the runtime has one (CPU: ρ weights per cycle × Σ clock of the cores used; GPU: κ weights per FLOP × the GPU's peak, for quantized formats; this browser tab: the engine's measured GEMV rate per format)",
+            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = τ + Σ ops [max(FLOPs/(peak·η_c), (weights + KV read of L tokens (C, the whole context, for a static-shape graph) + logits head)/BW_decode, weights/rate) + o]; BW_decode = BW_theoretical · η_d · min(1, threads/t_sat); rate = the decode kernel's weight rate where the runtime has one (CPU: ρ weights per cycle × Σ clock of the cores used; GPU: κ weights per FLOP × the GPU's f32 peak, for quantized formats; this browser tab: the engine's measured GEMV rate per format)",
             format!(
                 "runtime {} on the {}{threads}: first step {} ms ({} bytes moved, ~{} ms at {} GB/s; its ops by what bounds them: bytes {} ms, kernel rate {} ms, compute {} ms, fixed cost alone {} ms; fixed overhead {} ms = {}% of the step: o = {} µs × ops + τ = {} µs), last step {} ms{static_ctx}",
                 l.runtime,

@@ -30,8 +30,9 @@
 //!   weights a token multiplies ÷ Σ f_core), so the kernel is bound
 //!   by its per-block scalar work (scales, conversion, reduction), not by the NEON width;
 //! - `decode_weights_per_flop` `κ` (GPU only; per interface in `api_fractions` where the
-//!   runtime has one kernel set per GPU API): weights per FLOP of the GPU's peak at the compute
-//!   precision that its dequantizing decode GEMV retires for quantized formats, rate = κ · peak
+//!   runtime has one kernel set per GPU API): weights per FLOP of the GPU's f32 peak (the vector
+//!   ALUs that unpack and convert, not a matrix unit's f16 rate) that its dequantizing decode
+//!   GEMV retires for quantized formats, rate = κ · peak_f32
 //!   — **fitted** (llama.cpp: ggml-metal and ggml-opencl). A GEMV unpacks, scales and converts
 //!   every weight before its one multiply-add, so a GPU whose bandwidth is large beside its
 //!   ALUs reaches this roof first with 4-bit weights: in the set the M1 Max and M3 Max decode
@@ -59,7 +60,7 @@
 //! BW_phase = BW_theoretical · η_phase · min(1, t / t_sat)        (t_sat: cores that saturate DRAM)
 //! rate     = decode of a quantized format on a CPU (weights/s): ρ · Σ f_core over the t
 //!            cores used (the t fastest, as for the peak), whatever their SIMD width or i8mm;
-//!            on a GPU: κ · peak
+//!            on a GPU: κ · peak_f32
 //! t_op     = max(FLOPs / compute, bytes / BW_phase, weights / rate) + o
 //! t_pass   = Σ ops t_op + τ
 //! ```
@@ -107,9 +108,9 @@ pub struct RuntimeUnit {
     /// `ρ · Σ_t f_core` weights/s of a CPU decode over the `t` cores used. `None`: no such roof.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_weights_per_cycle: Option<f64>,
-    /// GPU only: weights per FLOP of the unit's peak (at the compute precision) `κ` that the
-    /// runtime's dequantizing decode GEMV retires for quantized formats: the kernel roof
-    /// `κ · peak` weights/s of a GPU decode (a GEMV unpacks, scales and converts every weight
+    /// GPU only: weights per FLOP of the unit's f32 peak `κ` that the runtime's dequantizing
+    /// decode GEMV retires for quantized formats: the kernel roof `κ · peak_f32` weights/s of a
+    /// GPU decode (a GEMV unpacks, scales and converts every weight
     /// before its one multiply-add, so a large GPU reaches this roof before its bandwidth with
     /// 4-bit weights; a small one stays bandwidth-bound). `None`: no such roof.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -173,6 +174,23 @@ pub struct RuntimeProfile {
     /// embedding), where a deployment does not name one ([`QuantizedHead`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantized_head: Option<QuantizedHead>,
+    /// How the runtime's quantizer stores the layer matrices of a file in one format
+    /// ([`FileLayers`]); absent: every matrix in the layer format.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_layers: Option<FileLayers>,
+}
+
+/// How a runtime's quantizer lays out the layers of its files (llama.cpp's `llama-quantize`,
+/// see [`crate::format::LayerMix`]): per layer format, the format of `attn_v` and `ffn_down` in
+/// the layers `use_more_bits` picks (`q4_k` → `q6_k`: the Q4_K_M files published as "q4_k"), and
+/// whether K-quant rows that do not fill a 256-wide block fall back to a 32-wide format.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileLayers {
+    #[serde(default)]
+    pub more_bits: BTreeMap<WeightFormat, WeightFormat>,
+    #[serde(default)]
+    pub block_fallback: bool,
 }
 
 /// How a runtime's quantizer stores the output head of a model whose layers are in one of
@@ -200,6 +218,18 @@ impl RuntimeProfile {
                 q.otherwise
             }
         })
+    }
+}
+
+/// How the runtime's files store the layer matrices of a deployment in `dep.weights`
+/// ([`RuntimeProfile::file_layers`]; the default, a pure file, for runtimes without one).
+pub(crate) fn layer_mix(dep: &Deployment, rt: &RuntimeProfile) -> crate::format::LayerMix {
+    match &rt.file_layers {
+        Some(f) => crate::format::LayerMix {
+            more_bits: f.more_bits.get(&dep.weights).copied(),
+            block_fallback: f.block_fallback,
+        },
+        None => crate::format::LayerMix::default(),
     }
 }
 
@@ -610,11 +640,15 @@ pub(crate) fn resolve(
         ) {
             decode.weight_rate_gws = Some(w * ghz);
         }
-        // A GPU's dequantizing GEMV: κ weights per FLOP of the peak at the compute precision,
-        // rate = κ · peak (GFLOP/s → 10^9 weights/s).
+        // A GPU's dequantizing GEMV: κ weights per FLOP of the GPU's f32 peak (its vector
+        // ALUs, which unpack, scale and convert; not a matrix unit's f16 rate), rate = κ · peak
+        // (GFLOP/s → 10^9 weights/s).
         if unit_id == ComputeUnit::Gpu {
-            if let Some(k) = ru.decode_weights_per_flop {
-                decode.weight_rate_gws = Some(k * peak);
+            if let (Some(k), Some(alu)) = (
+                ru.decode_weights_per_flop,
+                unit.peak_for(ComputeDtype::F32).or(unit.peak_for(compute)),
+            ) {
+                decode.weight_rate_gws = Some(k * alu);
             }
         }
     }
@@ -770,14 +804,14 @@ mod tests {
         assert_eq!(d.decode.weight_rate_gws, None);
     }
 
-    /// A GPU's decode kernel roof is κ · the peak at the compute precision, the interface's κ
+    /// A GPU's decode kernel roof is κ · the f32 peak, the interface's κ
     /// replacing the unit's; none for unquantized weights; a κ on a CPU or beyond 0.5 weights
     /// per FLOP is a named error.
     #[test]
     fn gpu_kernel_roof_is_kappa_times_the_peak_per_interface() {
         let dev = crate::device::device("snapdragon-8-gen3").unwrap();
         let peak = dev.units[&ComputeUnit::Gpu]
-            .peak_for(ComputeDtype::F16)
+            .peak_for(ComputeDtype::F32)
             .unwrap();
         let api = dev.units[&ComputeUnit::Gpu].api.clone().unwrap();
         let mut rt = runtime_profile(Runtime::Llamacpp).unwrap();

@@ -253,3 +253,57 @@ fn gemma2_kv_bytes_follow_the_sliding_window() {
         13 * per_layer(8192) + 13 * per_layer(4096)
     );
 }
+
+/// llama.cpp's Q4_K_M recipe (`LayerMix`): `use_more_bits` picks the first and last eighth of
+/// the layers and every third between; those layers' `attn_v` and `ffn_down` are Q6_K, and a
+/// 256-wide K-quant row that does not fill its block falls back to Q5_0 / Q5_1 / Q8_0 (f16
+/// where 32 does not divide it either).
+#[test]
+fn q4_k_m_files_hold_v_and_down_of_half_the_layers_in_q6_k() {
+    use edgefit_estimate::{weight_bytes_mixed, BlockMatrix, LayerMix};
+    use WeightFormat::*;
+    let picked: Vec<usize> = (0..32)
+        .filter(|&i| LayerMix::use_more_bits(i, 32))
+        .collect();
+    assert_eq!(
+        picked,
+        [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31]
+    );
+    for (f, cols, want) in [
+        (Q4K, 4096, Q4K),
+        (Q4K, 576, Q5_0),
+        (Q5K, 896, Q5_1),
+        (Q6K, 576, Q8_0),
+        (Q4K, 100, F16),
+        (W4g32, 576, W4g32),
+        (Q8_0, 100, Q8_0),
+    ] {
+        assert_eq!(f.ggml_fallback(cols), want, "{f} at {cols}");
+    }
+    let mix = LayerMix {
+        more_bits: Some(Q6K),
+        block_fallback: true,
+    };
+    assert_eq!(mix.format(Q4K, BlockMatrix::Down, 6, 32, 14336), Q6K);
+    assert_eq!(mix.format(Q4K, BlockMatrix::Down, 7, 32, 14336), Q4K);
+    assert_eq!(mix.format(Q4K, BlockMatrix::Plain, 0, 32, 4096), Q4K);
+    assert_eq!(mix.format(Q4K, BlockMatrix::V, 0, 32, 576), Q8_0);
+
+    // Llama 3 8B: 32 layers, d 4096, 8 KV heads of 128, I 14336.
+    let spec = preset("llama-3-8b").unwrap();
+    let pure = weight_bytes(&spec, Q4K, Q6K);
+    let m = weight_bytes_mixed(&spec, Q4K, mix, Q6K);
+    let (d, kv, i) = (4096u64, 1024u64, 14336u64);
+    let extra = |rows, cols| Q6K.matrix_bytes(rows, cols) - Q4K.matrix_bytes(rows, cols);
+    assert_eq!(m.attention - pure.attention, 16 * extra(kv, d));
+    assert_eq!(m.mlp - pure.mlp, 16 * extra(d, i));
+    assert_eq!(
+        (m.embedding, m.lm_head, m.norms),
+        (pure.embedding, pure.lm_head, pure.norms)
+    );
+    // A pure mix is the plain sum.
+    assert_eq!(
+        weight_bytes_mixed(&spec, Q4K, LayerMix::default(), Q6K),
+        pure
+    );
+}

@@ -911,3 +911,46 @@ fn the_first_decode_step_splits_by_what_bounds_each_op() {
         }
     }
 }
+
+/// A llama.cpp deployment in q4_k is sized as the Q4_K_M file its quantizer writes (the
+/// runtime profile's `file_layers`): memory and the decode's bytes include the Q6_K `attn_v`
+/// and `ffn_down` of half the layers; a runtime without a recipe sizes a pure q4_k file.
+#[test]
+fn llamacpp_q4_k_is_sized_as_its_q4_k_m_file() {
+    use edgefit_estimate::{weight_bytes, weight_bytes_mixed, LayerMix};
+    let spec = preset("llama-3-8b").unwrap();
+    let dev = device("apple-m1-max").unwrap();
+    let at = |runtime| {
+        let dep = Deployment {
+            weights: WeightFormat::Q4K,
+            embedding_weights: Some(WeightFormat::Q6K),
+            unit: Some(ComputeUnit::Gpu),
+            runtime: Some(runtime),
+            ..Deployment::default()
+        };
+        estimate(&spec, &dep, &dev).unwrap()
+    };
+    let mix = LayerMix {
+        more_bits: Some(WeightFormat::Q6K),
+        block_fallback: true,
+    };
+    let mixed = weight_bytes_mixed(&spec, WeightFormat::Q4K, mix, WeightFormat::Q6K).total();
+    let pure = weight_bytes(&spec, WeightFormat::Q4K, WeightFormat::Q6K).total();
+    let l = at(Runtime::Llamacpp);
+    assert_eq!(l.memory.weights_bytes, mixed);
+    let m = at(Runtime::Mlx);
+    assert_eq!(m.memory.weights_bytes, pure);
+    assert!(mixed > pure);
+    // The decode step moves the mixed bytes: the layer tables' decode weight bytes sum to the
+    // layers' (their norms; the final norm, the embedding row and the head are the head ops').
+    let moved: f64 = l
+        .layers
+        .iter()
+        .map(|g| g.count as f64 * g.decode.iter().map(|r| r.weight_bytes).sum::<f64>())
+        .sum();
+    let layers = weight_bytes_mixed(&spec, WeightFormat::Q4K, mix, WeightFormat::Q6K);
+    assert!(
+        moved == (layers.attention + layers.mlp + layers.norms - 4 * 4096) as f64,
+        "{moved} vs {layers:?}"
+    );
+}
