@@ -206,6 +206,9 @@ pub struct LayerMix {
     pub more_bits: Option<WeightFormat>,
     /// K-quant rows whose width is not a multiple of 256 are stored in their fallback format.
     pub block_fallback: bool,
+    /// An untied token embedding's format where the file keeps it apart from the output head
+    /// (llama.cpp: `token_embd` in the layers' format, `output` in Q6_K); `None`: the head's.
+    pub token_embd: Option<WeightFormat>,
 }
 
 /// A matrix of a transformer block, as a quantizer's recipe tells them apart.

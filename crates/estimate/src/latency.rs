@@ -422,7 +422,13 @@ impl<'a> TimeModel<'a> {
             OpCost {
                 op: "embedding",
                 flops: 0.0,
-                weight_bytes: b * n as f64 * self.plan.embedding.row_bytes(d) as f64,
+                weight_bytes: b
+                    * n as f64
+                    * match (self.spec.tie_word_embeddings, self.plan.mix.token_embd) {
+                        (false, Some(f)) => f,
+                        _ => self.plan.embedding,
+                    }
+                    .row_bytes(d) as f64,
                 kv_bytes: 0.0,
                 act_bytes: self.a() * b * n as f64 * df,
                 weights: 0.0,

@@ -3,8 +3,9 @@
 //! Formulas (bytes; `b` = batch, `a` = activation bytes of the compute dtype):
 //! - weights = Σ over matrices of [`WeightFormat::matrix_bytes`] (rows = out, cols = in) in the
 //!   format the runtime's file holds each in ([`LayerMix`]: llama.cpp's Q4_K_M keeps `attn_v` and
-//!   `ffn_down` of about half the layers in Q6_K), norms and biases in f32 (`4·n`); embedding
-//!   and output head in the embedding format;
+//!   `ffn_down` of about half the layers in Q6_K), norms (q/k norms too) and biases in f32 (`4·n`); embedding
+//!   and output head in the embedding format (an untied token embedding in the mix's
+//!   `token_embd` format where it has one: llama.cpp keeps it in the layers' format);
 //! - KV = [`crate::kv_bytes`]`(context)` × b (the cache is sized for the full context; for every
 //!   format but `kivi4` that is `kv_bytes_per_token × context`);
 //! - activations (peak, during the last prefill chunk of `n` tokens after `p` cached ones) =
@@ -91,14 +92,29 @@ pub fn weight_bytes_mixed(
             mlp += 4 * (2 * i + d);
         }
     }
-    let norms = 4 * (spec.layers.len() as u64 * u64::from(spec.norms_per_layer) * d + d);
+    // f32 norm weights: `norms_per_layer` of width d a layer, the final one, and with q/k norms
+    // one of the per-head q width and one of the k width a layer (shared by every head).
+    let qk: u64 = if spec.qk_norm {
+        spec.layers
+            .iter()
+            .map(|l| 2 * u64::from(l.qk_head_dim))
+            .sum()
+    } else {
+        0
+    };
+    let norms = 4 * (spec.layers.len() as u64 * u64::from(spec.norms_per_layer) * d + d + qk);
     let emb = embedding.matrix_bytes(v, d);
+    let (token_embd, lm_head) = match (spec.tie_word_embeddings, mix.token_embd) {
+        (true, _) => (emb, 0),
+        (false, Some(f)) => (f.matrix_bytes(v, d), emb),
+        (false, None) => (emb, emb),
+    };
     ComponentBytes {
-        embedding: emb,
+        embedding: token_embd,
         attention,
         mlp,
         norms,
-        lm_head: if spec.tie_word_embeddings { 0 } else { emb },
+        lm_head,
     }
 }
 

@@ -178,7 +178,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
         &MemoryInputs {
             weights: dep.weights,
             embedding,
-            mix: crate::runtime::layer_mix(dep, &rt),
+            mix: crate::runtime::layer_mix(dep, &rt, spec),
             kv: dep.kv,
             compute,
             context: u64::from(dep.context),
@@ -212,7 +212,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
         gen,
         chunk,
         static_context: exec.static_context.then_some(u64::from(dep.context)),
-        mix: crate::runtime::layer_mix(dep, &rt),
+        mix: crate::runtime::layer_mix(dep, &rt, spec),
     };
     let tm = TimeModel::new(spec, plan);
     let f_top = unit.freq_mhz[ceiling];

@@ -223,13 +223,31 @@ impl RuntimeProfile {
 
 /// How the runtime's files store the layer matrices of a deployment in `dep.weights`
 /// ([`RuntimeProfile::file_layers`]; the default, a pure file, for runtimes without one).
-pub(crate) fn layer_mix(dep: &Deployment, rt: &RuntimeProfile) -> crate::format::LayerMix {
+/// An untied token embedding stays in the layers' format where the runtime's quantizer fixes
+/// the head's alone (`quantized_head` names the layer format and the deployment names no
+/// embedding format): llama.cpp's `token_embd` in a Q4_K_M file is Q4_K (Q5_0 when the hidden
+/// size does not fill a 256-wide block), its `output` Q6_K.
+pub(crate) fn layer_mix(
+    dep: &Deployment,
+    rt: &RuntimeProfile,
+    spec: &ModelSpec,
+) -> crate::format::LayerMix {
+    let token_embd = match &rt.quantized_head {
+        Some(q) if dep.embedding_weights.is_none() && q.layer_formats.contains(&dep.weights) => {
+            Some(dep.weights.ggml_fallback(u64::from(spec.hidden_size)))
+        }
+        _ => None,
+    };
     match &rt.file_layers {
         Some(f) => crate::format::LayerMix {
             more_bits: f.more_bits.get(&dep.weights).copied(),
             block_fallback: f.block_fallback,
+            token_embd,
         },
-        None => crate::format::LayerMix::default(),
+        None => crate::format::LayerMix {
+            token_embd,
+            ..crate::format::LayerMix::default()
+        },
     }
 }
 

@@ -41,7 +41,7 @@ pub(crate) fn speeds(
         gen: u64::from(dep.gen_tokens),
         chunk: u64::from(dep.prefill_chunk.unwrap_or(dep.prompt_tokens)).min(prompt),
         static_context: exec.static_context.then_some(u64::from(dep.context)),
-        mix: crate::runtime::layer_mix(dep, rt),
+        mix: crate::runtime::layer_mix(dep, rt, spec),
     };
     let tm = TimeModel::new(spec, plan);
     let (prefill_s, _) = tm.prefill(&Roof::at(unit, &exec.prefill, unit.f_max()));

@@ -283,6 +283,7 @@ fn q4_k_m_files_hold_v_and_down_of_half_the_layers_in_q6_k() {
     let mix = LayerMix {
         more_bits: Some(Q6K),
         block_fallback: true,
+        token_embd: None,
     };
     assert_eq!(mix.format(Q4K, BlockMatrix::Down, 6, 32, 14336), Q6K);
     assert_eq!(mix.format(Q4K, BlockMatrix::Down, 7, 32, 14336), Q4K);

@@ -914,7 +914,8 @@ fn the_first_decode_step_splits_by_what_bounds_each_op() {
 
 /// A llama.cpp deployment in q4_k is sized as the Q4_K_M file its quantizer writes (the
 /// runtime profile's `file_layers`): memory and the decode's bytes include the Q6_K `attn_v`
-/// and `ffn_down` of half the layers; a runtime without a recipe sizes a pure q4_k file.
+/// and `ffn_down` of half the layers, the untied `token_embd` stays Q4_K beside the Q6_K
+/// `output`; a runtime without a recipe sizes a pure q4_k file (MLX: its own head format).
 #[test]
 fn llamacpp_q4_k_is_sized_as_its_q4_k_m_file() {
     use edgefit_estimate::{weight_bytes, weight_bytes_mixed, LayerMix};
@@ -923,7 +924,6 @@ fn llamacpp_q4_k_is_sized_as_its_q4_k_m_file() {
     let at = |runtime| {
         let dep = Deployment {
             weights: WeightFormat::Q4K,
-            embedding_weights: Some(WeightFormat::Q6K),
             unit: Some(ComputeUnit::Gpu),
             runtime: Some(runtime),
             ..Deployment::default()
@@ -933,11 +933,15 @@ fn llamacpp_q4_k_is_sized_as_its_q4_k_m_file() {
     let mix = LayerMix {
         more_bits: Some(WeightFormat::Q6K),
         block_fallback: true,
+        token_embd: Some(WeightFormat::Q4K),
     };
     let mixed = weight_bytes_mixed(&spec, WeightFormat::Q4K, mix, WeightFormat::Q6K).total();
-    let pure = weight_bytes(&spec, WeightFormat::Q4K, WeightFormat::Q6K).total();
     let l = at(Runtime::Llamacpp);
     assert_eq!(l.memory.weights_bytes, mixed);
+    let c = &l.memory.weights_by_component;
+    assert_eq!(c.embedding, WeightFormat::Q4K.matrix_bytes(128_256, 4096));
+    assert_eq!(c.lm_head, WeightFormat::Q6K.matrix_bytes(128_256, 4096));
+    let pure = weight_bytes(&spec, WeightFormat::Q4K, WeightFormat::Q4K).total();
     let m = at(Runtime::Mlx);
     assert_eq!(m.memory.weights_bytes, pure);
     assert!(mixed > pure);

@@ -84,3 +84,24 @@ fn gemma3_270m_matches_transformers_on_its_own_blocks() {
     }
     eprintln!("Gemma 3 270M Q4_K_M (blocks kept): max |logit − transformers| = {worst:.2e}");
 }
+
+/// The estimator sizes a llama.cpp "q4_k" file as the Q4_K_M file `llama-quantize` writes
+/// (`file_layers` and `quantized_head` in `models/runtimes/llamacpp.json`): for this real
+/// Q4_K_M file that is exactly the bytes the engine holds, which are the file's blocks as they
+/// are (q5_0 for the 640-wide rows a Q4_K block cannot hold, q4_k, q6_k / q8_0 for `ffn_down` /
+/// `attn_v` of the layers that get more bits, a q8_0 tied embedding, f32 norms).
+#[test]
+fn the_estimators_q4_k_m_sizing_is_the_files_bytes() {
+    use edgefit_estimate::{ComputeUnit, Deployment, Runtime, WeightFormat};
+    let Some((model, _)) = load() else { return };
+    let spec = model.config.to_spec();
+    let dep = Deployment {
+        weights: WeightFormat::Q4K,
+        unit: Some(ComputeUnit::Cpu),
+        runtime: Some(Runtime::Llamacpp),
+        ..Deployment::default()
+    };
+    let device = edgefit_estimate::device("snapdragon-8-gen3").unwrap();
+    let report = edgefit_estimate::estimate(&spec, &dep, &device).unwrap();
+    assert_eq!(report.memory.weights_bytes, model.weights.bytes());
+}
