@@ -61,7 +61,7 @@ impl Param {
 }
 
 /// Lowest `decode_weights_per_flop` the fit may reach (a GEMV spending 20,000 FLOPs of the
-/// unit's peak per weight).
+/// GPU's f32 peak per weight).
 const KAPPA_MIN: f64 = 5e-5;
 
 /// Whether `ru` has a decode kernel roof on a device whose GPU interface is `api`.
