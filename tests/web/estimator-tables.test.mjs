@@ -82,3 +82,9 @@ test('estimate-view.js RUNTIMES equals the wasm runtimeIds(), each with its unit
     assert.ok(r.name.length > 0 && r.units.length > 0 && r.units.every((u) => V.UNITS.includes(u)), JSON.stringify(r));
   }
 });
+
+test('estimate-view.js WEIGHT_FORMATS equals the wasm estimateWeightFormats(), in order', { skip }, async () => {
+  const mod = await instance('weights');
+  assert.deepEqual([...V.WEIGHT_FORMATS], mod.estimateWeightFormats());
+  assert.ok(V.WEIGHT_FORMATS.includes(V.DEFAULT_KNOBS.weights), 'the knob default is a listed format');
+});

@@ -221,6 +221,17 @@ pub fn weight_formats() -> Result<JsValue, JsError> {
     to_js(&names)
 }
 
+/// The weight formats the estimator sizes (`edgefit_estimate::WeightFormat`, in declaration
+/// order): the estimate panel's weights knob, a wider list than the engine's `weightFormats()`.
+#[wasm_bindgen(js_name = estimateWeightFormats)]
+pub fn estimate_weight_formats() -> Result<JsValue, JsError> {
+    let names: Vec<&str> = edgefit_estimate::WeightFormat::ALL
+        .iter()
+        .map(|f| f.as_str())
+        .collect();
+    to_js(&names)
+}
+
 /// The KV-cache formats `setKvFormat` takes: an array of names.
 #[wasm_bindgen(js_name = kvFormats)]
 pub fn kv_formats() -> Result<JsValue, JsError> {
