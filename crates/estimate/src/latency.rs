@@ -361,11 +361,9 @@ impl<'a> TimeModel<'a> {
         // for the group, whose layers all make the same choice).
         let n_layers = self.spec.layers.len();
         let w = |m, cols| {
-            let mix = LayerMix {
-                more_bits: self.plan.mix.more_bits.filter(|_| g.more_bits),
-                ..self.plan.mix
-            };
-            mix.format(self.plan.weights, m, g.first, n_layers, cols)
+            self.plan
+                .mix
+                .format(self.plan.weights, m, g.first, n_layers, cols)
         };
         let plain = w(BlockMatrix::Plain, d);
         let bn = (self.plan.batch * n) as f64;

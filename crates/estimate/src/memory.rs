@@ -92,17 +92,8 @@ pub fn weight_bytes_mixed(
             mlp += 4 * (2 * i + d);
         }
     }
-    // f32 norm weights: `norms_per_layer` of width d a layer, the final one, and with q/k norms
-    // one of the per-head q width and one of the k width a layer (shared by every head).
-    let qk: u64 = if spec.qk_norm {
-        spec.layers
-            .iter()
-            .map(|l| 2 * u64::from(l.qk_head_dim))
-            .sum()
-    } else {
-        0
-    };
-    let norms = 4 * (spec.layers.len() as u64 * u64::from(spec.norms_per_layer) * d + d + qk);
+    // f32 norm weights (q/k norms included).
+    let norms = 4 * spec.norm_params();
     let emb = embedding.matrix_bytes(v, d);
     let (token_embd, lm_head) = match (spec.tie_word_embeddings, mix.token_embd) {
         (true, _) => (emb, 0),

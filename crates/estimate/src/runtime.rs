@@ -238,16 +238,11 @@ pub(crate) fn layer_mix(
         }
         _ => None,
     };
-    match &rt.file_layers {
-        Some(f) => crate::format::LayerMix {
-            more_bits: f.more_bits.get(&dep.weights).copied(),
-            block_fallback: f.block_fallback,
-            token_embd,
-        },
-        None => crate::format::LayerMix {
-            token_embd,
-            ..crate::format::LayerMix::default()
-        },
+    let file = rt.file_layers.as_ref();
+    crate::format::LayerMix {
+        more_bits: file.and_then(|f| f.more_bits.get(&dep.weights).copied()),
+        block_fallback: file.is_some_and(|f| f.block_fallback),
+        token_embd,
     }
 }
 

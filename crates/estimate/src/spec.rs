@@ -596,13 +596,10 @@ impl ModelSpec {
         p
     }
 
-    /// Parameter counts by component (see the module docs for the formulas).
-    pub fn params(&self) -> ParamBreakdown {
+    /// Norm weights: `norms_per_layer` of width d a layer, the final norm, and with q/k norms
+    /// one of the per-head q width and one of the k width a layer (shared by every head).
+    pub fn norm_params(&self) -> u64 {
         let d = u64::from(self.hidden_size);
-        let v = u64::from(self.vocab_size);
-        let embedding = v * d;
-        let attention = self.layers.iter().map(|l| self.attention_params(l)).sum();
-        let mlp = self.layers.iter().map(|l| self.mlp_params(l)).sum();
         let qk_norms: u64 = if self.qk_norm {
             self.layers
                 .iter()
@@ -611,7 +608,17 @@ impl ModelSpec {
         } else {
             0
         };
-        let norms = self.layers.len() as u64 * u64::from(self.norms_per_layer) * d + d + qk_norms;
+        self.layers.len() as u64 * u64::from(self.norms_per_layer) * d + d + qk_norms
+    }
+
+    /// Parameter counts by component (see the module docs for the formulas).
+    pub fn params(&self) -> ParamBreakdown {
+        let d = u64::from(self.hidden_size);
+        let v = u64::from(self.vocab_size);
+        let embedding = v * d;
+        let attention = self.layers.iter().map(|l| self.attention_params(l)).sum();
+        let mlp = self.layers.iter().map(|l| self.mlp_params(l)).sum();
+        let norms = self.norm_params();
         let lm_head = if self.tie_word_embeddings { 0 } else { v * d };
         ParamBreakdown {
             embedding,

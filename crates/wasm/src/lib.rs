@@ -214,29 +214,33 @@ pub fn check_gguf_header(prefix: &js_sys::Uint8Array, file_len: f64) -> Result<J
 /// The weight formats `loadGguf` takes: an array of names (default first).
 #[wasm_bindgen(js_name = weightFormats)]
 pub fn weight_formats() -> Result<JsValue, JsError> {
-    let names: Vec<&str> = edgefit_engine::WeightsFormat::ALL
-        .iter()
-        .map(|f| f.as_str())
-        .collect();
-    to_js(&names)
+    names_js(
+        edgefit_engine::WeightsFormat::ALL
+            .iter()
+            .map(|f| f.as_str()),
+    )
+}
+
+/// A list of names as a JS array of strings.
+fn names_js<'a>(names: impl Iterator<Item = &'a str>) -> Result<JsValue, JsError> {
+    to_js(&names.collect::<Vec<_>>())
 }
 
 /// The weight formats the estimator sizes (`edgefit_estimate::WeightFormat`, in declaration
 /// order): the estimate panel's weights knob, a wider list than the engine's `weightFormats()`.
 #[wasm_bindgen(js_name = estimateWeightFormats)]
 pub fn estimate_weight_formats() -> Result<JsValue, JsError> {
-    let names: Vec<&str> = edgefit_estimate::WeightFormat::ALL
-        .iter()
-        .map(|f| f.as_str())
-        .collect();
-    to_js(&names)
+    names_js(
+        edgefit_estimate::WeightFormat::ALL
+            .iter()
+            .map(|f| f.as_str()),
+    )
 }
 
 /// The KV-cache formats `setKvFormat` takes: an array of names.
 #[wasm_bindgen(js_name = kvFormats)]
 pub fn kv_formats() -> Result<JsValue, JsError> {
-    let names: Vec<&str> = KvFormat::ALL.iter().map(|f| f.as_str()).collect();
-    to_js(&names)
+    names_js(KvFormat::ALL.iter().map(|f| f.as_str()))
 }
 
 /// The KV format the engine runs with until `setKvFormat` (and the estimator's default).
