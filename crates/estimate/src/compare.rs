@@ -6,7 +6,8 @@
 //! - [`measured_deployment`] is the rule mapping that run to the [`Deployment`] that predicts
 //!   it: the weight format the engine really holds (the stored format holding the most
 //!   matrices: a GGUF Q4_1 loaded as `w4g32` keeps its asymmetric blocks and is stored as
-//!   `q4_1`), the embedding's format, the run's KV format, the CPU, the run's prompt and
+//!   `q4_1`; for a llama.cpp K-quant file, the K-quant whose file layout holds the rest, so a
+//!   Q4_K_M file is sized matrix by matrix as `q4_k`), the embedding's format, the run's KV format, the CPU, the run's prompt and
 //!   generated tokens, the engine's prefill chunk ([`ENGINE_PREFILL_CHUNK`]), and a context of
 //!   `max(prompt + generated, tokens the cache holds)` (the estimator requires the run to fit).
 //! - [`comparison_rows`] pairs the report's figures with the measurements, each with its signed
@@ -120,8 +121,14 @@ pub fn measured_deployment(m: &Measured, stored: &[StoredWeights]) -> Result<Dep
         })
     };
     let mut weights = weight_format("the engine's weights", &m.weights)?;
-    if let Some(most) = stored.iter().max_by_key(|s| s.matrices) {
-        weights = weight_format("a stored format", &most.format)?;
+    let held = stored
+        .iter()
+        .map(|s| Ok((weight_format("a stored format", &s.format)?, s.matrices)))
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(k) = k_quant_file(&held)? {
+        weights = k;
+    } else if let Some(most) = held.iter().max_by_key(|s| s.1) {
+        weights = most.0;
     }
     let embedding = if m.embedding.is_empty() {
         weights
@@ -147,6 +154,34 @@ pub fn measured_deployment(m: &Measured, stored: &[StoredWeights]) -> Result<Dep
         prefill_chunk: Some(ENGINE_PREFILL_CHUNK.min(prompt)),
         ..Deployment::default()
     })
+}
+
+/// The K-quant whose llama.cpp file layout explains every held format, if any: a Q4_K_M file
+/// holds Q4_K beside the Q6_K of its `use_more_bits` layers, the Q5_0 of rows a 256-wide block
+/// cannot hold, a Q8_0 / Q6_K head and f32 norms, so its most numerous format can be Q5_0 (Gemma
+/// 3 270M: 81 of 127 matrices), which would size every matrix as Q5_0. The lowest K-quant held
+/// whose layout (the `edgefit` runtime's `file_layers`: more bits, block fallback) covers the
+/// rest names the deployment, and the estimator then sizes the file matrix by matrix. A file with
+/// formats outside that layout (a Q3_K_M whose Q3_K the engine converted) keeps the rule of the
+/// most matrices.
+fn k_quant_file(held: &[(WeightFormat, u64)]) -> Result<Option<WeightFormat>> {
+    let layout = crate::runtime::runtime_profile(crate::deploy::Runtime::Edgefit)?.file_layers;
+    let Some(layout) = layout else {
+        return Ok(None);
+    };
+    let ks = [WeightFormat::Q4K, WeightFormat::Q5K, WeightFormat::Q6K];
+    Ok(ks.into_iter().find(|&k| {
+        let explained = |f: WeightFormat| {
+            f == k
+                || layout.more_bits.get(&k) == Some(&f)
+                || (layout.block_fallback && k.ggml_block_fallback() == Some(f))
+                || matches!(
+                    f,
+                    WeightFormat::Q6K | WeightFormat::Q8_0 | WeightFormat::F16 | WeightFormat::F32
+                )
+        };
+        held.iter().any(|h| h.0 == k) && held.iter().all(|h| explained(h.0))
+    }))
 }
 
 /// `(estimate − measured) / |measured| · 100`; none when either is not a finite number or the
@@ -274,6 +309,26 @@ mod tests {
         assert_eq!(d.unit, Some(ComputeUnit::Cpu));
         assert_eq!((d.prompt_tokens, d.gen_tokens, d.context), (6, 16, 22));
         assert_eq!(d.prefill_chunk, Some(6));
+        // A llama.cpp Q4_K_M file (Gemma 3 270M's counts): most matrices are Q5_0 (rows a
+        // 256-wide block cannot hold), but the file is a q4_k one.
+        let held = |list: &[(&str, u64)]| {
+            list.iter()
+                .map(|(f, n)| StoredWeights {
+                    format: (*f).into(),
+                    matrices: *n,
+                })
+                .collect::<Vec<_>>()
+        };
+        let q4_k_m = held(&[("q8_0", 10), ("q5_0", 81), ("q4_k", 27), ("q6_k", 9)]);
+        let d = measured_deployment(&run(), &q4_k_m).unwrap();
+        assert_eq!(d.weights, WeightFormat::Q4K);
+        let q5_k_m = held(&[("q5_1", 50), ("q5_k", 20), ("q6_k", 9), ("q8_0", 1)]);
+        let d = measured_deployment(&run(), &q5_k_m).unwrap();
+        assert_eq!(d.weights, WeightFormat::Q5K);
+        // A format the layout does not explain (a converted Q3_K): the most matrices again.
+        let mixed = held(&[("w4g32", 90), ("q4_k", 20), ("q6_k", 9)]);
+        let d = measured_deployment(&run(), &mixed).unwrap();
+        assert_eq!(d.weights, WeightFormat::W4g32);
         // Without the stored list: the requested format.
         assert_eq!(
             measured_deployment(&run(), &[]).unwrap().weights,

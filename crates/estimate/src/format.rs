@@ -174,16 +174,25 @@ impl WeightFormat {
         self.block().0
     }
 
+    /// The 32-wide format a 256-wide K-quant falls back to for rows its block does not fill
+    /// (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0; see [`WeightFormat::ggml_fallback`]); none for
+    /// every other format.
+    pub fn ggml_block_fallback(self) -> Option<WeightFormat> {
+        match self {
+            WeightFormat::Q4K => Some(WeightFormat::Q5_0),
+            WeightFormat::Q5K => Some(WeightFormat::Q5_1),
+            WeightFormat::Q6K => Some(WeightFormat::Q8_0),
+            _ => None,
+        }
+    }
+
     /// The format ggml's quantizer stores a row of `cols` weights in when this one cannot hold
     /// it (`tensor_type_fallback` in llama.cpp's `src/llama-quant.cpp`): a 256-wide K-quant
     /// block needs `cols` to be a multiple of 256, else Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0
     /// (and f16 where even a 32-wide block does not fit). Every other format: itself.
     pub fn ggml_fallback(self, cols: u64) -> WeightFormat {
-        let fallback = match self {
-            WeightFormat::Q4K => WeightFormat::Q5_0,
-            WeightFormat::Q5K => WeightFormat::Q5_1,
-            WeightFormat::Q6K => WeightFormat::Q8_0,
-            other => return other,
+        let Some(fallback) = self.ggml_block_fallback() else {
+            return self;
         };
         if cols.is_multiple_of(self.group_len()) {
             self

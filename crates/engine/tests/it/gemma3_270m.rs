@@ -105,3 +105,37 @@ fn the_estimators_q4_k_m_sizing_is_the_files_bytes() {
     let report = edgefit_estimate::estimate(&spec, &dep, &device).unwrap();
     assert_eq!(report.memory.weights_bytes, model.weights.bytes());
 }
+
+/// The page's "Estimate vs measured in this tab" (and `edgefit generate --estimate`) sizes the
+/// same file the same way: the deployment it derives from the engine's held formats is `q4_k`
+/// (not `q5_0`, the format most of this file's matrices are in), and under this engine's own
+/// runtime its weight bytes are the bytes held.
+#[test]
+fn the_tab_comparison_sizes_a_q4_k_m_file_as_held() {
+    use edgefit_estimate::compare::{measured_deployment, Measured, StoredWeights};
+    use edgefit_estimate::{Runtime, WeightFormat};
+    let Some((model, _)) = load() else { return };
+    let summary = model.weights.summary();
+    let stored: Vec<StoredWeights> = summary
+        .stored
+        .iter()
+        .map(|s| StoredWeights {
+            format: s.format.clone(),
+            matrices: s.matrices as u64,
+        })
+        .collect();
+    let run = Measured {
+        prompt_tokens: 8,
+        generated_tokens: 8,
+        weights: model.weights.linear_format_name(),
+        embedding: summary.embedding.clone(),
+        kv_format: "int8".into(),
+        ..Measured::default()
+    };
+    let dep = measured_deployment(&run, &stored).unwrap();
+    assert_eq!(dep.weights, WeightFormat::Q4K, "{:?}", summary.stored);
+    let device = edgefit_estimate::device("this-browser").unwrap();
+    let report = edgefit_estimate::estimate(&model.config.to_spec(), &dep, &device).unwrap();
+    assert_eq!(report.deployment.runtime, Some(Runtime::Edgefit));
+    assert_eq!(report.memory.weights_bytes, model.weights.bytes());
+}
