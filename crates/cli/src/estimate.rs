@@ -21,6 +21,12 @@ pub struct EstimateArgs {
     /// quantizer writes: attn_v and ffn_down of about half the layers in q6_k).
     #[arg(long)]
     weights: Option<String>,
+    /// Precision of the activations the matrix products run in: f32 f16 bf16 int8 (default: the
+    /// runtime's for the weight format; e.g. `--runtime qnn --weights w4g128 --compute f16` is
+    /// a model with 4-bit weights and fp16 activations, AI Hub's "w4", whose decode converts
+    /// every weight before the multiply).
+    #[arg(long)]
+    compute: Option<String>,
     /// KV-cache format: f32 f16 k8v16 int8 int4g32 kivi4.
     #[arg(long)]
     kv: Option<String>,
@@ -113,6 +119,9 @@ pub fn run(args: EstimateArgs) -> Result<()> {
     let mut dep = Deployment::default();
     if let Some(w) = &args.weights {
         dep.weights = w.parse()?;
+    }
+    if let Some(c) = &args.compute {
+        dep.compute = Some(c.parse()?);
     }
     if let Some(k) = &args.kv {
         dep.kv = k.parse()?;

@@ -29,7 +29,7 @@
 //!   ExecuTorch XNNPACK: Cortex-X4/A720 4.9, the A17 Pro's Everest 5.2; measured tok/s × the
 //!   weights a token multiplies ÷ Σ f_core), so the kernel is bound
 //!   by its per-block scalar work (scales, conversion, reduction), not by the NEON width;
-//! - `decode_weights_per_flop` `κ` (GPU only; per interface in `api_fractions` where the
+//! - `decode_weights_per_flop` `κ` (GPU and NPU; per interface in `api_fractions` where the
 //!   runtime has one kernel set per GPU API): weights per FLOP of the GPU's f32 peak (the vector
 //!   ALUs that unpack and convert, not a matrix unit's f16 rate) that its dequantizing decode
 //!   GEMV retires for quantized formats, rate = κ · peak_f32
@@ -39,7 +39,10 @@
 //!   Q4_K at a smaller fraction of their bandwidth than F16, the M1 (68 GB/s) reaches its
 //!   bandwidth with either, and the Adreno 840 decodes Q8_0 as fast as Q4_0. The runtimes whose
 //!   GPU points hold no unquantized format (MLX, Core ML, LiteRT, MLC) have no such roof: their
-//!   points cannot tell it from the bandwidth fraction;
+//!   points cannot tell it from the bandwidth fraction. On an NPU (QNN) the same roof, counted on
+//!   the peak of the activations' precision, binds only a deployment whose `compute` is a float
+//!   (AI Hub's "w4": fp16 activations, every weight converted before the matrix unit multiplies;
+//!   integer activations, w4a16, multiply the weights as they are), fitted on those points;
 //! - `default_threads` (CPU only; `null` = the device's `default_threads`);
 //! - `api_fractions` (GPU): `η_c` and `η_d` per GPU programming interface (the device unit's
 //!   `api`: `metal`, `opencl`, `vulkan`), for a runtime whose backends per interface are
@@ -60,7 +63,7 @@
 //! BW_phase = BW_theoretical · η_phase · min(1, t / t_sat)        (t_sat: cores that saturate DRAM)
 //! rate     = decode of a quantized format on a CPU (weights/s): ρ · Σ f_core over the t
 //!            cores used (the t fastest, as for the peak), whatever their SIMD width or i8mm;
-//!            on a GPU: κ · peak_f32
+//!            on a GPU: κ · peak_f32; on an NPU with float activations: κ · peak_compute
 //! t_op     = max(FLOPs / compute, bytes / BW_phase, weights / rate) + o
 //! t_pass   = Σ ops t_op + τ
 //! ```
@@ -390,11 +393,10 @@ impl RuntimeProfile {
             }));
             for (name, k) in kappas {
                 let Some(k) = k else { continue };
-                if *u != ComputeUnit::Gpu {
+                if *u == ComputeUnit::Cpu {
                     return Err(bad(
                         format!("units.{u}.{name}"),
-                        "only a gpu unit has this kernel roof (a cpu has decode_weights_per_cycle)"
-                            .into(),
+                        "a cpu's decode kernel roof is decode_weights_per_cycle".into(),
                     ));
                 }
                 if !(k.is_finite() && k > 0.0 && k <= MAX_WEIGHTS_PER_FLOP) {
@@ -459,6 +461,22 @@ pub const MAX_WEIGHTS_PER_FLOP: f64 = 0.5;
 
 fn yes() -> bool {
     true
+}
+
+/// The peak (GFLOP/s) a dequantizing decode GEMV's `decode_weights_per_flop` counts on: a
+/// GPU's f32 (else `compute`'s) peak; an NPU's peak of `compute` when that is a float
+/// precision (integer activations are multiplied without converting the weights: no roof);
+/// none on a CPU (its roof is per cycle).
+pub(crate) fn dequantizing_peak(
+    unit_id: ComputeUnit,
+    unit: &crate::device::UnitProfile,
+    compute: ComputeDtype,
+) -> Option<f64> {
+    match unit_id {
+        ComputeUnit::Gpu => unit.peak_for(ComputeDtype::F32).or(unit.peak_for(compute)),
+        ComputeUnit::Npu if compute != ComputeDtype::Int8 => unit.peak_for(compute),
+        _ => None,
+    }
 }
 
 /// Weights that a kernel must unpack (every format but f32, f16 and bf16).
@@ -653,16 +671,17 @@ pub(crate) fn resolve(
         ) {
             decode.weight_rate_gws = Some(w * ghz);
         }
-        // A GPU's dequantizing GEMV: κ weights per FLOP of the GPU's f32 peak (its vector
-        // ALUs, which unpack, scale and convert; not a matrix unit's f16 rate), rate = κ · peak
-        // (GFLOP/s → 10^9 weights/s).
-        if unit_id == ComputeUnit::Gpu {
-            if let (Some(k), Some(alu)) = (
-                ru.decode_weights_per_flop,
-                unit.peak_for(ComputeDtype::F32).or(unit.peak_for(compute)),
-            ) {
-                decode.weight_rate_gws = Some(k * alu);
-            }
+        // A dequantizing GEMV: κ weights per FLOP, rate = κ · peak (GFLOP/s → 10^9
+        // weights/s). On a GPU the peak is its f32 one (the vector ALUs, which unpack, scale
+        // and convert; not a matrix unit's f16 rate); on an NPU the roof applies only when its
+        // activations are float (`compute` f16: the weights are converted before the matrix
+        // unit multiplies, where integer activations multiply the integers as they are), on
+        // the peak of that precision.
+        if let (Some(k), Some(peak)) = (
+            ru.decode_weights_per_flop,
+            dequantizing_peak(unit_id, unit, compute),
+        ) {
+            decode.weight_rate_gws = Some(k * peak);
         }
     }
     Ok(Exec {
@@ -863,5 +882,31 @@ mod tests {
                 .to_string();
             assert!(msg.contains(&path.join(".")), "{msg}");
         }
+    }
+
+    /// On an NPU the dequantizing roof binds only a model with float activations (AI Hub's
+    /// "w4": its weights converted to fp16 before the multiply), on the peak of that
+    /// precision; integer activations (w4a16) multiply the integers as they are: no roof.
+    #[test]
+    fn npu_kernel_roof_binds_only_float_activations() {
+        let dev = crate::device::device("snapdragon-8-elite").unwrap();
+        let f16 = dev.units[&ComputeUnit::Npu]
+            .peak_for(ComputeDtype::F16)
+            .unwrap();
+        let mut rt = runtime_profile(Runtime::Qnn).unwrap();
+        let npu = rt.units.get_mut(&ComputeUnit::Npu).unwrap();
+        npu.decode_weights_per_flop = Some(0.003);
+        let dep = |compute| Deployment {
+            weights: WeightFormat::W4g128,
+            compute,
+            unit: Some(ComputeUnit::Npu),
+            ..Deployment::default()
+        };
+        let d = resolve(&dev, ComputeUnit::Npu, &dep(Some(ComputeDtype::F16)), &rt).unwrap();
+        let r = d.decode.weight_rate_gws.unwrap();
+        assert!((r - 0.003 * f16).abs() < 1e-9 * r, "{r} vs {f16}");
+        let d = resolve(&dev, ComputeUnit::Npu, &dep(None), &rt).unwrap();
+        assert_eq!(d.compute, ComputeDtype::Int8);
+        assert_eq!(d.decode.weight_rate_gws, None);
     }
 }

@@ -427,7 +427,7 @@ impl ValidationReport {
         );
         let _ = writeln!(
             s,
-            "  (decode_kernel_roof: cpu decode_weights_per_cycle, gpu decode_weights_per_flop)"
+            "  (decode_kernel_roof: cpu decode_weights_per_cycle, gpu and npu decode_weights_per_flop)"
         );
         let roof = |w: &Option<f64>| match w {
             Some(w) if *w < 0.1 => format!("{w:.4}"),

@@ -38,7 +38,8 @@ enum Param {
     /// has a kernel roof).
     Bandwidth,
     /// The decode kernel roof, from decode points of quantized formats:
-    /// `decode_weights_per_cycle` on a CPU, `decode_weights_per_flop` on a GPU.
+    /// `decode_weights_per_cycle` on a CPU, `decode_weights_per_flop` on a GPU (and on an NPU,
+    /// from its points with float activations).
     Kernel,
 }
 
@@ -52,7 +53,7 @@ impl Param {
     fn bounds(self, unit: ComputeUnit) -> (f64, f64) {
         match self {
             Param::Compute | Param::Bandwidth => (FIT_MIN, 1.0),
-            Param::Kernel if unit == ComputeUnit::Gpu => {
+            Param::Kernel if unit != ComputeUnit::Cpu => {
                 (KAPPA_MIN, crate::runtime::MAX_WEIGHTS_PER_FLOP)
             }
             Param::Kernel => (FIT_MIN, crate::runtime::MAX_WEIGHTS_PER_CYCLE),
@@ -81,7 +82,7 @@ fn set_param(p: &mut RuntimeProfile, unit: ComputeUnit, api: Option<&str>, param
         match param {
             Param::Compute => f.compute_fraction = v,
             Param::Bandwidth => f.decode_bandwidth_fraction = v,
-            Param::Kernel if unit == ComputeUnit::Gpu => f.decode_weights_per_flop = Some(v),
+            Param::Kernel if unit != ComputeUnit::Cpu => f.decode_weights_per_flop = Some(v),
             Param::Kernel => u.decode_weights_per_cycle = Some(v),
         }
         return;
@@ -89,9 +90,22 @@ fn set_param(p: &mut RuntimeProfile, unit: ComputeUnit, api: Option<&str>, param
     match param {
         Param::Compute => u.compute_fraction = v,
         Param::Bandwidth => u.decode_bandwidth_fraction = v,
-        Param::Kernel if unit == ComputeUnit::Gpu => u.decode_weights_per_flop = Some(v),
+        Param::Kernel if unit != ComputeUnit::Cpu => u.decode_weights_per_flop = Some(v),
         Param::Kernel => u.decode_weights_per_cycle = Some(v),
     }
+}
+
+/// Whether a decode kernel roof bounds case `c` under `ru`: quantized weights, and on an NPU
+/// float activations (see `runtime::dequantizing_peak`).
+fn roof_applies(c: &Case, ru: &crate::runtime::RuntimeUnit) -> bool {
+    let w = c.deployment.weights;
+    let compute = c.deployment.compute.unwrap_or(ru.compute_for(w));
+    crate::runtime::is_quantized(w)
+        && (c.unit == ComputeUnit::Cpu
+            || c.device
+                .units
+                .get(&c.unit)
+                .is_some_and(|u| crate::runtime::dequantizing_peak(c.unit, u, compute).is_some()))
 }
 
 /// The GPU programming interface whose fractions of `rt` apply to `c` (the device unit's
@@ -210,11 +224,11 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
                 .zip(&apis)
                 .filter(|(c, a)| c.runtime == rt && c.unit == unit && *a == api)
             {
-                let quantized = crate::runtime::is_quantized(c.deployment.weights);
+                let bound = roof_applies(c, ru);
                 let evidence = match param {
                     Param::Compute => true,
-                    Param::Bandwidth => !kernel_roof || !quantized,
-                    Param::Kernel => quantized,
+                    Param::Bandwidth => !kernel_roof || !bound,
+                    Param::Kernel => bound,
                 };
                 if let (true, Some(m)) = (evidence, measured(c, param.phase())) {
                     by_source
@@ -273,14 +287,14 @@ pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
                         continue;
                     };
                     let entry = key.as_ref().and_then(|a| ru.api_fractions.get_mut(a));
-                    let gpu = *unit == ComputeUnit::Gpu;
+                    let per_flop = *unit != ComputeUnit::Cpu;
                     match (param, entry) {
                         (Param::Compute, Some(f)) => f.compute_fraction = v,
                         (Param::Bandwidth, Some(f)) => f.decode_bandwidth_fraction = v,
                         (Param::Kernel, Some(f)) => f.decode_weights_per_flop = Some(v),
                         (Param::Compute, None) => ru.compute_fraction = v,
                         (Param::Bandwidth, None) => ru.decode_bandwidth_fraction = v,
-                        (Param::Kernel, None) if gpu => ru.decode_weights_per_flop = Some(v),
+                        (Param::Kernel, None) if per_flop => ru.decode_weights_per_flop = Some(v),
                         (Param::Kernel, None) => ru.decode_weights_per_cycle = Some(v),
                     }
                 }

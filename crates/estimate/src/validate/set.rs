@@ -138,8 +138,11 @@ pub struct SlugMap {
     pub weights: BTreeMap<String, WeightFormat>,
     /// Point id → format (overrides `weights`).
     pub point_weights: BTreeMap<String, WeightFormat>,
-    /// Point id → compute precision the source states (e.g. fp16 activations of a `w4`
-    /// NPU model rather than the runtime's integer default).
+    /// Weight slug → compute precision the slug itself names, keyed like `weights` (AI Hub's
+    /// `qnn/w4`: 4-bit weights with fp16 activations, where `qnn/w4a16` keeps the runtime's
+    /// integer default).
+    pub weights_compute: BTreeMap<String, crate::format::ComputeDtype>,
+    /// Point id → compute precision the source states (overrides `weights_compute`).
     pub point_compute: BTreeMap<String, crate::format::ComputeDtype>,
     /// Source id → tokens in the KV cache when its timed decode starts, where the source's
     /// harness says so (llama-bench's `tgN` test decodes into an empty cache: `-d` depth 0 by
@@ -228,17 +231,22 @@ fn case_of(source: &str, p: &Point, map: &SlugMap) -> std::result::Result<Case, 
         .model
         .get(model)
         .ok_or_else(|| format!("no preset mapped for model {model:?}"))?;
+    let slug = p.weights.as_deref().unwrap_or("");
+    let by_runtime = format!("{}/{slug}", p.runtime.as_deref().unwrap_or(""));
     let weights = match map.point_weights.get(&p.id) {
         Some(w) => *w,
-        None => {
-            let w = p.weights.as_deref().unwrap_or("");
-            let by_runtime = format!("{}/{w}", p.runtime.as_deref().unwrap_or(""));
-            *map.weights
-                .get(&by_runtime)
-                .or_else(|| map.weights.get(w))
-                .ok_or_else(|| format!("no weight format mapped for {w:?}"))?
-        }
+        None => *map
+            .weights
+            .get(&by_runtime)
+            .or_else(|| map.weights.get(slug))
+            .ok_or_else(|| format!("no weight format mapped for {slug:?}"))?,
     };
+    let compute = map
+        .point_compute
+        .get(&p.id)
+        .or_else(|| map.weights_compute.get(&by_runtime))
+        .or_else(|| map.weights_compute.get(slug))
+        .copied();
     let runtime: Runtime = p
         .runtime
         .as_deref()
@@ -274,7 +282,7 @@ fn case_of(source: &str, p: &Point, map: &SlugMap) -> std::result::Result<Case, 
         unit: Some(unit),
         runtime: Some(runtime),
         threads: p.threads,
-        compute: map.point_compute.get(&p.id).copied(),
+        compute,
         ..Deployment::default()
     };
     // A decode timed from cache depth d runs its steps at cache lengths d, d+1, …: the same
