@@ -84,7 +84,7 @@ fn the_table_lists_ranked_rows_and_the_counts() {
 
 #[test]
 fn bad_arguments_are_one_line_errors() {
-    let cases: [(&[&str], &[&str]); 5] = [
+    let cases: [(&[&str], &[&str]); 6] = [
         (
             &["fit", "--device", "nokia-3310"],
             &["nokia-3310", "devices"],
@@ -104,6 +104,10 @@ fn bad_arguments_are_one_line_errors() {
         (
             &["fit", "--device", "snapdragon-8-gen3", "--family", "gpt"],
             &["gpt"],
+        ),
+        (
+            &["estimate", "--model", "llama-3.2-1b", "--compute", "int3"],
+            &["int3", "compute dtype", "f16"],
         ),
     ];
     for (args, needles) in cases {
