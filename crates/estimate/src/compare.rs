@@ -7,9 +7,10 @@
 //!   it: the weight format the engine really holds (the stored format holding the most
 //!   matrices: a GGUF Q4_1 loaded as `w4g32` keeps its asymmetric blocks and is stored as
 //!   `q4_1`; for a llama.cpp K-quant file, the K-quant whose file layout holds the rest, so a
-//!   Q4_K_M file is sized matrix by matrix as `q4_k`), the embedding's format, the run's KV format, the CPU, the run's prompt and
-//!   generated tokens, the engine's prefill chunk ([`ENGINE_PREFILL_CHUNK`]), and a context of
-//!   `max(prompt + generated, tokens the cache holds)` (the estimator requires the run to fit).
+//!   Q4_K_M file is sized matrix by matrix as `q4_k`), the embedding's format, the run's KV
+//!   format, the CPU, the run's prompt and generated tokens, the engine's prefill chunk
+//!   ([`ENGINE_PREFILL_CHUNK`]), and a context of `max(prompt + generated, tokens the cache
+//!   holds)` (the estimator requires the run to fit).
 //! - [`comparison_rows`] pairs the report's figures with the measurements, each with its signed
 //!   error `error % = (estimate − measured) / |measured| · 100` (none when nothing was
 //!   measured: no decode rate with fewer than two generated tokens, no TTFT without one).
