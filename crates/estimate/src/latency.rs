@@ -14,8 +14,10 @@
 //!
 //! # Roofline per op on the chosen unit, at frequency `f` of a table topped by `f_max`
 //! `t = max(FLOPs / (peak · efficiency · f/f_max), bytes / bandwidth, weights / (rate · f/f_max))
-//! + overhead`, where `rate` is the optional instruction-bound kernel roof of the weight format
-//! (weights per second; a wasm int4 GEMV is bound by instructions, not memory); for a matmul of
+//! + overhead`, where `rate` is the optional instruction-bound kernel roof of the format the
+//! matrix is held in (weights per second; a wasm int4 GEMV is bound by instructions, not memory;
+//! where the unit measured a roof per format, each matrix of a mixed file takes its own, else
+//! the layer format's or the runtime's); for a matmul of
 //! `rows = b·n > 1` activation rows on a unit with a prompt-sized GEMM roof `rate_gemm`
 //! (`prefill_weight_rate_gws`, weight·rows per second) the kernel term is
 //! `rows · weights / (rate_gemm · f/f_max)` instead (from 64 rows, the size it is measured at;
@@ -68,9 +70,10 @@ pub(crate) struct OpCost {
     /// Activation rows each weight multiplies (`b·n` for a matmul, 0 for other ops): picks the
     /// kernel roof (`rows > 1`: the prompt-sized GEMM's, when the unit has one).
     pub rows: f64,
-    /// The output head (`lm_head`): its weights are in the embedding's format, whose kernel
-    /// roofs (`Roof::head_*`) apply when the unit has them.
-    pub head: bool,
+    /// The format a matmul's weights are held in (the layers', the mix's, or the embedding's
+    /// for the output head): the unit's kernel roofs measured for that format apply when it has
+    /// them ([`FormatRates`]); `None` for the other ops.
+    pub format: Option<WeightFormat>,
 }
 
 impl OpCost {
@@ -114,6 +117,52 @@ pub struct OpRow {
 /// engine's prefill chunk; `edgefit_engine::microbench` measures it so).
 pub const GEMM_ROWS: f64 = 64.0;
 
+/// Kernel roofs per weight format: `(GEMV rate, prompt-sized GEMM rate)`, indexed like
+/// [`WeightFormat::ALL`] (a fixed array, so the roofs stay `Copy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FormatRates([(Option<f64>, Option<f64>); WeightFormat::ALL.len()]);
+
+impl FormatRates {
+    fn index(f: WeightFormat) -> usize {
+        WeightFormat::ALL
+            .iter()
+            .position(|&g| g == f)
+            .unwrap_or_default()
+    }
+
+    /// The roofs a unit measured: `gemv[f]` and `gemm[f]` where present.
+    pub fn measured(
+        gemv: &std::collections::BTreeMap<WeightFormat, f64>,
+        gemm: &std::collections::BTreeMap<WeightFormat, f64>,
+    ) -> FormatRates {
+        let mut r = FormatRates::default();
+        for &f in WeightFormat::ALL {
+            r.0[Self::index(f)] = (gemv.get(&f).copied(), gemm.get(&f).copied());
+        }
+        r
+    }
+
+    /// The same roofs without the GEMM ones (a decode step multiplies one row).
+    pub fn gemv_only(mut self) -> FormatRates {
+        for e in &mut self.0 {
+            e.1 = None;
+        }
+        self
+    }
+
+    /// `(GEMV, GEMM)` of `f`.
+    pub fn get(&self, f: WeightFormat) -> (Option<f64>, Option<f64>) {
+        self.0[Self::index(f)]
+    }
+
+    fn scaled(mut self, k: f64) -> FormatRates {
+        for e in &mut self.0 {
+            *e = (e.0.map(|r| r * k), e.1.map(|r| r * k));
+        }
+        self
+    }
+}
+
 /// The roofs of a unit at one frequency.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Roof {
@@ -125,10 +174,10 @@ pub(crate) struct Roof {
     pub weight_rate: Option<f64>,
     /// weight·rows/s of a prompt-sized GEMM, if the format has one (`prefill_weight_rate_gws`).
     pub prefill_weight_rate: Option<f64>,
-    /// weights/s and weight·rows/s of the output head's format (the embedding's), if the unit
-    /// has kernel roofs for it; `None`: the main format's roofs apply to the head too.
-    pub head_weight_rate: Option<f64>,
-    pub head_prefill_weight_rate: Option<f64>,
+    /// weights/s and weight·rows/s measured per format: a matmul in a format listed here takes
+    /// its own roofs (a mixed file's q5_0 or q6_k matrices, a q8_0 output head), one not listed
+    /// the two above.
+    pub format_rates: FormatRates,
     /// s per op.
     pub overhead: f64,
     /// s per forward pass (decode step or prefill chunk): graph scheduling, sampling.
@@ -137,7 +186,7 @@ pub(crate) struct Roof {
 
 /// What a runtime reaches on a unit in one phase, at the unit's top frequency (see
 /// [`crate::runtime`]): the roofs before frequency scaling.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PhaseRoof {
     /// Peak of the unit at the precision used (over the threads used), GFLOP/s.
     pub peak_gflops: f64,
@@ -149,14 +198,12 @@ pub struct PhaseRoof {
     pub weight_rate_gws: Option<f64>,
     /// Kernel roof of a prompt-sized GEMM ([`GEMM_ROWS`] activation rows), 10^9 weight·rows/s,
     /// if any (`UnitProfile::prefill_weight_rate_gws`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gemm_rate_gws: Option<f64>,
-    /// The two kernel roofs of the output head's format (the embedding's, e.g. q8_0 under
-    /// 4-bit layers), if the unit has them; absent, the main format's apply.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub head_weight_rate_gws: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub head_gemm_rate_gws: Option<f64>,
+    /// The two kernel roofs measured per weight format (10^9 weights/s, weight·rows/s), where
+    /// the unit has them (`weight_rate_gws`, `prefill_weight_rate_gws`: the tab's probes of
+    /// the engine's kernels); a matmul in a listed format takes its own (a mixed file's q5_0
+    /// or q6_k matrices, a q8_0 output head under 4-bit layers), others the two above.
+    pub format_rates: FormatRates,
     /// Fixed cost per op, µs.
     pub op_overhead_us: f64,
     /// Fixed cost per forward pass, µs.
@@ -175,8 +222,7 @@ impl Roof {
                 * (1.0 - unit.bandwidth_freq_sensitivity + unit.bandwidth_freq_sensitivity * scale),
             weight_rate: phase.weight_rate_gws.map(|r| r * 1e9 * scale),
             prefill_weight_rate: phase.gemm_rate_gws.map(|r| r * 1e9 * scale),
-            head_weight_rate: phase.head_weight_rate_gws.map(|r| r * 1e9 * scale),
-            head_prefill_weight_rate: phase.head_gemm_rate_gws.map(|r| r * 1e9 * scale),
+            format_rates: phase.format_rates.scaled(1e9 * scale),
             overhead: phase.op_overhead_us * 1e-6,
             pass_overhead: phase.pass_overhead_us * 1e-6,
         }
@@ -189,14 +235,11 @@ impl Roof {
         // `rows > 1` rows on a unit with a GEMM roof measured at GEMM_ROWS rows interpolates
         // linearly between the two measured points, t(1) = weights / rate and
         // t(64) = 64 · weights / rate_gemm, and scales as `rows · weights / rate_gemm` beyond.
-        let rates = if c.head {
-            (
-                self.head_weight_rate.or(self.weight_rate),
-                self.head_prefill_weight_rate.or(self.prefill_weight_rate),
-            )
-        } else {
-            (self.weight_rate, self.prefill_weight_rate)
-        };
+        let (own, own_gemm) = c.format.map_or((None, None), |f| self.format_rates.get(f));
+        let rates = (
+            own.or(self.weight_rate),
+            own_gemm.or(self.prefill_weight_rate),
+        );
         let tk = match rates {
             _ if c.weights <= 0.0 => 0.0,
             (r, Some(rg)) if c.rows > 1.0 => {
@@ -323,7 +366,7 @@ impl<'a> TimeModel<'a> {
             act_bytes: self.a() * bn * (r + c),
             weights: r * c,
             rows: bn,
-            head: false,
+            format: Some(fmt),
         }
     }
 
@@ -348,7 +391,7 @@ impl<'a> TimeModel<'a> {
             act_bytes: self.a() * b * nf * h * (dk + dv),
             weights: 0.0,
             rows: 0.0,
-            head: false,
+            format: None,
         }
     }
 
@@ -378,7 +421,7 @@ impl<'a> TimeModel<'a> {
                 act_bytes: norms * 2.0 * self.a() * bn * df,
                 weights: 0.0,
                 rows: 0.0,
-                head: false,
+                format: None,
             },
             self.matmul("q_proj", plain, l.q_dim(), d, n),
             self.matmul("k_proj", plain, l.k_dim(), d, n),
@@ -400,7 +443,7 @@ impl<'a> TimeModel<'a> {
                 act_bytes: 3.0 * self.a() * bn * i as f64,
                 weights: 0.0,
                 rows: 0.0,
-                head: false,
+                format: None,
             },
             self.matmul("down_proj", w(BlockMatrix::Down, i), d, i, n),
         ]
@@ -413,7 +456,6 @@ impl<'a> TimeModel<'a> {
         let b = self.plan.batch as f64;
         let df = d as f64;
         let mut lm = self.matmul("lm_head", self.plan.embedding, v, d, logits);
-        lm.head = true;
         lm.act_bytes +=
             4.0 * b * logits as f64 * v as f64 - self.a() * b * logits as f64 * v as f64;
         vec![
@@ -431,7 +473,7 @@ impl<'a> TimeModel<'a> {
                 act_bytes: self.a() * b * n as f64 * df,
                 weights: 0.0,
                 rows: 0.0,
-                head: false,
+                format: None,
             },
             OpCost {
                 op: "final_norm",
@@ -441,7 +483,7 @@ impl<'a> TimeModel<'a> {
                 act_bytes: 2.0 * self.a() * b * logits as f64 * df,
                 weights: 0.0,
                 rows: 0.0,
-                head: false,
+                format: None,
             },
             lm,
         ]

@@ -80,7 +80,7 @@ pub use crate::deploy::Runtime;
 use crate::device::DeviceProfile;
 use crate::error::{json_error_in, out_of_range, EstimateError, Result};
 use crate::format::{ComputeDtype, ComputeUnit, WeightFormat};
-use crate::latency::PhaseRoof;
+use crate::latency::{FormatRates, PhaseRoof};
 use crate::spec::ModelSpec;
 
 /// What one runtime does on one compute unit (see the module docs for the formulas).
@@ -575,19 +575,18 @@ pub(crate) fn resolve(
         let peak = unit.peak_for(compute).ok_or_else(|| dtype_err(compute))?;
         // The GEMV roof applies to one-row products in both phases; a prompt-sized GEMM roof
         // (weight·rows/s, measured at GEMM_ROWS rows) to prefill's many-row products.
-        let decode_rate = unit.weight_rate_gws.get(&dep.weights).copied();
-        let gemm_rate = unit.prefill_weight_rate_gws.get(&dep.weights).copied();
-        let head = dep.embedding_weights.unwrap_or(dep.weights);
-        let head_rate = unit.weight_rate_gws.get(&head).copied();
-        let head_gemm = unit.prefill_weight_rate_gws.get(&head).copied();
-        let phase = |gemm, head_gemm| PhaseRoof {
+        // Every matrix takes the roofs measured for its own format (`FormatRates`): a mixed
+        // file's q5_0 / q6_k matrices and the output head's format their own, any other the
+        // layer format's.
+        let rates = FormatRates::measured(&unit.weight_rate_gws, &unit.prefill_weight_rate_gws);
+        let (decode_rate, gemm_rate) = rates.get(dep.weights);
+        let phase = |gemm, rates| PhaseRoof {
             peak_gflops: peak,
             compute_fraction: unit.compute_efficiency,
             bandwidth_gbs: unit.bandwidth_gbs,
             weight_rate_gws: decode_rate,
             gemm_rate_gws: gemm,
-            head_weight_rate_gws: head_rate,
-            head_gemm_rate_gws: head_gemm,
+            format_rates: rates,
             op_overhead_us: unit.op_overhead_us,
             pass_overhead_us: 0.0,
         };
@@ -595,8 +594,8 @@ pub(crate) fn resolve(
             runtime: rt.id,
             threads,
             compute,
-            prefill: phase(gemm_rate, head_gemm),
-            decode: phase(None, None),
+            prefill: phase(gemm_rate, rates),
+            decode: phase(None, rates.gemv_only()),
             static_context: ru.static_context,
             warnings,
         });
@@ -647,8 +646,7 @@ pub(crate) fn resolve(
         bandwidth_gbs: base_bw * bw_fraction * thread_bw,
         weight_rate_gws: None,
         gemm_rate_gws: None,
-        head_weight_rate_gws: None,
-        head_gemm_rate_gws: None,
+        format_rates: FormatRates::default(),
         op_overhead_us: ru.op_overhead_us,
         pass_overhead_us: ru.token_overhead_us,
     };

@@ -773,6 +773,76 @@ fn this_browser_takes_measurements() {
 }
 
 #[test]
+fn a_mixed_files_matrices_run_at_their_own_formats_kernel_rates() {
+    // A Q4_K_M file in this engine (the edgefit runtime's file layout): SmolLM2's 576-wide rows
+    // are q5_0 (a Q4_K block needs 256), `down` of the layers that get more bits q6_k. Each
+    // matrix is timed at its own format's measured rate: a slower q5_0 kernel slows the
+    // q5_0 matrices (q_proj) and not the q4_k ones (down_proj of a plain layer).
+    let measured = |q5_0: f64| BrowserMeasurements {
+        read_bandwidth_gbs: 1000.0,
+        f32_gflops: 30.0,
+        weight_rate_gws: [
+            (WeightFormat::Q4K, 4.0),
+            (WeightFormat::Q5_0, q5_0),
+            (WeightFormat::Q6K, 2.0),
+            (WeightFormat::Q8_0, 4.0),
+        ]
+        .into(),
+        prefill_weight_rate_gws: Default::default(),
+        kernel: None,
+        op_overhead_us: None,
+        wasm_limit_bytes: None,
+        threads: None,
+    };
+    let spec = preset("smollm2-135m").unwrap();
+    let dep = Deployment {
+        weights: WeightFormat::Q4K,
+        embedding_weights: Some(WeightFormat::Q8_0),
+        runtime: Some(Runtime::Edgefit),
+        ..Deployment::default()
+    };
+    let run = |q5_0| {
+        estimate(
+            &spec,
+            &dep,
+            &DeviceProfile::this_browser(&measured(q5_0)).unwrap(),
+        )
+        .unwrap()
+    };
+    let (fast, slow) = (run(4.0), run(1.0));
+    // SmolLM2-135M: 30 layers; use_more_bits picks layers 0-2, 27-29 and every third between.
+    let time = |r: &edgefit_estimate::Report, layer: usize, op: &str| {
+        r.layers
+            .iter()
+            .find(|g| g.first_layer <= layer && layer < g.first_layer + g.count)
+            .unwrap()
+            .decode
+            .iter()
+            .find(|o| o.op == op)
+            .unwrap()
+            .time_us
+    };
+    // Differences, so the fixed cost per op cancels. q_proj: 576 × 576 weights in q5_0 at 4
+    // then 1 G weights/s (the memory roof is far).
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs().max(1.0);
+    let w = 576.0 * 576.0;
+    let dq = time(&slow, 3, "q_proj") - time(&fast, 3, "q_proj");
+    assert!(close(dq, w / 1e3 - w / 4e3), "q_proj slower by {dq} µs");
+    // down_proj (576 × 1536): q4_k in layer 3 (plain), q6_k at 2 G weights/s in layer 0 (more
+    // bits), the same in both runs.
+    let w = 576.0 * 1536.0;
+    for layer in [0, 3] {
+        let (a, b) = (
+            time(&fast, layer, "down_proj"),
+            time(&slow, layer, "down_proj"),
+        );
+        assert!(close(a, b), "layer {layer} down {a} vs {b} µs");
+    }
+    let dd = time(&fast, 0, "down_proj") - time(&fast, 3, "down_proj");
+    assert!(close(dd, w / 2e3 - w / 4e3), "q6_k down slower by {dd} µs");
+}
+
+#[test]
 fn the_output_head_runs_at_its_own_formats_kernel_rate() {
     // 4-bit layers with a q8_0 head (the engine's default): the head's GEMV is timed with the
     // q8_0 rate, not the 4-bit one; a slower q8_0 kernel slows the head and nothing else.
