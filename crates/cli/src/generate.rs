@@ -12,9 +12,7 @@ use anyhow::{Context, Result};
 use edgefit_engine::microbench::{self, MicrobenchConfig};
 use edgefit_engine::native::NativePlatform;
 use edgefit_engine::{Engine, Platform};
-use edgefit_estimate::compare::{
-    comparison_rows, measured_deployment, ComparisonRow, Measured, StoredWeights,
-};
+use edgefit_estimate::compare::{comparison_rows, measured_deployment, ComparisonRow, Measured};
 use edgefit_estimate::{estimate, DeviceProfile};
 use edgefit_kernels::Kernel;
 use serde::Serialize;
@@ -58,16 +56,7 @@ pub(crate) fn device_for(id: &str, engine: &Engine) -> Result<DeviceProfile> {
 pub(crate) fn compare(engine: &Engine, device: &DeviceProfile) -> Result<Comparison> {
     let measured: Measured = serde_json::from_value(serde_json::to_value(engine.metrics())?)
         .context("reading the engine's metrics")?;
-    let stored: Vec<StoredWeights> = engine
-        .info()
-        .weights
-        .stored
-        .iter()
-        .map(|s| StoredWeights {
-            format: s.format.clone(),
-            matrices: s.matrices as u64,
-        })
-        .collect();
+    let stored = engine.info().weights.stored_for_comparison();
     let deployment = measured_deployment(&measured, &stored).context("the run to compare")?;
     let spec = engine.model_spec();
     let report = estimate(&spec, &deployment, device).context("estimating the run")?;

@@ -772,22 +772,13 @@ fn this_browser_takes_measurements() {
     assert!(DeviceProfile::this_browser(&bad).is_err());
 }
 
-#[test]
-fn a_mixed_files_matrices_run_at_their_own_formats_kernel_rates() {
-    // A Q4_K_M file in this engine (the edgefit runtime's file layout): SmolLM2's 576-wide rows
-    // are q5_0 (a Q4_K block needs 256), `down` of the layers that get more bits q6_k. Each
-    // matrix is timed at its own format's measured rate: a slower q5_0 kernel slows the
-    // q5_0 matrices (q_proj) and not the q4_k ones (down_proj of a plain layer).
-    let measured = |q5_0: f64| BrowserMeasurements {
+/// SmolLM2-135M's estimate for `dep` on a "this browser" profile whose GEMV rates per format
+/// (10^9 weights/s) are `rates` and whose bandwidth is far above them (the kernel roofs bind).
+fn smollm2_on_rates(dep: &Deployment, rates: &[(WeightFormat, f64)]) -> edgefit_estimate::Report {
+    let m = BrowserMeasurements {
         read_bandwidth_gbs: 1000.0,
         f32_gflops: 30.0,
-        weight_rate_gws: [
-            (WeightFormat::Q4K, 4.0),
-            (WeightFormat::Q5_0, q5_0),
-            (WeightFormat::Q6K, 2.0),
-            (WeightFormat::Q8_0, 4.0),
-        ]
-        .into(),
+        weight_rate_gws: rates.iter().copied().collect(),
         prefill_weight_rate_gws: Default::default(),
         kernel: None,
         op_overhead_us: None,
@@ -795,6 +786,15 @@ fn a_mixed_files_matrices_run_at_their_own_formats_kernel_rates() {
         threads: None,
     };
     let spec = preset("smollm2-135m").unwrap();
+    estimate(&spec, dep, &DeviceProfile::this_browser(&m).unwrap()).unwrap()
+}
+
+#[test]
+fn a_mixed_files_matrices_run_at_their_own_formats_kernel_rates() {
+    // A Q4_K_M file in this engine (the edgefit runtime's file layout): SmolLM2's 576-wide rows
+    // are q5_0 (a Q4_K block needs 256), `down` of the layers that get more bits q6_k. Each
+    // matrix is timed at its own format's measured rate: a slower q5_0 kernel slows the
+    // q5_0 matrices (q_proj) and not the q4_k ones (down_proj of a plain layer).
     let dep = Deployment {
         weights: WeightFormat::Q4K,
         embedding_weights: Some(WeightFormat::Q8_0),
@@ -802,12 +802,15 @@ fn a_mixed_files_matrices_run_at_their_own_formats_kernel_rates() {
         ..Deployment::default()
     };
     let run = |q5_0| {
-        estimate(
-            &spec,
+        smollm2_on_rates(
             &dep,
-            &DeviceProfile::this_browser(&measured(q5_0)).unwrap(),
+            &[
+                (WeightFormat::Q4K, 4.0),
+                (WeightFormat::Q5_0, q5_0),
+                (WeightFormat::Q6K, 2.0),
+                (WeightFormat::Q8_0, 4.0),
+            ],
         )
-        .unwrap()
     };
     let (fast, slow) = (run(4.0), run(1.0));
     // SmolLM2-135M: 30 layers; use_more_bits picks layers 0-2, 27-29 and every third between.
@@ -846,29 +849,16 @@ fn a_mixed_files_matrices_run_at_their_own_formats_kernel_rates() {
 fn the_output_head_runs_at_its_own_formats_kernel_rate() {
     // 4-bit layers with a q8_0 head (the engine's default): the head's GEMV is timed with the
     // q8_0 rate, not the 4-bit one; a slower q8_0 kernel slows the head and nothing else.
-    let measured = |q8: f64| BrowserMeasurements {
-        read_bandwidth_gbs: 1000.0,
-        f32_gflops: 30.0,
-        weight_rate_gws: [(WeightFormat::W4g32, 4.0), (WeightFormat::Q8_0, q8)].into(),
-        prefill_weight_rate_gws: Default::default(),
-        kernel: None,
-        op_overhead_us: None,
-        wasm_limit_bytes: None,
-        threads: None,
-    };
-    let spec = preset("smollm2-135m").unwrap();
     let dep = Deployment {
         weights: WeightFormat::W4g32,
         embedding_weights: Some(WeightFormat::Q8_0),
         ..Deployment::default()
     };
     let run = |q8| {
-        estimate(
-            &spec,
+        smollm2_on_rates(
             &dep,
-            &DeviceProfile::this_browser(&measured(q8)).unwrap(),
+            &[(WeightFormat::W4g32, 4.0), (WeightFormat::Q8_0, q8)],
         )
-        .unwrap()
     };
     let (fast, slow) = (run(4.0), run(1.0));
     let head = |r: &edgefit_estimate::Report| {

@@ -189,6 +189,20 @@ pub struct WeightsSummary {
     pub converted: Vec<Conversion>,
 }
 
+impl WeightsSummary {
+    /// The held formats as the estimator's comparison reads them
+    /// (`edgefit_estimate::compare::measured_deployment`).
+    pub fn stored_for_comparison(&self) -> Vec<edgefit_estimate::compare::StoredWeights> {
+        self.stored
+            .iter()
+            .map(|s| edgefit_estimate::compare::StoredWeights {
+                format: s.format.clone(),
+                matrices: s.matrices as u64,
+            })
+            .collect()
+    }
+}
+
 /// One row of [`WeightsSummary::stored`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StoredFormat {

@@ -112,18 +112,11 @@ fn the_estimators_q4_k_m_sizing_is_the_files_bytes() {
 /// runtime its weight bytes are the bytes held.
 #[test]
 fn the_tab_comparison_sizes_a_q4_k_m_file_as_held() {
-    use edgefit_estimate::compare::{measured_deployment, Measured, StoredWeights};
+    use edgefit_estimate::compare::{measured_deployment, Measured};
     use edgefit_estimate::{Runtime, WeightFormat};
     let Some((model, _)) = load() else { return };
     let summary = model.weights.summary();
-    let stored: Vec<StoredWeights> = summary
-        .stored
-        .iter()
-        .map(|s| StoredWeights {
-            format: s.format.clone(),
-            matrices: s.matrices as u64,
-        })
-        .collect();
+    let stored = summary.stored_for_comparison();
     let run = Measured {
         prompt_tokens: 8,
         generated_tokens: 8,
