@@ -282,7 +282,7 @@ function decodeBoundText(b) {
   if (!isObject(b) || ![b.memory, b.kernel, b.compute].every(isFiniteNumber)) return generic;
   const parts = [
     ['the bytes moved (weights, KV cache, logits head) over the achieved bandwidth', b.memory],
-    ['the decode kernel\u2019s weight rate (the CPU\u2019s instruction roof, not the memory)', b.kernel],
+    ['the decode kernel\u2019s weight rate (its unpacking instructions; on a CPU these add to the time of the bytes, which a GPU overlaps)', b.kernel],
     ['the compute roof', b.compute],
   ].filter(([, ms]) => ms > 0).sort((x, y) => y[1] - x[1]);
   if (parts.length === 0) return generic;

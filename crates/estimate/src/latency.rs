@@ -14,7 +14,8 @@
 //!
 //! # Roofline per op on the chosen unit, at frequency `f` of a table topped by `f_max`
 //! `t = max(FLOPs / (peak · efficiency · f/f_max), bytes / bandwidth, weights / (rate · f/f_max))
-//! + overhead`, where `rate` is the optional instruction-bound kernel roof of the format the
+//! + overhead` (on a CPU under a runtime profile the kernel term adds to the bytes' time,
+//! `max(FLOPs / …, bytes / bandwidth + weights / (rate · f/f_max))`: see [`crate::runtime`]), where `rate` is the optional instruction-bound kernel roof of the format the
 //! matrix is held in (weights per second; a wasm int4 GEMV is bound by instructions, not memory;
 //! where the unit measured a roof per format, each matrix of a mixed file takes its own, else
 //! the layer format's or the runtime's); for a matmul of
@@ -182,6 +183,8 @@ pub(crate) struct Roof {
     pub overhead: f64,
     /// s per forward pass (decode step or prefill chunk): graph scheduling, sampling.
     pub pass_overhead: f64,
+    /// See [`PhaseRoof::kernel_adds_to_memory`].
+    pub kernel_adds_to_memory: bool,
 }
 
 /// What a runtime reaches on a unit in one phase, at the unit's top frequency (see
@@ -208,6 +211,9 @@ pub struct PhaseRoof {
     pub op_overhead_us: f64,
     /// Fixed cost per forward pass, µs.
     pub pass_overhead_us: f64,
+    /// The kernel roof and the bytes add (`t = t_memory + t_kernel`) instead of the longer one
+    /// bounding the op: a CPU's decode GEMV, see [`Roof::time`].
+    pub kernel_adds_to_memory: bool,
 }
 
 impl Roof {
@@ -225,6 +231,7 @@ impl Roof {
             format_rates: phase.format_rates.scaled(1e9 * scale),
             overhead: phase.op_overhead_us * 1e-6,
             pass_overhead: phase.pass_overhead_us * 1e-6,
+            kernel_adds_to_memory: phase.kernel_adds_to_memory,
         }
     }
 
@@ -253,6 +260,15 @@ impl Roof {
             }
             (Some(r), _) => c.weights / r,
             (None, _) => 0.0,
+        };
+        // A CPU core's decode GEMV issues its loads and its unpacking from one instruction
+        // stream, and a DRAM miss outlasts what the out-of-order window can cover, so the
+        // memory time and the instruction time add; a GPU hides memory latency behind
+        // thousands of threads in flight, so the longer of the two bounds it.
+        let (tm, tk) = if self.kernel_adds_to_memory && tk > 0.0 {
+            (tm, tm + tk)
+        } else {
+            (tm, tk)
         };
         let (t, mut bound) = if tc >= tm && tc >= tk {
             (tc, Bound::Compute)
@@ -782,4 +798,49 @@ pub struct LatencyReport {
     pub decode_curve: Vec<CurvePoint>,
     /// The head (embedding, final norm, lm_head) in the first decode step.
     pub head_decode: Vec<OpRow>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A CPU's decode GEMV (under a runtime profile) takes the time of its bytes plus the time of
+    /// its instructions; a GPU's, the longer of the two; compute and the fixed cost as before.
+    #[test]
+    fn a_cpu_kernel_time_adds_to_the_bytes_time_a_gpu_takes_the_longer() {
+        let roof = |adds| Roof {
+            flops: 1e12,
+            bw: 10e9,
+            weight_rate: Some(20e9),
+            prefill_weight_rate: None,
+            format_rates: FormatRates::default(),
+            overhead: 1e-6,
+            pass_overhead: 0.0,
+            kernel_adds_to_memory: adds,
+        };
+        // 1e9 weights in 0.5e9 bytes, one row: bytes 50 ms, instructions 50 ms, compute 2 ms.
+        let op = OpCost {
+            op: "gate_proj",
+            flops: 2e9,
+            weight_bytes: 0.5e9,
+            kv_bytes: 0.0,
+            act_bytes: 0.0,
+            weights: 1e9,
+            rows: 1.0,
+            format: Some(WeightFormat::Q4_0),
+        };
+        let (t, bound) = roof(true).time(&op);
+        assert!((t - (0.05 + 0.05 + 1e-6)).abs() < 1e-12, "{t}");
+        assert_eq!(bound, Bound::Kernel);
+        let (t, _) = roof(false).time(&op);
+        assert!((t - (0.05 + 1e-6)).abs() < 1e-12, "{t}");
+        // No kernel roof (an unquantized format): the bytes alone, either way.
+        let plain = Roof {
+            weight_rate: None,
+            ..roof(true)
+        };
+        let (t, bound) = plain.time(&op);
+        assert!((t - (0.05 + 1e-6)).abs() < 1e-12, "{t}");
+        assert_eq!(bound, Bound::Memory);
+    }
 }
