@@ -15,8 +15,8 @@
 //! # Roofline per op on the chosen unit, at frequency `f` of a table topped by `f_max`
 //! `t = max(FLOPs / (peak · efficiency · f/f_max), bytes / bandwidth, weights / (rate · f/f_max))
 //! + overhead` (on a CPU under a runtime profile the kernel term adds to the bytes' time,
-//! `max(FLOPs / …, bytes / bandwidth + weights / (rate · f/f_max))`: see [`crate::runtime`]), where `rate` is the optional instruction-bound kernel roof of the format the
-//! matrix is held in (weights per second; a wasm int4 GEMV is bound by instructions, not memory;
+//! `max(FLOPs / …, bytes / bandwidth + weights / (rate · f/f_max))`: see [`crate::runtime`]),
+//! where `rate` is the optional instruction-bound kernel roof of the format the matrix is held in (weights per second; a wasm int4 GEMV is bound by instructions, not memory;
 //! where the unit measured a roof per format, each matrix of a mixed file takes its own, else
 //! the layer format's or the runtime's); for a matmul of
 //! `rows = b·n > 1` activation rows on a unit with a prompt-sized GEMM roof `rate_gemm`
@@ -124,11 +124,10 @@ pub const GEMM_ROWS: f64 = 64.0;
 pub struct FormatRates([(Option<f64>, Option<f64>); WeightFormat::ALL.len()]);
 
 impl FormatRates {
+    /// `f`'s place in [`WeightFormat::ALL`]: a fieldless enum's discriminant is its place in the
+    /// declaration, which `ALL` lists in order (no search on the time model's per-op path).
     fn index(f: WeightFormat) -> usize {
-        WeightFormat::ALL
-            .iter()
-            .position(|&g| g == f)
-            .unwrap_or_default()
+        f as usize
     }
 
     /// The roofs a unit measured: `gemv[f]` and `gemm[f]` where present.
@@ -265,10 +264,10 @@ impl Roof {
         // stream, and a DRAM miss outlasts what the out-of-order window can cover, so the
         // memory time and the instruction time add; a GPU hides memory latency behind
         // thousands of threads in flight, so the longer of the two bounds it.
-        let (tm, tk) = if self.kernel_adds_to_memory && tk > 0.0 {
-            (tm, tm + tk)
+        let tk = if self.kernel_adds_to_memory && tk > 0.0 {
+            tm + tk
         } else {
-            (tm, tk)
+            tk
         };
         let (t, mut bound) = if tc >= tm && tc >= tk {
             (tc, Bound::Compute)
@@ -803,6 +802,13 @@ pub struct LatencyReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn format_rates_index_every_format_in_its_place() {
+        for (i, &f) in WeightFormat::ALL.iter().enumerate() {
+            assert_eq!(FormatRates::index(f), i, "{f}");
+        }
+    }
 
     /// A CPU's decode GEMV (under a runtime profile) takes the time of its bytes plus the time of
     /// its instructions; a GPU's, the longer of the two; compute and the fixed cost as before.
