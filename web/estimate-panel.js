@@ -56,6 +56,7 @@ export function createEstimatePanel({ send }) {
     deviceNote: $('est-device-note'),
     measureProgress: $('est-measure-progress'),
     weights: $('k-weights'),
+    compute: $('k-compute'),
     kv: $('k-kv'),
     context: $('k-context'),
     prompt: $('k-prompt'),
@@ -100,6 +101,7 @@ export function createEstimatePanel({ send }) {
   };
 
   fillSelect(el.weights, V.WEIGHT_FORMATS.map((f) => [f, f]), V.DEFAULT_KNOBS.weights);
+  fillSelect(el.compute, [['', 'default'], ...V.COMPUTE_DTYPES.map((c) => [c, c])], V.DEFAULT_KNOBS.compute);
   fillSelect(el.kv, V.KV_FORMATS.map((f) => [f, f]), V.DEFAULT_KNOBS.kv);
   fillSelect(el.unit, [['', 'default'], ...V.UNITS.map((u) => [u, u])], '');
   fillSelect(el.policy, V.POLICIES.map((p) => [p, p]), V.DEFAULT_KNOBS.policy);
@@ -177,6 +179,7 @@ export function createEstimatePanel({ send }) {
   function knobs() {
     return {
       weights: el.weights.value,
+      compute: el.compute.value,
       kv: el.kv.value,
       context: el.context.value,
       prompt_tokens: el.prompt.value,
@@ -267,7 +270,7 @@ export function createEstimatePanel({ send }) {
     delete el.body.dataset.stale;
   }
 
-  for (const input of [el.weights, el.kv, el.policy, el.device, el.model, el.runtime]) {
+  for (const input of [el.weights, el.compute, el.kv, el.policy, el.device, el.model, el.runtime]) {
     input.addEventListener('change', recompute);
   }
   el.unit.addEventListener('change', () => {
@@ -600,6 +603,7 @@ export function createEstimatePanel({ send }) {
       el.device.value = device;
       el.model.value = model;
       el.weights.value = weights;
+      el.compute.value = V.DEFAULT_KNOBS.compute;
       el.kv.value = kv;
       el.context.value = String(context);
       el.prune.value = String(prune);
@@ -744,7 +748,7 @@ export function createEstimatePanel({ send }) {
     return {
       /**
        * The pickers and knobs as they stand, as raw strings (share.js checks them when it
-       * encodes): {device, model, weights, kv, context, prompt_tokens, gen_tokens, unit, policy,
+       * encodes): {device, model, weights, compute, kv, context, prompt_tokens, gen_tokens, unit, policy,
        * minutes, runtime, threads, prune?}; `prune` only where the pruning knob (knob-prune)
        * exists; runtime and threads '' are the estimator's defaults.
        */
@@ -779,11 +783,12 @@ export function createEstimatePanel({ send }) {
         const named = want.model !== undefined && want.model !== V.LOADED_MODEL && want.model !== V.CONFIG_MODEL;
         if (want.kv !== undefined && !st.kvFormats.includes(want.kv)) drop('kv', `the link's KV format ${JSON.stringify(want.kv)} is not one this build has`);
         if (want.weights !== undefined && !usable(el.weights, want.weights)) drop('weights', `the link's weights ${JSON.stringify(want.weights)} is not a format this page has`);
+        if (want.compute !== undefined && want.compute !== '' && !V.COMPUTE_DTYPES.includes(want.compute)) drop('compute', `the link's activations ${JSON.stringify(want.compute)} is not a precision this page has`);
         if (want.unit !== undefined && want.unit !== '' && !V.UNITS.includes(want.unit)) drop('unit', `the link's unit ${JSON.stringify(want.unit)} is not a unit`);
         if (want.runtime !== undefined && want.runtime !== '' && !st.runtimes.some((r) => r.id === want.runtime)) drop('runtime', `the link's runtime ${JSON.stringify(want.runtime)} is not one this page knows`);
         if (want.device !== undefined) el.device.value = want.device;
         if (named || (want.model === V.LOADED_MODEL && usable(el.model, V.LOADED_MODEL))) el.model.value = want.model;
-        const set = { weights: el.weights, kv: el.kv, context: el.context, prompt_tokens: el.prompt, gen_tokens: el.gen, unit: el.unit, policy: el.policy, minutes: el.minutes, threads: el.threads };
+        const set = { weights: el.weights, compute: el.compute, kv: el.kv, context: el.context, prompt_tokens: el.prompt, gen_tokens: el.gen, unit: el.unit, policy: el.policy, minutes: el.minutes, threads: el.threads };
         for (const [k, input] of Object.entries(set)) if (want[k] !== undefined) input.value = String(want[k]);
         if (want.threads !== undefined) el.threads.disabled = false;
         if (want.runtime !== undefined) {

@@ -17,6 +17,12 @@ export const WEIGHT_FORMATS = Object.freeze([
  */
 export const KV_FORMATS = Object.freeze(['f32', 'f16', 'k8v16', 'int8', 'int4g32', 'kivi4']);
 export const UNITS = Object.freeze(['cpu', 'gpu', 'npu']);
+/**
+ * The activation precisions the estimator takes (`edgefit estimate --compute`), in the order of
+ * the wasm's computeDtypes() (tests/web/estimator-tables.test.mjs checks the two agree). Empty
+ * on the knob: the runtime's own for the weight format.
+ */
+export const COMPUTE_DTYPES = Object.freeze(['f32', 'f16', 'bf16', 'int8']);
 export const POLICIES = Object.freeze(['flat-out', 'paced', 'capped']);
 /**
  * The estimator's runtimes before the worker's catalog arrives (the catalog then sends the
@@ -68,6 +74,7 @@ export function loadedLabel(name) {
 
 export const DEFAULT_KNOBS = Object.freeze({
   weights: 'w4g32',
+  compute: '',
   kv: 'int8',
   context: '2048',
   prompt_tokens: '128',
@@ -112,6 +119,7 @@ export function buildDeployment(knobs, lists = {}) {
   const ctx = () => dep.context;
   const err =
     pick('weights', WEIGHT_FORMATS, 'weights') ||
+    (k.compute === '' || k.compute === undefined ? null : pick('compute', COMPUTE_DTYPES, 'activations')) ||
     pick('kv', kvFormats, 'KV format') ||
     int('context', 'context', 1, MAX_CONTEXT, 'tokens') ||
     int('prompt_tokens', 'prompt tokens', 1, ctx(), 'the context') ||

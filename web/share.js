@@ -111,6 +111,7 @@ export const FIELDS = Object.freeze([
   ['device', 'estimate', 'device', id()],
   ['model', 'estimate', 'model', modelId()],
   ['weights', 'estimate', 'weights', oneOf(V.WEIGHT_FORMATS)],
+  ['compute', 'estimate', 'compute', oneOf(['', ...V.COMPUTE_DTYPES])],
   ['kv', 'estimate', 'kv', oneOf(V.KV_FORMATS)],
   ['context', 'estimate', 'context', int(1, MAX_CONTEXT)],
   ['prompt_tokens', 'estimate', 'prompt_tokens', int(0, MAX_CONTEXT)],

@@ -188,6 +188,25 @@ test('runtime picker, threads, ranges beside every speed and on the chart; preco
     await page.getByTestId('est-numbers').screenshot({ path: path.join(SHOT_DIR, name) });
   }
 
+  // Activations: 4-bit weights on the NPU decode slower with f16 activations (AI Hub's "w4":
+  // every weight converted before it multiplies) than on the runtime's own int8 path; a
+  // precision the unit has no peak for is refused, naming it; the link carries the knob.
+  await page.getByTestId('knob-threads').fill('');
+  await changeAndWait(page, () => page.getByTestId('knob-unit').selectOption('npu'), 'est-decode-tps');
+  await changeAndWait(page, () => page.getByTestId('knob-runtime').selectOption('qnn'), 'est-decode-tps');
+  await changeAndWait(page, () => page.getByTestId('knob-weights').selectOption('w4g128'), 'est-decode-tps');
+  const ownPrecision = await num(page, 'est-decode-tps');
+  await changeAndWait(page, () => page.getByTestId('knob-compute').selectOption('f16'), 'est-decode-tps');
+  const f16 = await num(page, 'est-decode-tps');
+  assert.ok(f16 < ownPrecision, `f16 activations (${f16} tok/s) decode slower than the runtime's own precision (${ownPrecision} tok/s)`);
+  await page.getByTestId('share-link').click();
+  assert.match(await page.getByTestId('share-url').inputValue(), /[#&]compute=f16(&|$)/);
+  await page.getByTestId('knob-compute').selectOption('f32');
+  await page.getByTestId('est-error').waitFor({ state: 'visible', timeout: 10_000 });
+  assert.match(await text(page, 'est-error'), /no peak throughput for compute dtype f32/);
+  await page.getByTestId('knob-compute').selectOption('');
+  await page.getByTestId('est-error').waitFor({ state: 'hidden', timeout: 10_000 });
+
   // A link naming a runtime that does not run on the unit: refused in plain words.
   const bad = await openPage(browser(), t, { requestFailures: false, url: `${URL_}#v=1&device=snapdragon-8-gen3&model=llama-3.2-1b&unit=cpu&runtime=qnn` });
   await bad.page.getByTestId('est-error').waitFor({ state: 'visible', timeout: 30_000 });

@@ -32,6 +32,10 @@ test('buildDeployment turns knob strings into a deployment', () => {
   });
   // The device's default unit is "not set".
   assert.equal('unit' in V.buildDeployment(V.DEFAULT_KNOBS).deployment, false);
+  // So is the runtime's own activation precision; a named one is passed on, a bad one refused.
+  assert.equal('compute' in V.buildDeployment(V.DEFAULT_KNOBS).deployment, false);
+  assert.equal(V.buildDeployment({ compute: 'f16' }).deployment.compute, 'f16');
+  assert.equal(V.buildDeployment({ compute: 'fp16' }).error, 'activations must be one of f32, f16, bf16, int8, got "fp16"');
 });
 
 test('buildDeployment: every number refused in plain words with its own range', () => {

@@ -88,3 +88,9 @@ test('estimate-view.js WEIGHT_FORMATS equals the wasm estimateWeightFormats(), i
   assert.deepEqual([...V.WEIGHT_FORMATS], mod.estimateWeightFormats());
   assert.ok(V.WEIGHT_FORMATS.includes(V.DEFAULT_KNOBS.weights), 'the knob default is a listed format');
 });
+
+test('estimate-view.js COMPUTE_DTYPES equals the wasm computeDtypes(), in order', { skip }, async () => {
+  const mod = await instance('compute');
+  assert.deepEqual([...V.COMPUTE_DTYPES], mod.computeDtypes());
+  assert.equal(V.DEFAULT_KNOBS.compute, '', "the knob's default is the runtime's own precision");
+});

@@ -8,6 +8,7 @@ const full = () => ({
     device: 'snapdragon-8-gen3',
     model: 'llama-3.2-1b',
     weights: 'q4_k',
+    compute: 'f16',
     kv: 'int4g32',
     context: 8192,
     prompt_tokens: 512,
@@ -79,7 +80,7 @@ test('the link is readable key=value and carries the table in order', () => {
   assert.equal(keys[0], 'v');
   const order = S.FIELDS.map((x) => x[0]);
   assert.deepEqual(keys.slice(1), order.filter((k) => keys.includes(k)));
-  assert.match(f, /&device=snapdragon-8-gen3&model=llama-3\.2-1b&weights=q4_k&kv=int4g32&context=8192&/);
+  assert.match(f, /&device=snapdragon-8-gen3&model=llama-3\.2-1b&weights=q4_k&compute=f16&kv=int4g32&context=8192&/);
   // The prompt's '&', '=', '#' and markup are encoded, so they cannot end or fake a field.
   const prompt = f.match(/&prompt=([^&]*)/)[1];
   assert.doesNotMatch(prompt, /[<>#=&\s]/);
@@ -108,6 +109,7 @@ test('every field: a bad value is refused with the field and the value named', (
     device: ['Snapdragon', 'a b', '', '../etc', 'x'.repeat(65)],
     model: ['@evil', 'Llama', ''],
     weights: ['q3_k', 'W4G32', ''],
+    compute: ['fp16', 'F16', 'int4'],
     kv: ['int3', ''],
     context: ['0', '2097153', '-1', '1.5', '1e3', '0x10', ' 2048', ''],
     prompt_tokens: ['-1', '2097153', 'x'],

@@ -237,6 +237,17 @@ pub fn estimate_weight_formats() -> Result<JsValue, JsError> {
     )
 }
 
+/// The activation precisions the estimator takes (`edgefit_estimate::ComputeDtype`, in
+/// declaration order): the estimate panel's activations knob, `edgefit estimate --compute`.
+#[wasm_bindgen(js_name = computeDtypes)]
+pub fn compute_dtypes() -> Result<JsValue, JsError> {
+    names_js(
+        edgefit_estimate::ComputeDtype::ALL
+            .iter()
+            .map(|f| f.as_str()),
+    )
+}
+
 /// The KV-cache formats `setKvFormat` takes: an array of names.
 #[wasm_bindgen(js_name = kvFormats)]
 pub fn kv_formats() -> Result<JsValue, JsError> {
