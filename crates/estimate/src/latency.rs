@@ -5,7 +5,8 @@
 //! |---|---|---|
 //! | matmul `rows × cols` (q, k, v, o, gate, up, down) | `2·b·n·rows·cols` | weights `matrix_bytes(rows, cols)` in the format the runtime's file holds it in ([`LayerMix`]: Q4_K_M's v and down of about half the layers in Q6_K) + activations `a·b·n·(rows + cols)` |
 //! | attention (q·k, softmax, ·v) | `b·H·(2·dk + 2·dv + 5)·S`, `S = n·p + n(n+1)/2` (causal) | KV read `b·(p + n)·kv_layer_token` + written `b·n·kv_layer_token` + activations `a·b·n·H·(dk + dv)` |
-//! | attention, static-shape graph for context `C` (QNN / Genie) | as above with `S = n·C` | KV read `b·C·kv_layer_token` + written + activations as above |
+//! | attention, static-shape graph for context `C` (QNN / Genie, LiteRT) | as above with `S = n·C` | KV read `b·C·kv_layer_token` + written + activations as above |
+//! | attention of a sliding-window layer (window `w`: a query sees its newest `w` tokens), filled cache | `S = Σ_{i=1..n} min(p + i, w)` | KV read `b·(min(p, w) + n)·kv_layer_token` + written + activations as above |
 //! | norms | `4·b·n·d` per norm | `4·d` weights + `2·a·b·n·d` per norm |
 //! | MLP activation (SiLU/GELU × up) | `5·b·n·I` | `3·a·b·n·I` |
 //!
@@ -389,11 +390,18 @@ impl<'a> TimeModel<'a> {
         let b = self.plan.batch as f64;
         let (nf, pf) = (n as f64, past as f64);
         // Causal attention over the filled cache: S = n·p + n(n+1)/2 score entries, KV read
-        // p + n tokens. A static-shape graph compiled for a context C (QNN / Genie) computes
-        // every step over the whole buffer, masked: S = n·C and KV read C tokens.
+        // p + n tokens. A static-shape graph compiled for a context C (QNN / Genie, LiteRT)
+        // computes every step over the whole buffer, masked: S = n·C and KV read C tokens.
+        // A sliding-window layer's query sees only its newest w tokens, so over the filled
+        // cache each count is capped by w. A static graph's buffers hold C positions in every
+        // layer (ai-edge-torch's KV cache is (1, kv_cache_max, groups, head_dim) per layer), so
+        // its sliding layers attend over C, masked, like the others.
         let (s, read) = match self.plan.static_context {
             Some(c) => (nf * c as f64, c as f64),
-            None => (nf * pf + nf * (nf + 1.0) / 2.0, pf + nf),
+            None => match l.sliding_window.map(f64::from) {
+                None => (nf * pf + nf * (nf + 1.0) / 2.0, pf + nf),
+                Some(w) => (windowed_scores(nf, pf, w), pf.min(w) + nf),
+            },
         };
         let h = f64::from(l.num_heads);
         let (dk, dv) = (f64::from(l.qk_head_dim), f64::from(l.v_head_dim));
@@ -799,9 +807,35 @@ pub struct LatencyReport {
     pub head_decode: Vec<OpRow>,
 }
 
+/// `Σ_{i=1..n} min(p + i, w)`: the score entries of `n` causal queries after `p` cached tokens
+/// when each sees at most its newest `w` tokens (itself included).
+fn windowed_scores(n: f64, p: f64, w: f64) -> f64 {
+    if p + n <= w {
+        n * p + n * (n + 1.0) / 2.0
+    } else if p >= w {
+        n * w
+    } else {
+        // Queries p+1 ..= w see all they have; the rest see w each.
+        (w * (w + 1.0) - p * (p + 1.0)) / 2.0 + (p + n - w) * w
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windowed_scores_count_what_each_query_sees() {
+        for w in [1u32, 3, 8, 40] {
+            for p in [0u32, 1, 2, 7, 8, 9, 50] {
+                for n in [1u32, 2, 5, 8, 33] {
+                    let brute: u32 = (1..=n).map(|i| (p + i).min(w)).sum();
+                    let got = windowed_scores(f64::from(n), f64::from(p), f64::from(w));
+                    assert_eq!(got, f64::from(brute), "n {n} p {p} w {w}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn format_rates_index_every_format_in_its_place() {

@@ -497,7 +497,7 @@ fn explanations(
         .map(|t| format!(", {t} threads"))
         .unwrap_or_default();
     let overhead_ms = l.decode_overhead_share * l.decode_ms_first;
-    // A static-shape runtime (QNN / Genie) attends over the whole compiled context.
+    // A static-shape runtime (QNN / Genie, LiteRT) attends over the whole compiled context.
     let static_ctx = l
         .static_context_tokens
         .map(|c| format!("; static-shape graphs: attention spans the whole context C = {c} at every step (FLOPs ∝ n·C, KV read C tokens)"))
@@ -505,7 +505,7 @@ fn explanations(
     e.insert(
         "latency.ttft_ms".into(),
         Explanation::new(
-            "TTFT = Σ chunks [τ + Σ ops max(FLOPs/(peak·η_c), bytes/BW_prefill, weights/rate) + o], attention FLOPs ∝ n·p + n(n+1)/2 (n·C for a static-shape graph of context C), logits for the last position",
+            "TTFT = Σ chunks [τ + Σ ops max(FLOPs/(peak·η_c), bytes/BW_prefill, weights/rate) + o], attention FLOPs ∝ n·p + n(n+1)/2 (Σ_i min(p + i, w) in a layer with a sliding window w; n·C for a static-shape graph of context C), logits for the last position",
             format!(
                 "{} prompt tokens in chunks of {}; runtime {} on the {}{threads}: {} matmuls, peak {} GFLOP/s × η_c {} = {} GFLOP/s; BW {} GB/s; o = {} µs per op, τ = {} µs per pass{static_ctx}",
                 dep.prompt_tokens,
@@ -554,7 +554,7 @@ fn explanations(
     e.insert(
         "latency.decode_tok_s".into(),
         Explanation::new(
-            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = τ + Σ ops [max(FLOPs/(peak·η_c), bytes/BW_decode, weights/rate) + o] with bytes = weights + KV read of L tokens (C, the whole context, for a static-shape graph) + logits head; on a CPU under a runtime the kernel adds to the bytes, max(FLOPs/(peak·η_c), bytes/BW_decode + weights/rate) (its loads and its unpacking share one instruction stream; a GPU overlaps them); BW_decode = BW_theoretical · η_d · min(1, threads/t_sat); rate = the decode kernel's weight rate where the runtime has one (CPU: ρ weights per cycle × Σ clock of the cores used; GPU, and an NPU with float activations: κ weights per FLOP × the f32 (NPU: activation precision) peak, for quantized formats; this browser tab: the engine's measured GEMV rate per format, bytes included)",
+            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = τ + Σ ops [max(FLOPs/(peak·η_c), bytes/BW_decode, weights/rate) + o] with bytes = weights + KV read of L tokens (min(L, w) in a layer with a sliding window w; C, the whole context, for a static-shape graph) + logits head; on a CPU under a runtime the kernel adds to the bytes, max(FLOPs/(peak·η_c), bytes/BW_decode + weights/rate) (its loads and its unpacking share one instruction stream; a GPU overlaps them); BW_decode = BW_theoretical · η_d · min(1, threads/t_sat); rate = the decode kernel's weight rate where the runtime has one (CPU: ρ weights per cycle × Σ clock of the cores used; GPU, and an NPU with float activations: κ weights per FLOP × the f32 (NPU: activation precision) peak, for quantized formats; this browser tab: the engine's measured GEMV rate per format, bytes included)",
             format!(
                 "runtime {} on the {}{threads}: first step {} ms ({} bytes moved, ~{} ms at {} GB/s; its ops by what bounds them: bytes {} ms, kernel rate {} ms, compute {} ms, fixed cost alone {} ms; fixed overhead {} ms = {}% of the step: o = {} µs × ops + τ = {} µs), last step {} ms{static_ctx}",
                 l.runtime,

@@ -53,8 +53,10 @@
 //!   pair is **fitted** on the points of devices with that interface, and a device whose
 //!   interface has no entry takes the unit-level pair;
 //! - `static_context`: the runtime runs graphs compiled with static shapes for the whole
-//!   context `C` (QNN / Genie context binaries), so each step's attention reads all `C` cached
-//!   positions and computes over them (`S = n·C`, KV read `C` tokens), not the `p + n` filled.
+//!   context `C` (QNN / Genie context binaries; LiteRT's models, exported by ai-edge-torch with
+//!   a KV cache of `kv_cache_max` positions per layer), so each step's attention reads all `C`
+//!   cached positions and computes over them (`S = n·C`, KV read `C` tokens), not the `p + n`
+//!   filled.
 //!
 //! # The roofs it gives the time model (per phase, at the top frequency)
 //! ```text
@@ -139,8 +141,9 @@ pub struct RuntimeUnit {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub api_fractions: BTreeMap<String, ApiFractions>,
     /// Graphs compiled ahead of time with static shapes for the deployment's whole `context`
-    /// (e.g. QNN / Genie context binaries): every step's attention reads the whole KV buffer
-    /// and computes over it, whatever the cache holds (see [`crate::latency`]).
+    /// (e.g. QNN / Genie context binaries, LiteRT's fixed-size caches): every step's attention
+    /// reads the whole KV buffer and computes over it, whatever the cache holds (see
+    /// [`crate::latency`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub static_context: bool,
 }

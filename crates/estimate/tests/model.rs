@@ -224,6 +224,50 @@ fn a_static_shape_runtime_pays_for_the_whole_context_at_every_step() {
 }
 
 #[test]
+fn a_sliding_window_layer_attends_over_its_window_only() {
+    // Gemma 3 1B: five of six layers see only their newest 512 tokens. After a 16k-token
+    // prompt their attention costs what it costs at the window, so prefill, the decode step
+    // and its bytes are smaller than for the same model with the windows removed; at a prompt
+    // inside the window the two are the same.
+    let spec = preset("gemma-3-1b").unwrap();
+    assert!(spec.layers.iter().any(|l| l.sliding_window.is_some()));
+    let mut full = spec.clone();
+    for l in &mut full.layers {
+        l.sliding_window = None;
+    }
+    let dev = device("snapdragon-8-gen3").unwrap();
+    let run = |spec: &ModelSpec, prompt_tokens: u32| {
+        let dep = Deployment {
+            weights: WeightFormat::Q4_0,
+            context: 32768,
+            prompt_tokens,
+            gen_tokens: 16,
+            unit: Some(ComputeUnit::Cpu),
+            runtime: Some(Runtime::Llamacpp),
+            ..Deployment::default()
+        };
+        estimate(spec, &dep, &dev).unwrap().latency
+    };
+    let (w, f) = (run(&spec, 16384), run(&full, 16384));
+    assert!(
+        w.prefill_ms < 0.8 * f.prefill_ms,
+        "prefill {} against {} ms",
+        w.prefill_ms,
+        f.prefill_ms
+    );
+    assert!(
+        w.decode_ms_first < 0.9 * f.decode_ms_first,
+        "decode {} against {} ms",
+        w.decode_ms_first,
+        f.decode_ms_first
+    );
+    assert!(w.decode_bytes_per_step < f.decode_bytes_per_step);
+    let (w, f) = (run(&spec, 200), run(&full, 200));
+    assert!((w.prefill_ms - f.prefill_ms).abs() < 1e-9 * f.prefill_ms);
+    assert!((w.decode_ms_first - f.decode_ms_first).abs() < 1e-9 * f.decode_ms_first);
+}
+
+#[test]
 fn an_npu_decode_with_fp16_activations_is_bound_by_converting_the_weights() {
     // AI Hub on the Snapdragon 8 Elite: Llama 3.2 1B decodes at 33.7 tok/s in "w4" (fp16
     // activations) against 53.6 in w4a16, the same 4-bit weights. The fitted NPU roof applies
