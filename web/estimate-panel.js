@@ -783,7 +783,7 @@ export function createEstimatePanel({ send }) {
         const named = want.model !== undefined && want.model !== V.LOADED_MODEL && want.model !== V.CONFIG_MODEL;
         if (want.kv !== undefined && !st.kvFormats.includes(want.kv)) drop('kv', `the link's KV format ${JSON.stringify(want.kv)} is not one this build has`);
         if (want.weights !== undefined && !usable(el.weights, want.weights)) drop('weights', `the link's weights ${JSON.stringify(want.weights)} is not a format this page has`);
-        if (want.compute !== undefined && want.compute !== '' && !V.COMPUTE_DTYPES.includes(want.compute)) drop('compute', `the link's activations ${JSON.stringify(want.compute)} is not a precision this page has`);
+        if (want.compute !== undefined && !usable(el.compute, want.compute)) drop('compute', `the link's activations ${JSON.stringify(want.compute)} is not a precision this page has`);
         if (want.unit !== undefined && want.unit !== '' && !V.UNITS.includes(want.unit)) drop('unit', `the link's unit ${JSON.stringify(want.unit)} is not a unit`);
         if (want.runtime !== undefined && want.runtime !== '' && !st.runtimes.some((r) => r.id === want.runtime)) drop('runtime', `the link's runtime ${JSON.stringify(want.runtime)} is not one this page knows`);
         if (want.device !== undefined) el.device.value = want.device;

@@ -398,10 +398,10 @@ impl<'a> TimeModel<'a> {
         // its sliding layers attend over C, masked, like the others.
         let (s, read) = match self.plan.static_context {
             Some(c) => (nf * c as f64, c as f64),
-            None => match l.sliding_window.map(f64::from) {
-                None => (nf * pf + nf * (nf + 1.0) / 2.0, pf + nf),
-                Some(w) => (windowed_scores(nf, pf, w), pf.min(w) + nf),
-            },
+            None => {
+                let w = l.sliding_window.map_or(f64::INFINITY, f64::from);
+                (windowed_scores(nf, pf, w), pf.min(w) + nf)
+            }
         };
         let h = f64::from(l.num_heads);
         let (dk, dv) = (f64::from(l.qk_head_dim), f64::from(l.v_head_dim));
@@ -808,7 +808,8 @@ pub struct LatencyReport {
 }
 
 /// `Σ_{i=1..n} min(p + i, w)`: the score entries of `n` causal queries after `p` cached tokens
-/// when each sees at most its newest `w` tokens (itself included).
+/// when each sees at most its newest `w` tokens (itself included); `w = ∞` (no window) gives
+/// the full causal count `n·p + n(n+1)/2`.
 fn windowed_scores(n: f64, p: f64, w: f64) -> f64 {
     if p + n <= w {
         n * p + n * (n + 1.0) / 2.0
