@@ -56,7 +56,11 @@
 //!   context `C` (QNN / Genie context binaries; LiteRT's models, exported by ai-edge-torch with
 //!   a KV cache of `kv_cache_max` positions per layer), so each step's attention reads all `C`
 //!   cached positions and computes over them (`S = n·C`, KV read `C` tokens), not the `p + n`
-//!   filled.
+//!   filled;
+//! - `kv_cache`: the KV-cache format the runtime's exported models hold, where the runtime
+//!   fixes it (LiteRT: `f32`, ai-edge-torch's `KVCache` default dtype, the cache being an input
+//!   and output tensor of every signature). The validation set estimates that runtime's points
+//!   with it (else f16); `edgefit estimate` keeps the deployment's `--kv`.
 //!
 //! # The roofs it gives the time model (per phase, at the top frequency)
 //! ```text
@@ -85,7 +89,7 @@ use crate::deploy::Deployment;
 pub use crate::deploy::Runtime;
 use crate::device::DeviceProfile;
 use crate::error::{json_error_in, out_of_range, EstimateError, Result};
-use crate::format::{ComputeDtype, ComputeUnit, WeightFormat};
+use crate::format::{ComputeDtype, ComputeUnit, KvFormat, WeightFormat};
 use crate::latency::{FormatRates, PhaseRoof};
 use crate::spec::ModelSpec;
 
@@ -146,6 +150,11 @@ pub struct RuntimeUnit {
     /// [`crate::latency`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub static_context: bool,
+    /// The KV-cache format the runtime's exported models hold, where the runtime fixes it
+    /// (LiteRT's `f32`); `None`: the deployment's. The validation set estimates this
+    /// runtime's points with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_cache: Option<KvFormat>,
 }
 
 /// The two fitted fractions of a runtime on one GPU programming interface.

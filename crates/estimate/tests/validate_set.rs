@@ -276,3 +276,40 @@ fn head_format_and_decode_depth_reach_the_cases() {
         "ExecuTorch files keep the layers' format for the head"
     );
 }
+
+/// LiteRT's exported models hold an f32 KV cache (ai-edge-torch's `KVCache` default dtype, cited
+/// in `models/runtimes/litert.json`): its points are estimated with that cache, every other
+/// runtime's with f16; and the f32 cache costs its decode what reading twice the bytes costs.
+#[test]
+fn litert_points_use_the_cache_its_exports_hold() {
+    use edgefit_estimate::KvFormat;
+    let (c, _) = cases().unwrap();
+    let lit: Vec<_> = c
+        .iter()
+        .filter(|c| c.runtime == Runtime::Litert && c.unit != ComputeUnit::Npu)
+        .collect();
+    assert!(lit.len() >= 10, "{} LiteRT CPU/GPU points", lit.len());
+    assert!(lit.iter().all(|c| c.deployment.kv == KvFormat::F32));
+    assert!(c
+        .iter()
+        .filter(|c| c.runtime != Runtime::Litert)
+        .all(|c| c.deployment.kv == KvFormat::F16));
+    // The 4096-token cache of the Qwen2.5 card: 28 layers × 4096 positions × 512 elements at
+    // 4 bytes instead of 2 is ~117 MB more a step, a visible share of 1.5 GB of int8 weights.
+    let p = lit
+        .iter()
+        .find(|c| c.point.id == "litert-card-s25u-qwen25-15b-int8-cpu-ekv4096")
+        .unwrap();
+    let (spec, dev) = (preset(&p.preset).unwrap(), device(&p.device_id).unwrap());
+    let f32 = estimate(&spec, &p.deployment, &dev).unwrap();
+    let half = Deployment {
+        kv: KvFormat::F16,
+        ..p.deployment.clone()
+    };
+    let f16 = estimate(&spec, &half, &dev).unwrap();
+    let ratio = f16.latency.decode_tok_s / f32.latency.decode_tok_s;
+    assert!(
+        (1.03..1.25).contains(&ratio),
+        "f16 / f32 cache decode {ratio}"
+    );
+}

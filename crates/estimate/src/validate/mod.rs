@@ -14,7 +14,9 @@
 //! decode), generated tokens (default [`DEFAULT_GEN`]), the context (the point's
 //! `context_tokens` where published, at least prompt + generated; else the next power of two
 //! ≥ prompt + generated, at least 256: it matters only to a static-shape runtime such as QNN,
-//! whose attention spans the whole context), f16 KV cache (what the runtimes measured use),
+//! whose attention spans the whole context), the KV format the runtime's exported models hold
+//! where its profile fixes one (`kv_cache`: LiteRT's f32), else f16 (what the other runtimes
+//! measured use),
 //! batch 1, the top frequency (no throttling). Prefill tok/s and decode tok/s
 //! are compared with the measured figures where the source gives them. A source whose harness
 //! times its decode from another cache depth than the point's prompt (`decode_depth` in

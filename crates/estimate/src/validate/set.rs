@@ -11,7 +11,7 @@ use crate::device::{device, DeviceProfile};
 use crate::error::{json_error_in, EstimateError, Result};
 use crate::format::{ComputeUnit, KvFormat, WeightFormat};
 use crate::hf::preset;
-use crate::runtime::Runtime;
+use crate::runtime::{runtime_profile, Runtime};
 use crate::source::Source;
 use crate::spec::ModelSpec;
 
@@ -278,9 +278,17 @@ fn case_of(source: &str, p: &Point, map: &SlugMap) -> std::result::Result<Case, 
     }
     let prompt = p.prompt_tokens.unwrap_or(DEFAULT_PROMPT);
     let gen = p.gen_tokens.unwrap_or(DEFAULT_GEN);
+    // The KV format the runtime's exported models hold where it fixes one (LiteRT's f32), else
+    // f16, what the other runtimes measured use.
+    let kv = runtime_profile(runtime)
+        .map_err(|e| e.to_string())?
+        .units
+        .get(&unit)
+        .and_then(|u| u.kv_cache)
+        .unwrap_or(KvFormat::F16);
     let deployment = Deployment {
         weights,
-        kv: KvFormat::F16,
+        kv,
         // The published context where the source gives one (raised to prompt + generated
         // tokens where a published prompt fills it), else the next power of two that holds
         // the run.
