@@ -737,6 +737,8 @@ export function createEstimatePanel({ send }) {
       st.measuredOnce = false;
       st.measuring = false;
       el.measureProgress.hidden = true;
+      // The page's own "Starting the estimator…" note must not outlive a worker that died.
+      if (!st.shown) el.deviceNote.textContent = '';
     },
     ...scenarioMethods(),
   };

@@ -64,6 +64,10 @@ test('no clipped picker labels and no sideways scroll at 1280 and 390 px, before
   const { page, consoleErrors, pageErrors } = await openPage(browser(), t);
   await page.setViewportSize({ width: 1280, height: 900 });
   await estimatorShown(page);
+  // The page says the estimator is starting until its first answer, which replaces the note.
+  const note = await text(page, 'est-device-note');
+  assert.doesNotMatch(note, /Starting the estimator/, 'the first estimate replaced the starting note');
+  assert.match(note, /Snapdragon 8 Gen 3/, `the note names the device: ${note}`);
   await page.locator('[data-testid="prune-panel"] > summary').click(); // its pickers too
 
   // Device labels are short; the full profile name is the option's title.
@@ -111,4 +115,16 @@ test('no clipped picker labels and no sideways scroll at 1280 and 390 px, before
   await page.locator('.model-card').screenshot({ path: path.join(SHOT_DIR, 'first-visit-long-name-390.png') });
   assert.deepEqual(pageErrors, [], 'no page errors');
   assert.deepEqual(consoleErrors, [], 'no console errors');
+});
+
+test('until the estimator answers, its panel says it is starting', async (t) => {
+  // The wasm held back by 3 s: the panel's note must say what is happening meanwhile.
+  const onPage = (page) => page.route(/edgefit_wasm_bg\.wasm$/, async (route) => {
+    await new Promise((r) => setTimeout(r, 3000));
+    await route.continue();
+  });
+  const { page } = await openPage(browser(), t, { onPage });
+  assert.match(await text(page, 'est-device-note'), /^Starting the estimator/);
+  await estimatorShown(page);
+  assert.doesNotMatch(await text(page, 'est-device-note'), /Starting the estimator/);
 });
