@@ -11,7 +11,7 @@ use crate::device::{device, DeviceProfile};
 use crate::error::{json_error_in, EstimateError, Result};
 use crate::format::{ComputeUnit, KvFormat, WeightFormat};
 use crate::hf::preset;
-use crate::runtime::{runtime_profile, Runtime};
+use crate::runtime::{runtime_profiles, Runtime, RuntimeProfile};
 use crate::source::Source;
 use crate::spec::ModelSpec;
 
@@ -225,7 +225,12 @@ pub fn slug_map() -> Result<SlugMap> {
     serde_json::from_str(MAP).map_err(|e| json_error_in("models/validation/map.json", MAP, e))
 }
 
-fn case_of(source: &str, p: &Point, map: &SlugMap) -> std::result::Result<Case, String> {
+fn case_of(
+    source: &str,
+    p: &Point,
+    map: &SlugMap,
+    profiles: &[RuntimeProfile],
+) -> std::result::Result<Case, String> {
     if let Some(r) = map.skip.get(&p.id) {
         return Err(r.clone());
     }
@@ -280,10 +285,10 @@ fn case_of(source: &str, p: &Point, map: &SlugMap) -> std::result::Result<Case, 
     let gen = p.gen_tokens.unwrap_or(DEFAULT_GEN);
     // The KV format the runtime's exported models hold where it fixes one (LiteRT's f32), else
     // f16, what the other runtimes measured use.
-    let kv = runtime_profile(runtime)
-        .map_err(|e| e.to_string())?
-        .units
-        .get(&unit)
+    let kv = profiles
+        .iter()
+        .find(|r| r.id == runtime)
+        .and_then(|r| r.units.get(&unit))
         .and_then(|u| u.kv_cache)
         .unwrap_or(KvFormat::F16);
     let deployment = Deployment {
@@ -327,6 +332,7 @@ fn case_of(source: &str, p: &Point, map: &SlugMap) -> std::result::Result<Case, 
 /// Every point of the bundled set: the cases to estimate and the skipped points.
 pub fn cases() -> Result<(Vec<Case>, Vec<Skipped>)> {
     let map = slug_map()?;
+    let profiles = runtime_profiles()?;
     let mut cases = Vec::new();
     let mut skipped = Vec::new();
     for f in validation_files()? {
@@ -338,7 +344,7 @@ pub fn cases() -> Result<(Vec<Case>, Vec<Skipped>)> {
                     reason: reason.clone(),
                 });
             }
-            match case_of(&f.source.id, p, &map) {
+            match case_of(&f.source.id, p, &map, &profiles) {
                 Ok(c) => cases.push(c),
                 Err(reason) => skipped.push(Skipped {
                     source: f.source.id.clone(),
