@@ -18,7 +18,10 @@
 //!   fractions of the device's theoretical DRAM bandwidth (`memory.theoretical_bandwidth_gbs`)
 //!   — `η_d` is **fitted**;
 //! - `op_overhead_us` `o`: fixed cost per op of the estimator's op table (≈ one kernel launch
-//!   or one thread barrier), and `token_overhead_us` `τ`: fixed cost per forward pass;
+//!   or one thread barrier) — **fitted** where the profile lists it (LiteRT's CPU: XNNPACK's
+//!   dispatch per operator and the activations' dynamic quantization before each int8 product;
+//!   see [`crate::validate`]), else cited or estimated — and `token_overhead_us` `τ`: fixed
+//!   cost per forward pass;
 //! - `decode_weights_per_cycle` `ρ` (CPU only): weights per cycle per core that its decode
 //!   GEMV kernel's instructions retire for quantized formats (it unpacks every weight and
 //!   scales every block before the dot product) — **fitted**. On a CPU this instruction time

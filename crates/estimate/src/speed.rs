@@ -20,12 +20,13 @@ pub(crate) struct Speeds {
     pub threads: Option<u32>,
 }
 
-pub(crate) fn speeds(
-    spec: &ModelSpec,
+/// The time model and the resolved decode and prefill roofs of one deployment.
+fn model<'a>(
+    spec: &'a ModelSpec,
     dep: &Deployment,
-    device: &DeviceProfile,
+    device: &'a DeviceProfile,
     rt: &RuntimeProfile,
-) -> Result<Speeds> {
+) -> Result<(TimeModel<'a>, Roof, Roof, Option<u32>)> {
     dep.validate()?;
     let unit_id = dep.unit.unwrap_or(device.default_unit);
     let unit = device.unit(unit_id)?;
@@ -44,12 +45,40 @@ pub(crate) fn speeds(
         mix: crate::runtime::layer_mix(dep, rt, spec),
     };
     let tm = TimeModel::new(spec, plan);
-    let (prefill_s, _) = tm.prefill(&Roof::at(unit, &exec.prefill, unit.f_max()));
+    let prefill = Roof::at(unit, &exec.prefill, unit.f_max());
+    let decode = Roof::at(unit, &exec.decode, unit.f_max());
+    Ok((tm, prefill, decode, exec.threads))
+}
+
+pub(crate) fn speeds(
+    spec: &ModelSpec,
+    dep: &Deployment,
+    device: &DeviceProfile,
+    rt: &RuntimeProfile,
+) -> Result<Speeds> {
+    let (tm, prefill, decode, threads) = model(spec, dep, device, rt)?;
+    let (prefill_s, _) = tm.prefill(&prefill);
     let (steps, start) = tm.decode_steps();
-    let (dec_s, _) = tm.decode_sum(&Roof::at(unit, &exec.decode, unit.f_max()), start, steps);
+    let (dec_s, _) = tm.decode_sum(&decode, start, steps);
+    let batch = tm.plan.batch as f64;
     Ok(Speeds {
-        prefill_tok_s: (prompt * plan.batch) as f64 / prefill_s,
-        decode_tok_s: plan.batch as f64 * steps as f64 / dec_s,
-        threads: exec.threads,
+        prefill_tok_s: tm.plan.prompt as f64 * batch / prefill_s,
+        decode_tok_s: batch * steps as f64 / dec_s,
+        threads,
     })
+}
+
+/// What the fixed costs of a decode step are weighed against: the ops of one pass (each pays
+/// `op_overhead_us`), the bytes of the first step (as the report's `decode_bytes_per_step`)
+/// and the per-pass overhead in seconds.
+pub(crate) fn decode_fixed_terms(
+    spec: &ModelSpec,
+    dep: &Deployment,
+    device: &DeviceProfile,
+    rt: &RuntimeProfile,
+) -> Result<(f64, f64, f64)> {
+    let (tm, _, decode, _) = model(spec, dep, device, rt)?;
+    let (_, start) = tm.decode_steps();
+    let (_, bytes) = tm.step(&decode, 1, start);
+    Ok((tm.ops_per_pass(), bytes, decode.pass_overhead))
 }

@@ -1,7 +1,8 @@
 //! The fixed costs of a runtime profile (`op_overhead_us` × ops + `token_overhead_us`) can never
 //! exceed what a measured decode step leaves once its bytes are moved at the device's
 //! theoretical DRAM bandwidth: for every decode point of the validation set,
-//! `overhead ≤ 1 / measured tok/s − bytes_per_step / BW_theoretical`. A prior that breaks this
+//! `overhead ≤ 1 / measured tok/s − bytes_per_step / BW_theoretical` (the step at the cache depth
+//! the source timed its decode from). A prior that breaks this
 //! makes the estimate slower than the measurement whatever the fit does (the fitted fractions
 //! are capped at 1).
 
@@ -24,7 +25,10 @@ fn no_measured_decode_step_is_shorter_than_the_fixed_costs_plus_the_bytes() {
         let Some(bw) = dev.memory.theoretical_bandwidth_gbs else {
             continue;
         };
-        let l = estimate(&spec, &c.deployment, &dev).unwrap().latency;
+        // The measured step's deployment: a source timing its decode from another cache depth
+        // (`decode_depth`: llama-bench's tgN from an empty cache) has its own.
+        let dep = c.decode_deployment.as_ref().unwrap_or(&c.deployment);
+        let l = estimate(&spec, dep, &dev).unwrap().latency;
         if l.runtime == edgefit_estimate::Runtime::Edgefit {
             continue;
         }

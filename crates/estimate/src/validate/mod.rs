@@ -39,6 +39,14 @@
 //!    per GPU interface where the profile has `api_fractions`);
 //! 4. `η_c` again with the new `η_d` and `ρ`.
 //!
+//! Before these four, a runtime unit whose profile lists `units.<unit>.op_overhead_us` among its
+//! `fitted` fields (LiteRT's CPU) has its per-op cost `o` searched on a grid (0–96 µs, each value
+//! at most what every decode point of the unit leaves after its bytes at the theoretical
+//! bandwidth and the per-pass cost, over its ops): at each value the four steps are redone for
+//! that unit, and the value kept is the one whose refit gives the smallest mean over sources of
+//! each source's mean `|ln(estimate / measured)|` of decode. One point cannot tell a fixed cost
+//! per op from a rate; points of models of different sizes on one device can.
+//!
 //! Each step solves, per point, the value that makes the estimate equal the measurement (the
 //! estimate is monotone in it; bisection over [[`FIT_MIN`], 1] (fractions) or the ρ and κ ranges above; a point beyond
 //! reach at a bound takes that bound). The value kept is a **median of per-source medians**:
@@ -47,7 +55,7 @@
 //! harness, one app) cannot outvote the others, and one outlier cannot drag a runtime. Both
 //! medians are taken in log space (`log_median`: the geometric mean of the middle two for an
 //! even count; the values are fractions and rates, compared by ratio). No other figure is
-//! fitted. A (runtime, unit) whose points do not constrain a parameter takes the log-space
+//! fitted (but the per-op cost above). A (runtime, unit) whose points do not constrain a parameter takes the log-space
 //! median of that parameter over the other runtimes fitted on the same unit (pooled); only a
 //! unit no point constrains keeps the committed prior.
 //! Deterministic: same files, same numbers.
@@ -160,6 +168,10 @@ pub struct ValidationReport {
     /// ([`crate::runtime::ApiFractions`]; the roof is the unit's where the interface has none).
     #[serde(default)]
     pub fitted_api: Vec<(Runtime, ComputeUnit, String, f64, f64, Option<f64>)>,
+    /// The fitted per-op overheads (µs) on the whole set, of the runtime units whose profile
+    /// lists `units.<unit>.op_overhead_us` among its `fitted` fields.
+    #[serde(default)]
+    pub fitted_overhead: Vec<(Runtime, ComputeUnit, f64)>,
     /// Fraction of rows inside their printed range.
     pub inside_range: f64,
     /// The bands.
@@ -362,6 +374,21 @@ pub fn validate() -> Result<ValidationReport> {
                 .collect::<Vec<_>>()
         })
         .collect();
+    let fitted_overhead = loso
+        .all
+        .iter()
+        .flat_map(|p| {
+            p.units
+                .iter()
+                .filter(|(u, _)| {
+                    p.fitted
+                        .iter()
+                        .any(|f| *f == format!("units.{u}.op_overhead_us"))
+                })
+                .map(|(u, ru)| (p.id, *u, ru.op_overhead_us))
+                .collect::<Vec<_>>()
+        })
+        .collect();
     let inside = rows.iter().filter(|r| r.inside_range).count() as f64 / rows.len().max(1) as f64;
     Ok(ValidationReport {
         sources: validation_files()?.into_iter().map(|f| f.source).collect(),
@@ -370,6 +397,7 @@ pub fn validate() -> Result<ValidationReport> {
         mape: tables,
         fitted,
         fitted_api,
+        fitted_overhead,
         inside_range: inside,
         bands,
     })
@@ -446,6 +474,9 @@ impl ValidationReport {
                 format!("{u}/{a}"),
                 roof(w)
             );
+        }
+        for (rt, u, o) in &self.fitted_overhead {
+            let _ = writeln!(s, "  {rt:<10} {u:<4} op_overhead_us {o}");
         }
         s
     }

@@ -178,70 +178,198 @@ pub(super) fn measured(c: &Case, phase: Phase) -> Option<f64> {
     }
 }
 
+/// The (runtime, unit, GPU interface) groups of `cases`, each with its own fitted values (see
+/// [`api_of`]), and each case's interface.
+type Group = (Runtime, ComputeUnit, Option<String>);
+
+/// Fits `param` of one group on its cases (the per-point solutions pooled as a median of
+/// per-source log-medians) and sets it in `profiles`; `None` when no point constrains it.
+fn fit_param(
+    profiles: &mut [RuntimeProfile],
+    cases: &[&Case],
+    apis: &[Option<String>],
+    group: &Group,
+    param: Param,
+) -> Result<Option<f64>> {
+    let (rt, unit, api) = (group.0, group.1, &group.2);
+    let Some(ru) = profiles
+        .iter()
+        .find(|p| p.id == rt)
+        .and_then(|p| p.units.get(&unit))
+        .cloned()
+    else {
+        return Ok(None);
+    };
+    if ru.device_figures {
+        return Ok(None);
+    }
+    let kernel_roof = has_kernel_roof(&ru, api.as_deref());
+    if param == Param::Kernel && !kernel_roof {
+        return Ok(None);
+    }
+    // Per source, the (log-space) median of its points' solutions; then the median over
+    // the sources: each source is one vote, so a source with many points (one device,
+    // one harness) cannot outvote the others.
+    let mut by_source: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for (c, _) in cases
+        .iter()
+        .zip(apis)
+        .filter(|(c, a)| c.runtime == rt && c.unit == unit && *a == api)
+    {
+        let bound = roof_applies(c, &ru);
+        let evidence = match param {
+            Param::Compute => true,
+            Param::Bandwidth => !kernel_roof || !bound,
+            Param::Kernel => bound,
+        };
+        if let (true, Some(m)) = (evidence, measured(c, param.phase())) {
+            by_source
+                .entry(c.source.as_str())
+                .or_default()
+                .push(solve(c, profiles, param, m)?);
+        }
+    }
+    let sol: Vec<f64> = by_source.into_values().filter_map(log_median).collect();
+    let Some(v) = log_median(sol) else {
+        return Ok(None);
+    };
+    let idx = profiles.iter().position(|p| p.id == rt).unwrap_or(0);
+    set_param(&mut profiles[idx], unit, api.as_deref(), param, v);
+    Ok(Some(v))
+}
+
+/// The order the fractions and roofs are fitted in (see the module docs).
+const PARAM_ORDER: [Param; 4] = [
+    Param::Compute,
+    Param::Bandwidth,
+    Param::Kernel,
+    Param::Compute,
+];
+
+/// Per-op overheads (µs) tried for a runtime unit whose profile lists
+/// `units.<unit>.op_overhead_us` among its `fitted` fields.
+const OVERHEAD_GRID_US: [f64; 12] = [
+    0.0, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0, 96.0,
+];
+
+/// The largest per-op overhead (µs) `c` allows under `rt`: its measured decode step minus its
+/// bytes at the device's theoretical bandwidth and the per-pass overhead, over its ops
+/// (`crates/estimate/tests/overhead_bounds.rs` checks the same for every point); `None`
+/// without a decode figure or a theoretical bandwidth.
+fn overhead_room_us(c: &Case, rt: &RuntimeProfile) -> Result<Option<f64>> {
+    let (Some(m), Some(bw)) = (
+        c.point.decode_tok_s,
+        c.device.memory.theoretical_bandwidth_gbs,
+    ) else {
+        return Ok(None);
+    };
+    let dep = c.decode_deployment.as_ref().unwrap_or(&c.deployment);
+    let (ops, bytes, pass_s) = crate::speed::decode_fixed_terms(&c.spec, dep, &c.device, rt)?;
+    Ok(Some((1.0 / m - bytes / (bw * 1e9) - pass_s) / ops * 1e6))
+}
+
+/// The per-op overhead of `group` (a runtime unit that fits it): the grid value, within what
+/// every decode point of the group allows ([`overhead_room_us`]), whose refit (every
+/// [`PARAM_ORDER`] step redone for the group) gives the smallest mean over sources of each
+/// source's mean `|ln(estimate / measured)|` of decode. A time linear in a fixed cost per op
+/// and in the bytes cannot tell the two apart from one point; across models of different
+/// sizes (SmolLM-135M to Gemma 2 2B on one phone) it can, which one median per parameter
+/// cannot. Sets the winner in `profiles`; `None` when the group has no decode point.
+fn fit_overhead(
+    profiles: &mut [RuntimeProfile],
+    cases: &[&Case],
+    apis: &[Option<String>],
+    group: &Group,
+) -> Result<Option<f64>> {
+    let (rt, unit, api) = (group.0, group.1, &group.2);
+    let idx = profiles.iter().position(|p| p.id == rt).unwrap_or(0);
+    let members: Vec<&Case> = cases
+        .iter()
+        .zip(apis)
+        .filter(|(c, a)| {
+            c.runtime == rt && c.unit == unit && *a == api && c.point.decode_tok_s.is_some()
+        })
+        .map(|(c, _)| *c)
+        .collect();
+    if members.is_empty() {
+        return Ok(None);
+    }
+    let mut best: Option<(f64, f64)> = None;
+    for &o in &OVERHEAD_GRID_US {
+        let mut trial = profiles.to_vec();
+        if let Some(u) = trial[idx].units.get_mut(&unit) {
+            u.op_overhead_us = o;
+        }
+        let mut room = f64::INFINITY;
+        for c in &members {
+            if let Some(r) = overhead_room_us(c, &trial[idx])? {
+                room = room.min(r);
+            }
+        }
+        if o > room {
+            break;
+        }
+        for param in PARAM_ORDER {
+            fit_param(&mut trial, cases, apis, group, param)?;
+        }
+        let mut by_source: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for c in &members {
+            let (_, d) = speeds_of(c, &trial)?;
+            let m = c.point.decode_tok_s.unwrap_or(d);
+            by_source
+                .entry(c.source.as_str())
+                .or_default()
+                .push((d / m).ln().abs());
+        }
+        let score = by_source
+            .values()
+            .map(|v| v.iter().sum::<f64>() / v.len() as f64)
+            .sum::<f64>()
+            / by_source.len() as f64;
+        if best.is_none_or(|(s, _)| score < s) {
+            best = Some((score, o));
+        }
+    }
+    let Some((_, o)) = best else {
+        return Ok(None);
+    };
+    if let Some(u) = profiles[idx].units.get_mut(&unit) {
+        u.op_overhead_us = o;
+    }
+    Ok(Some(o))
+}
+
 /// The fit of the module docs: the committed priors refitted on `cases`.
 pub fn fit_runtimes(cases: &[&Case]) -> Result<Vec<RuntimeProfile>> {
     let mut profiles = runtime_profiles()?;
     // One group per runtime × unit × GPU interface with its own fractions (see api_of).
     let apis: Vec<Option<String>> = cases.iter().map(|c| api_of(c, &profiles)).collect();
-    let mut groups: Vec<(Runtime, ComputeUnit, Option<String>)> = cases
+    let mut groups: Vec<Group> = cases
         .iter()
         .zip(&apis)
         .map(|(c, a)| (c.runtime, c.unit, a.clone()))
         .collect();
     groups.sort();
     groups.dedup();
+    // First the per-op overhead where the profile fits it (its search refits the group's
+    // other values at every trial; they are fitted again below with the winner).
+    for g in &groups {
+        let fits = profiles.iter().find(|p| p.id == g.0).is_some_and(|p| {
+            p.fitted
+                .iter()
+                .any(|f| *f == format!("units.{}.op_overhead_us", g.1))
+        });
+        if fits && g.2.is_none() {
+            fit_overhead(&mut profiles, cases, &apis, g)?;
+        }
+    }
     type Fitted = (Runtime, ComputeUnit, Option<String>, Param, f64);
     let mut fitted: Vec<Fitted> = Vec::new();
-    for param in [
-        Param::Compute,
-        Param::Bandwidth,
-        Param::Kernel,
-        Param::Compute,
-    ] {
+    for param in PARAM_ORDER {
         fitted.retain(|(_, _, _, q, _)| *q != param);
-        for (rt, unit, api) in &groups {
-            let (rt, unit) = (*rt, *unit);
-            let Some(ru) = profiles
-                .iter()
-                .find(|p| p.id == rt)
-                .and_then(|p| p.units.get(&unit))
-            else {
-                continue;
-            };
-            if ru.device_figures {
-                continue;
-            }
-            let kernel_roof = has_kernel_roof(ru, api.as_deref());
-            if param == Param::Kernel && !kernel_roof {
-                continue;
-            }
-            // Per source, the (log-space) median of its points' solutions; then the median over
-            // the sources: each source is one vote, so a source with many points (one device,
-            // one harness) cannot outvote the others.
-            let mut by_source: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-            for (c, _) in cases
-                .iter()
-                .zip(&apis)
-                .filter(|(c, a)| c.runtime == rt && c.unit == unit && *a == api)
-            {
-                let bound = roof_applies(c, ru);
-                let evidence = match param {
-                    Param::Compute => true,
-                    Param::Bandwidth => !kernel_roof || !bound,
-                    Param::Kernel => bound,
-                };
-                if let (true, Some(m)) = (evidence, measured(c, param.phase())) {
-                    by_source
-                        .entry(c.source.as_str())
-                        .or_default()
-                        .push(solve(c, &profiles, param, m)?);
-                }
-            }
-            let sol: Vec<f64> = by_source.into_values().filter_map(log_median).collect();
-            if let Some(v) = log_median(sol) {
-                let idx = profiles.iter().position(|p| p.id == rt).unwrap_or(0);
-                set_param(&mut profiles[idx], unit, api.as_deref(), param, v);
-                fitted.push((rt, unit, api.clone(), param, v));
+        for g in &groups {
+            if let Some(v) = fit_param(&mut profiles, cases, &apis, g, param)? {
+                fitted.push((g.0, g.1, g.2.clone(), param, v));
             }
         }
     }

@@ -41,6 +41,7 @@ validation_files!(
     "geerlingguy-ai-benchmarks-readme",
     "gpu-benchmarks-on-llm-inference-apple",
     "litert-community-hf-cards",
+    "litert-lm-issue-1748",
     "litert-lm-readme",
     "litert-samples-lm-leaderboard",
     "llamacpp-discussion-4167",
