@@ -82,3 +82,24 @@ pub(crate) fn decode_fixed_terms(
     let (_, bytes) = tm.step(&decode, 1, start);
     Ok((tm.ops_per_pass(), bytes, decode.pass_overhead))
 }
+
+/// One phase's speed of [`speeds`] (tok/s), computing only that phase: the fit's bisections
+/// solve a prefill or a decode figure, never both.
+pub(crate) fn phase_speed(
+    spec: &ModelSpec,
+    dep: &Deployment,
+    device: &DeviceProfile,
+    rt: &RuntimeProfile,
+    prefill_phase: bool,
+) -> Result<f64> {
+    let (tm, prefill, decode, _) = model(spec, dep, device, rt)?;
+    let batch = tm.plan.batch as f64;
+    if prefill_phase {
+        let (prefill_s, _) = tm.prefill(&prefill);
+        Ok(tm.plan.prompt as f64 * batch / prefill_s)
+    } else {
+        let (steps, start) = tm.decode_steps();
+        let (dec_s, _) = tm.decode_sum(&decode, start, steps);
+        Ok(batch * steps as f64 / dec_s)
+    }
+}

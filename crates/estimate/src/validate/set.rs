@@ -28,6 +28,7 @@ macro_rules! validation_files {
 validation_files!(
     "aihub-models-perf-2026-02",
     "aihub-models-perf-history",
+    "arxiv-2410.03613",
     "arxiv-2603.23640-tinybench",
     "edge-ai-study-raspi5",
     "edge-llm-bench-leaderboard",
