@@ -13,23 +13,14 @@ use super::{cases, Case, FIT_MIN};
 
 /// Estimated (prefill tok/s, decode tok/s) of a case with the given runtime profiles.
 pub(super) fn speeds_of(c: &Case, profiles: &[RuntimeProfile]) -> Result<(f64, f64)> {
-    let rt =
-        profiles
-            .iter()
-            .find(|p| p.id == c.runtime)
-            .ok_or_else(|| EstimateError::Validation {
-                what: c.point.id.clone(),
-                reason: format!("no profile for runtime {}", c.runtime),
-            })?;
-    let s = crate::speed::speeds(&c.spec, &c.deployment, &c.device, rt)?;
-    let decode = match &c.decode_deployment {
-        Some(d) => crate::speed::speeds(&c.spec, d, &c.device, rt)?.decode_tok_s,
-        None => s.decode_tok_s,
-    };
-    Ok((s.prefill_tok_s, decode))
+    Ok((
+        speed_of(c, profiles, Phase::Prefill)?,
+        speed_of(c, profiles, Phase::Decode)?,
+    ))
 }
 
-/// The estimated speed of one phase of a case (tok/s), as [`speeds_of`] gives it.
+/// The estimated speed of one phase of a case (tok/s): the decode of a source that times it
+/// from another cache depth at that depth (`decode_deployment`).
 fn speed_of(c: &Case, profiles: &[RuntimeProfile], phase: Phase) -> Result<f64> {
     let rt =
         profiles
