@@ -290,22 +290,20 @@ fn fit_overhead(
     // The search depends only on the group's cases (every fit starts from the committed
     // priors): a leave-one-source-out refit whose left-out source has no point in the group
     // finds the same value, so it is computed once per set of cases.
-    let key = format!(
-        "{rt}/{unit}/{api:?}:{}",
-        cases
-            .iter()
-            .zip(apis)
-            .filter(|(c, a)| c.runtime == rt && c.unit == unit && *a == api)
-            .map(|(c, _)| c.point.id.as_str())
-            .collect::<Vec<_>>()
-            .join(",")
-    );
+    let in_group: Vec<&Case> = cases
+        .iter()
+        .zip(apis)
+        .filter(|(c, a)| c.runtime == rt && c.unit == unit && *a == api)
+        .map(|(c, _)| *c)
+        .collect();
+    let ids: Vec<&str> = in_group.iter().map(|c| c.point.id.as_str()).collect();
+    let key = format!("{rt}/{unit}/{api:?}:{}", ids.join(","));
     let memo = OVERHEAD_MEMO.get_or_init(Default::default);
     let known = memo.lock().ok().and_then(|m| m.get(&key).copied());
     let found = match known {
         Some(v) => v,
         None => {
-            let v = search_overhead(profiles, cases, apis, group)?;
+            let v = search_overhead(profiles, cases, apis, group, &in_group)?;
             if let Ok(mut m) = memo.lock() {
                 m.insert(key, v);
             }
@@ -322,22 +320,21 @@ fn fit_overhead(
 static OVERHEAD_MEMO: std::sync::OnceLock<std::sync::Mutex<BTreeMap<String, Option<f64>>>> =
     std::sync::OnceLock::new();
 
-/// The grid search of [`fit_overhead`]; `profiles` are left as they were.
+/// The grid search of [`fit_overhead`] over the group's cases `in_group`; `profiles` are left
+/// as they were.
 fn search_overhead(
     profiles: &[RuntimeProfile],
     cases: &[&Case],
     apis: &[Option<String>],
     group: &Group,
+    in_group: &[&Case],
 ) -> Result<Option<f64>> {
-    let (rt, unit, api) = (group.0, group.1, &group.2);
+    let (rt, unit) = (group.0, group.1);
     let idx = profiles.iter().position(|p| p.id == rt).unwrap_or(0);
-    let members: Vec<&Case> = cases
+    let members: Vec<&Case> = in_group
         .iter()
-        .zip(apis)
-        .filter(|(c, a)| {
-            c.runtime == rt && c.unit == unit && *a == api && c.point.decode_tok_s.is_some()
-        })
-        .map(|(c, _)| *c)
+        .filter(|c| c.point.decode_tok_s.is_some())
+        .copied()
         .collect();
     if members.is_empty() {
         return Ok(None);
