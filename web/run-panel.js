@@ -59,13 +59,19 @@ export function createRunPanel({ el, page, model, client, estimator }) {
   }
 
   // ---- streaming: what the pieces change, drawn at most every STREAM_RENDER_MS ------------------
-  // A piece comes per token (45–150 a second on the default model). Drawing the page after each
-  // cost ~15 ms of the main thread per frame in headless Chromium (layout, paint, commit: ~70 % of
-  // a core over a generation), which on a 2-core machine took a core from the engine's own
-  // threads. So a piece updates the conversation, the output text and the latency log at once, and
-  // the page draws them (transcript, output, metrics, chart) on the first piece and then at most
-  // every STREAM_RENDER_MS, and at once when the run ends.
-  const STREAM_RENDER_MS = 100;
+  // The worker sends the first token at once and then a piece per 50 ms of decoding (45–150
+  // tokens a second on the default model). Drawing the page after each token cost ~15 ms of the
+  // main thread per frame in headless Chromium (layout, paint, commit: ~70 % of a core over a
+  // generation), which on a 2-core machine took a core from the engine's own threads. So a piece
+  // updates the conversation, the output text and the latency log at once, and the page draws
+  // them (transcript, output, metrics, chart) on the first piece and then at most every
+  // STREAM_RENDER_MS, and at once when the run ends. A frame still cost ~10 ms of the main thread
+  // (a trace of a 300-token run on the threaded build at 2 threads: style, layout, the hit test
+  // of the moved content under the pointer, paint, commit; and raster and compositing beside it),
+  // so at 100 ms the page's drawing still took ~40 % of one of the machine's two cores from the
+  // engine's two threads; at 250 ms (and 50 ms pieces) the same build decoded 78.5 against 70.4
+  // tok/s at 2 threads (tests/bench/run-ab.mjs, 4 rounds each, medians).
+  const STREAM_RENDER_MS = 250;
   const stream = { text: '', metrics: null, timer: null, lastMs: -Infinity };
 
   function flushStream() {

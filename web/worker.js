@@ -47,6 +47,8 @@ let faultAtStep = null;
 const LOADED_ID = '@loaded';
 
 const post = (msg) => self.postMessage(msg);
+/** The longest stretch of decoding a piece holds (generate: the first token goes at once). */
+const PIECE_MS = 50;
 
 // ---- yielding without timer clamping --------------------------------------------------------
 const yieldChannel = new MessageChannel();
@@ -505,12 +507,28 @@ async function generate(p) {
     return;
   }
   stopRequested = false;
+  // The tokens go to the page in pieces of at most PIECE_MS of decoding (the first token at
+  // once): text, latencies and metrics since the last piece. One message per token made both
+  // threads work per token (here the metrics object and the estimator's KV bytes, there a
+  // message to check and route), on the engine's own thread and beside it.
+  let sentMs = 0;
+  let steps = 0;
+  let pendingText = '';
+  let lastPieceMs = -Infinity;
+  const postPiece = () => {
+    const m = engine.metricsSince(sentMs);
+    const newMs = m.token_ms;
+    sentMs += newMs.length;
+    if (pendingText || newMs.length) post(P.piece(pendingText, newMs, m, kvEstimate(m)));
+    pendingText = '';
+    lastPieceMs = performance.now();
+    return m;
+  };
   const postStopped = () => {
+    postPiece();
     const m = engine.metrics();
     post(P.done('stopped', m, kvEstimate(m)));
   };
-  let sentMs = 0;
-  let steps = 0;
   try {
     engine.start(P.startOptions(p)); // {prompt, chat, maxTokens, temperature, topP, seed, keep?}
     post(P.started());
@@ -533,19 +551,16 @@ async function generate(p) {
       }
       steps += 1;
       const text = engine.step();
-      // Only what is new: the metrics (a JS object, no JSON) with the decode latencies since the
-      // last piece, so a step costs the same at token 4000 as at token 1 (the page appends them).
-      const m = engine.metricsSince(sentMs);
-      const newMs = m.token_ms;
-      sentMs += newMs.length;
       if (text === undefined || text === null) {
-        const est = kvEstimate(m);
-        if (newMs.length) post(P.piece('', newMs, m, est));
-        post(P.done(m.finish_reason === 'stop' ? 'stop' : 'length', m, est));
+        // Only what is new: the metrics (a JS object, no JSON) with the decode latencies since
+        // the last piece, so a piece costs the same at token 4000 as at token 1 (the page
+        // appends them); the cache's tokens and bytes (measured, and the estimator's) grow live.
+        const m = postPiece();
+        post(P.done(m.finish_reason === 'stop' ? 'stop' : 'length', m, kvEstimate(m)));
         return;
       }
-      // Every step: the cache's tokens and bytes (measured, and the estimator's) grow live.
-      post(P.piece(text, newMs, m, kvEstimate(m)));
+      pendingText += text;
+      if (performance.now() - lastPieceMs >= PIECE_MS) postPiece();
       await yieldToEventLoop();
     }
   } catch (e) {

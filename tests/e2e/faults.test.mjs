@@ -240,12 +240,25 @@ test('a frozen background tab: the generation keeps going and, thawed, the page 
   // it freezes the page (Page Lifecycle "frozen", as Chrome's tab freezing), its worker with it.
   // Timer throttling alone cannot slow the generation: the worker uses no timer (it yields
   // through a MessageChannel), and the page draws what the pieces brought on a timer at most every
-  // 100 ms, which a frozen page runs again after the thaw, and at once at the end.
+  // 250 ms, which a frozen page runs again after the thaw, and at once at the end.
   const { page, consoleErrors, pageErrors } = await open(t);
   await loadDefault(page);
   const n = 48;
   const knobs = { prompt: 'Once upon a time, in a small village by the sea,', maxTokens: n };
+  const piecesBefore = await page.evaluate(() => window.__tap.pieces.length);
   const reference = await generate(page, knobs);
+  // The worker sends the first token at once, then a piece when 50 ms of decoding have passed
+  // since the last (web/worker.js, PIECE_MS), and the rest with the end: not a message per token.
+  // A piece's metrics date its last token (decode_tok_s = generated tokens over the time since the
+  // first token), so every piece but the first and the last comes ≥ 50 ms after the one before.
+  const pieces = (await page.evaluate(() => window.__tap.pieces)).slice(piecesBefore);
+  const at = pieces.map((p) => (p.rate > 0 ? (p.generated / p.rate) * 1000 : 0));
+  t.diagnostic(`${pieces.length} pieces for ${n} tokens over ${at.at(-1).toFixed(0)} ms of decoding`);
+  assert.equal(pieces[0].generated, 1, 'the first token goes at once');
+  assert.equal(pieces.reduce((s, p) => s + p.tokens, 0), n - 1, 'every decoded token is in a piece');
+  for (let i = 1; i < pieces.length - 1; i++) {
+    assert.ok(at[i] - at[i - 1] >= 49, `piece ${i} came ${(at[i] - at[i - 1]).toFixed(1)} ms after the one before (at least 50 ms of decoding a piece)`);
+  }
   await page.evaluate(() => {
     window.__tap.tokenMs.length = 0;
   });

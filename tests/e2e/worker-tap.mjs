@@ -8,12 +8,13 @@
 //   window.__tap.workers   how many workers the page created
 //   window.__tap.received  [type, performance.now()] of every started / prefilling / piece / done message
 //   window.__tap.tokenMs   every per-token decode time the pieces carried, in order
+//   window.__tap.pieces    per piece: {tokens (its decode times), generated, rate} (rate: its metrics' decode_tok_s)
 
 /** Installs the tap on `page` (call before the navigation, e.g. from openPage's onPage). */
 export async function tapWorkers(page) {
   await page.addInitScript(() => {
     const Native = window.Worker;
-    const tap = { sent: [], done: [], last: null, errors: [], workers: 0, received: [], tokenMs: [] };
+    const tap = { sent: [], done: [], last: null, errors: [], workers: 0, received: [], tokenMs: [], pieces: [] };
     window.__tap = tap;
     window.Worker = class TappedWorker extends Native {
       constructor(...args) {
@@ -26,6 +27,7 @@ export async function tapWorkers(page) {
           if (m.type === 'done') tap.done.push(m.metrics);
           if (['started', 'prefilling', 'piece', 'done'].includes(m.type)) tap.received.push([m.type, performance.now()]);
           if (m.type === 'piece' && Array.isArray(m.tokenMs)) tap.tokenMs.push(...m.tokenMs);
+          if (m.type === 'piece') tap.pieces.push({ tokens: m.tokenMs?.length ?? 0, generated: m.metrics?.generated_tokens, rate: m.metrics?.decode_tok_s });
           if (m.type === 'error') tap.errors.push({ message: m.message, fatal: m.fatal });
         });
       }

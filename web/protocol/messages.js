@@ -146,7 +146,7 @@ const FROM_WORKER = {
     check: countCheck,
   },
   piece: {
-    doc: "one token's text, the new per-token decode latencies (ms) since the last piece, and a metrics snapshot without the token_ms array. kvEstimateBytes: the estimator's bytes (wasm kvBytes) for metrics.kv_tokens tokens of metrics.kv_format of the loaded model, or null when it cannot be computed",
+    doc: "the text of the tokens decoded since the last piece (the worker sends the first token at once, then a piece per 50 ms of decoding, and the rest with the end), their per-token decode latencies (ms) since the last piece, and a metrics snapshot without the token_ms array. kvEstimateBytes: the estimator's bytes (wasm kvBytes) for metrics.kv_tokens tokens of metrics.kv_format of the loaded model, or null when it cannot be computed",
     fields: { text: aString('text'), tokenMs: nonNegNumbers('tokenMs'), metrics: checkMetrics, kvEstimateBytes: optional(nullOr(checkKvEstimate)) },
     make: metricsMsg((text, tokenMs, metrics, kvEstimateBytes = null) => ({ text, tokenMs: tokenMs ?? [], metrics, kvEstimateBytes })),
   },
