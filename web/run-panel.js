@@ -68,9 +68,9 @@ export function createRunPanel({ el, page, model, client, estimator }) {
   // STREAM_RENDER_MS, and at once when the run ends. A frame still cost ~10 ms of the main thread
   // (a trace of a 300-token run on the threaded build at 2 threads: style, layout, the hit test
   // of the moved content under the pointer, paint, commit; and raster and compositing beside it),
-  // so at 100 ms the page's drawing still took about a third of one of the machine's two cores from the
-  // engine's two threads; at 250 ms (and 50 ms pieces) the same build decoded 78.5 against 70.4
-  // tok/s at 2 threads (tests/bench/run-ab.mjs, 4 rounds each, medians).
+  // so at 100 ms the page's drawing still took about a third of one of the machine's two cores
+  // from the engine's two threads; at 250 ms (and 50 ms pieces) the same build decoded 78.5
+  // against 70.4 tok/s at 2 threads (tests/bench/run-ab.mjs, 4 rounds each, medians).
   const STREAM_RENDER_MS = 250;
   const stream = { text: '', metrics: null, timer: null, lastMs: -Infinity };
 
