@@ -1,6 +1,7 @@
 // Browser half of `cargo xtask bench e2e`: in one headless Chromium, the edgefit page (the real
-// site, driven through its data-testids like tests/e2e/page.test.mjs) and the wllama page, each
-// run RUNS times in a fresh browser context. Prints one JSON object per run on stdout:
+// site, driven through its data-testids like tests/e2e/page.test.mjs) and the wllama page, in
+// RUNS rounds (every page, build, thread count and weight format once a round), each run in a
+// fresh browser context. Prints one JSON object per run on stdout:
 // {engine, runtime, weights, build, asked_threads, threads, load_ms, peak_bytes, prompt_tokens,
 // generated_tokens, prefill_tok_s, decode_tok_s} or {engine, runtime, weights, asked_threads,
 // threads, error}.
@@ -161,22 +162,20 @@ try {
   });
   const formats = offered && offered.length ? offered : [null];
   if (!offered) log('the edgefit page offers no weights choice yet: benchmarking its default');
+  // Every (engine, build, threads, weights) is a job; the RUNS runs go round by round, each job
+  // once a round, so a stretch of this kind of VM's slow mode falls on every row alike rather
+  // than on one job's runs in a row. A job that failed runs no more.
+  const jobs = [];
   for (const run of PAGE_RUNS) {
     const runtime = pageRuntime(run.build);
     for (const w of formats) {
-      for (let i = 0; i < RUNS; i++) {
-        try {
-          const r = await edgefitRun(w, run);
-          log(`edgefit page (${run.build}, ${run.threads} thread(s)) ${r.weights} run ${i + 1}/${RUNS}: ${JSON.stringify(r)}`);
-          emit({ engine: 'edgefit page', runtime, ...r });
-        } catch (e) {
-          emit({ engine: 'edgefit page', runtime, weights: w ?? 'page default', asked_threads: run.threads, threads: run.threads, error: String(e.message ?? e) });
-          break;
-        }
-      }
+      jobs.push({
+        label: (r) => `edgefit page (${run.build}, ${run.threads} thread(s)) ${r.weights}`,
+        go: async () => ({ engine: 'edgefit page', runtime, ...(await edgefitRun(w, run)) }),
+        failed: (e) => ({ engine: 'edgefit page', runtime, weights: w ?? 'page default', asked_threads: run.threads, threads: run.threads, error: e }),
+      });
     }
   }
-
   if (PEERS_URL) {
     const pkg = JSON.parse(await readFile(new URL('./node_modules/@wllama/wllama/package.json', import.meta.url), 'utf8'));
     const engine = `wllama ${pkg.version} (llama.cpp wasm)`;
@@ -184,21 +183,35 @@ try {
       // One runtime name at every count (the scaling lines pair a row with its 1-thread twin);
       // a count above 1 that did not start the multi-thread build is an error row.
       const runtime = `${chromium} (wasm, pthreads when isolated)`;
-      for (let i = 0; i < RUNS; i++) {
-        try {
+      let shown = false;
+      jobs.push({
+        label: () => `wllama (${threads} thread(s))`,
+        go: async () => {
           const r = await withPage('wllama', `${PEERS_URL}wllama.html`, async (page) => {
             await page.waitForFunction(() => window.wllamaReady === true, null, { timeout: 60_000 });
             return page.evaluate((a) => window.runWllama(a), { model: MODEL, prompt, tokens: TOKENS, threads });
           });
           const { text, multithread, ...rest } = r;
-          log(`wllama (${threads} thread(s)) run ${i + 1}/${RUNS}: ${JSON.stringify({ multithread, ...rest })}`);
-          if (i === 0) log(`wllama text: ${JSON.stringify(text.slice(0, 160))}`);
+          if (!shown) log(`wllama text: ${JSON.stringify(text.slice(0, 160))}`);
+          shown = true;
           const bad = threads > 1 && !multithread ? { build_error: `asked for ${threads} threads, wllama did not start its multi-thread build` } : {};
-          emit({ engine, runtime, weights: PEER_WEIGHTS, asked_threads: threads, ...rest, ...bad });
-        } catch (e) {
-          emit({ engine, runtime, weights: PEER_WEIGHTS, asked_threads: threads, threads, error: String(e.message ?? e) });
-          break;
-        }
+          log(`wllama (${threads} thread(s)): multithread ${multithread}`);
+          return { engine, runtime, weights: PEER_WEIGHTS, asked_threads: threads, ...rest, ...bad };
+        },
+        failed: (e) => ({ engine, runtime, weights: PEER_WEIGHTS, asked_threads: threads, threads, error: e }),
+      });
+    }
+  }
+  for (let i = 0; i < RUNS; i++) {
+    for (const job of jobs) {
+      if (job.dead) continue;
+      try {
+        const r = await job.go();
+        log(`${job.label(r)} run ${i + 1}/${RUNS}: ${JSON.stringify(r)}`);
+        emit(r);
+      } catch (e) {
+        job.dead = true;
+        emit(job.failed(String(e.message ?? e)));
       }
     }
   }

@@ -185,13 +185,31 @@ pub(crate) fn e2e(opts: &Options) -> Result<()> {
     );
     build::build_site()?;
 
-    let mut rows = Vec::new();
-    rows.extend(e2e_cli(&model, &prompt, opts)?);
-
     let peers = peer_packages();
     if let Err(e) = &peers {
         println!("  ! the llama.cpp peers are not installed: {e:#}");
     }
+    // The native engines round by round, each once a round, rather than every run of one
+    // engine before the next: this kind of VM swings between a fast and a slow mode for minutes
+    // at a time (the same process ~1.4–2× apart), and a stretch of slow mode that fell on one
+    // engine's runs moved the ratios between engines and between thread counts; interleaved, it
+    // falls on every row alike. The browser driver interleaves its pages the same way, in one
+    // browser (its compiled-code cache kept, as a returning visitor's).
+    let (mut cli, mut native_peer) = (Vec::new(), Vec::new());
+    for round in 1..=opts.runs {
+        println!(
+            "\n== bench e2e: native round {round}/{} (every engine once)",
+            opts.runs
+        );
+        merge_rows(&mut cli, e2e_cli(&model, &prompt, &opts.threads)?);
+        let peer = opts
+            .threads
+            .iter()
+            .map(|&threads| e2e_llamacpp(&model, &prompt_file, threads, &peers))
+            .collect();
+        merge_rows(&mut native_peer, peer);
+    }
+    let mut rows = cli;
     rows.extend(e2e_browser(
         &model,
         &prompt_file,
@@ -199,15 +217,7 @@ pub(crate) fn e2e(opts: &Options) -> Result<()> {
         &opts.threads,
         peers.is_ok(),
     ));
-    for &threads in &opts.threads {
-        rows.push(e2e_llamacpp(
-            &model,
-            &prompt_file,
-            opts.runs,
-            threads,
-            &peers,
-        ));
-    }
+    rows.extend(native_peer);
     // One thread count after the other (stable: engines keep their order within one).
     rows.sort_by_key(|r| r.threads);
 
@@ -242,7 +252,8 @@ pub(crate) fn e2e(opts: &Options) -> Result<()> {
 
 /// The edgefit CLI at each thread count, once per weight format: f32 and w4g32 for the
 /// default model, `auto` (the file's blocks as they are) for any other.
-fn e2e_cli(model: &E2eModel, prompt: &str, opts: &Options) -> Result<Vec<E2eRow>> {
+/// One run each.
+fn e2e_cli(model: &E2eModel, prompt: &str, thread_counts: &[usize]) -> Result<Vec<E2eRow>> {
     println!("\n== bench e2e: edgefit CLI (native, release)");
     let exe = util::target_dir().join("release/edgefit");
     let formats: &[(&str, &str)] = if model.default {
@@ -254,11 +265,9 @@ fn e2e_cli(model: &E2eModel, prompt: &str, opts: &Options) -> Result<Vec<E2eRow>
         &[("auto", "auto (the file's blocks as they are)")]
     };
     let mut rows = Vec::new();
-    for &threads in &opts.threads {
+    for &threads in thread_counts {
         for &(flag, label) in formats {
-            rows.push(e2e_cli_row(
-                &exe, model, prompt, flag, label, threads, opts.runs,
-            ));
+            rows.push(e2e_cli_row(&exe, model, prompt, flag, label, threads));
         }
     }
     Ok(rows)
@@ -271,7 +280,6 @@ fn e2e_cli_row(
     weights: &str,
     label: &str,
     threads: usize,
-    runs: usize,
 ) -> E2eRow {
     let mut row = E2eRow::new("edgefit CLI", &native_runtime(), label, threads);
     let shown = format!(
@@ -279,7 +287,7 @@ fn e2e_cli_row(
          --temperature 0 --json --weights {weights} --threads {threads}",
         model.label
     );
-    for i in 0..runs {
+    'run: {
         let mut cmd = Command::new(exe);
         cmd.arg("generate")
             .arg("--model")
@@ -289,7 +297,7 @@ fn e2e_cli_row(
             .args(["--temperature", "0", "--json"])
             .args(["--weights", weights])
             .args(["--threads", &threads.to_string()]);
-        println!("  $ {shown}   (run {}/{runs})", i + 1);
+        println!("  $ {shown}");
         let out = cmd.stdin(Stdio::null()).stderr(Stdio::inherit()).output();
         let v = match out {
             Ok(out) if out.status.success() => {
@@ -302,17 +310,17 @@ fn e2e_cli_row(
                     Some(v) => v,
                     None => {
                         row.error = Some("the CLI printed no JSON".into());
-                        break;
+                        break 'run;
                     }
                 }
             }
             Ok(out) => {
                 row.error = Some(format!("`{shown}` failed ({})", out.status));
-                break;
+                break 'run;
             }
             Err(e) => {
                 row.error = Some(format!("could not start {}: {e}", exe.display()));
-                break;
+                break 'run;
             }
         };
         let ran = v.get("threads").and_then(Value::as_u64);
@@ -320,7 +328,7 @@ fn e2e_cli_row(
             row.error = Some(format!(
                 "asked for {threads} thread(s), the CLI reports {ran:?}"
             ));
-            break;
+            break 'run;
         }
         println!("    {}", summary(&v));
         row.runs.push(v);
@@ -534,7 +542,6 @@ fn browser_rows(lines: &[Value]) -> Vec<E2eRow> {
 fn e2e_llamacpp(
     model: &E2eModel,
     prompt_file: &Path,
-    runs: usize,
     threads: usize,
     peers: &Result<()>,
 ) -> E2eRow {
@@ -559,7 +566,7 @@ fn e2e_llamacpp(
             cmd.arg(&model.path)
                 .arg(prompt_file)
                 .arg(E2E_TOKENS.to_string())
-                .arg(runs.to_string())
+                .arg("1")
                 .arg(threads.to_string()),
         )
     });
@@ -583,6 +590,28 @@ fn e2e_llamacpp(
         Err(e) => row.error = Some(format!("{e:#}")),
     }
     row
+}
+
+/// Adds one round's rows to the rows so far: a row of the same engine, runtime, weights and
+/// threads gains the round's runs (and its error, if it is the first: a row that failed in any
+/// round is shown as failed); any other row is appended in its order.
+fn merge_rows(rows: &mut Vec<E2eRow>, round: Vec<E2eRow>) {
+    for new in round {
+        match rows.iter_mut().find(|r| {
+            r.engine == new.engine
+                && r.runtime == new.runtime
+                && r.weights == new.weights
+                && r.threads == new.threads
+        }) {
+            Some(row) => {
+                row.runs.extend(new.runs);
+                if row.error.is_none() {
+                    row.error = new.error;
+                }
+            }
+            None => rows.push(new),
+        }
+    }
 }
 
 /// `(file name, raw bytes, gzip -9 bytes)` of every .wasm in `dir`.
@@ -779,6 +808,47 @@ fn scaling_lines(rows: &[E2eRow]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounds_merge_into_one_row_per_engine_runtime_weights_and_threads() {
+        let run = |d: f64| serde_json::json!({ "prefill_tok_s": 10.0 * d, "decode_tok_s": d });
+        let row = |engine: &str, threads: usize, runs: Vec<Value>, error: Option<&str>| E2eRow {
+            runs,
+            error: error.map(str::to_string),
+            ..E2eRow::new(engine, "native", "w4g32", threads)
+        };
+        let mut rows = Vec::new();
+        merge_rows(
+            &mut rows,
+            vec![
+                row("a", 1, vec![run(1.0)], None),
+                row("a", 2, vec![run(2.0)], None),
+            ],
+        );
+        merge_rows(
+            &mut rows,
+            vec![
+                row("a", 1, vec![run(3.0)], None),
+                row("a", 2, vec![], Some("asked for 2 thread(s), it reports 1")),
+                row("b", 1, vec![run(5.0)], None),
+            ],
+        );
+        merge_rows(&mut rows, vec![row("a", 1, vec![run(2.0)], None)]);
+        assert_eq!(rows.len(), 3, "one row per engine and thread count");
+        assert_eq!(
+            rows[0].runs.len(),
+            3,
+            "three rounds of engine a at 1 thread"
+        );
+        assert_eq!(rows[0].median("decode_tok_s"), Some(2.0));
+        assert_eq!(rows[1].runs.len(), 1);
+        assert_eq!(
+            rows[1].error.as_deref(),
+            Some("asked for 2 thread(s), it reports 1"),
+            "a round's failure marks the row"
+        );
+        assert_eq!((rows[2].engine.as_str(), rows[2].runs.len()), ("b", 1));
+    }
 
     #[test]
     fn gguf_kinds_come_from_the_file_name() {
