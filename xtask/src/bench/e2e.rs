@@ -41,6 +41,14 @@ impl E2eRow {
         }
     }
 
+    /// Whether this is the row of `engine` on `runtime` with `weights` at `threads`.
+    fn is(&self, engine: &str, runtime: &str, weights: &str, threads: usize) -> bool {
+        self.engine == engine
+            && self.runtime == runtime
+            && self.weights == weights
+            && self.threads == threads
+    }
+
     /// Median of a numeric field over the runs.
     fn median(&self, key: &str) -> Option<f64> {
         median_of(&self.runs, key)
@@ -287,7 +295,7 @@ fn e2e_cli_row(
          --temperature 0 --json --weights {weights} --threads {threads}",
         model.label
     );
-    'run: {
+    let run = || -> std::result::Result<Value, String> {
         let mut cmd = Command::new(exe);
         cmd.arg("generate")
             .arg("--model")
@@ -298,40 +306,33 @@ fn e2e_cli_row(
             .args(["--weights", weights])
             .args(["--threads", &threads.to_string()]);
         println!("  $ {shown}");
-        let out = cmd.stdin(Stdio::null()).stderr(Stdio::inherit()).output();
-        let v = match out {
-            Ok(out) if out.status.success() => {
-                let text = String::from_utf8_lossy(&out.stdout);
-                match text
-                    .lines()
-                    .rev()
-                    .find_map(|l| serde_json::from_str::<Value>(l).ok())
-                {
-                    Some(v) => v,
-                    None => {
-                        row.error = Some("the CLI printed no JSON".into());
-                        break 'run;
-                    }
-                }
-            }
-            Ok(out) => {
-                row.error = Some(format!("`{shown}` failed ({})", out.status));
-                break 'run;
-            }
-            Err(e) => {
-                row.error = Some(format!("could not start {}: {e}", exe.display()));
-                break 'run;
-            }
-        };
+        let out = cmd
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("could not start {}: {e}", exe.display()))?;
+        if !out.status.success() {
+            return Err(format!("`{shown}` failed ({})", out.status));
+        }
+        let v = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str::<Value>(l).ok())
+            .ok_or("the CLI printed no JSON")?;
         let ran = v.get("threads").and_then(Value::as_u64);
         if ran != Some(threads as u64) {
-            row.error = Some(format!(
+            return Err(format!(
                 "asked for {threads} thread(s), the CLI reports {ran:?}"
             ));
-            break 'run;
         }
-        println!("    {}", summary(&v));
-        row.runs.push(v);
+        Ok(v)
+    };
+    match run() {
+        Ok(v) => {
+            println!("    {}", summary(&v));
+            row.runs.push(v);
+        }
+        Err(e) => row.error = Some(e),
     }
     // Say what the CLI ran, from its JSON (weights, embedding and kernel used).
     if let Some(first) = row.runs.first() {
@@ -504,12 +505,10 @@ fn browser_rows(lines: &[Value]) -> Vec<E2eRow> {
         let asked = v.get("asked_threads").and_then(Value::as_u64);
         let ran = v.get("threads").and_then(Value::as_u64);
         let threads = asked.or(ran).unwrap_or(1) as usize;
-        let idx = match rows.iter().position(|r| {
-            r.engine == engine
-                && r.runtime == runtime
-                && r.weights == weights
-                && r.threads == threads
-        }) {
+        let idx = match rows
+            .iter()
+            .position(|r| r.is(&engine, &runtime, &weights, threads))
+        {
             Some(i) => i,
             None => {
                 rows.push(E2eRow::new(&engine, &runtime, &weights, threads));
@@ -597,12 +596,10 @@ fn e2e_llamacpp(
 /// round is shown as failed); any other row is appended in its order.
 fn merge_rows(rows: &mut Vec<E2eRow>, round: Vec<E2eRow>) {
     for new in round {
-        match rows.iter_mut().find(|r| {
-            r.engine == new.engine
-                && r.runtime == new.runtime
-                && r.weights == new.weights
-                && r.threads == new.threads
-        }) {
+        match rows
+            .iter_mut()
+            .find(|r| r.is(&new.engine, &new.runtime, &new.weights, new.threads))
+        {
             Some(row) => {
                 row.runs.extend(new.runs);
                 if row.error.is_none() {
