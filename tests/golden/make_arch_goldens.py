@@ -10,10 +10,9 @@ test-time dependency; the run is offline and takes about a minute):
         sentencepiece protobuf
     /work/venv/bin/python tests/golden/make_arch_goldens.py [--only CASE ...]
 
-Run with: Python 3.11.7, torch 2.15.0 (CPU), transformers 5.24.0, tokenizers 0.23.3,
-sentencepiece 0.2.3, protobuf 7.36.2, gguf 0.19.0, safetensors 0.8.0, numpy 2.4.6; the cases
-gemma2, phi3_longrope, qwen3_yarn (`--only`) and the published phi35_longrope and gemma2_9b
-(`--published --only`) with the same versions but transformers 5.25.0.
+Last run (every case, 2026-12-07, then `--published`, then make_phi3_gguf.py) with: Python
+3.11.7, torch 2.15.0 (CPU), transformers 5.25.0, tokenizers 0.23.3, sentencepiece 0.2.3,
+protobuf 7.36.2, gguf 0.19.0, safetensors 0.8.0, numpy 2.4.6.
 
 Every case directory holds an HF-layout model (config.json, model.safetensors in f32,
 tokenizer.json, tokenizer_config.json with a chat template) and golden.json: the prompts, their
@@ -22,15 +21,18 @@ digits) and 16 greedy tokens. Some cases also hold model.gguf (f32, written with
 GGUFWriter following llama.cpp's convert_hf_to_gguf.py) and model-q8_0.gguf with
 golden-q8_0.json. The conventions are in tests/golden/arch/README.md.
 
-How the reference is computed: the model is built from its config with a seeded generator,
-its weights overwritten with seeded random values (norm weights and biases too, so a missing
-bias or a `w` vs `1 + w` norm changes the logits clearly), saved, then LOADED BACK from the
+How the reference is computed: the model is built from its config, its weights overwritten
+with the seeded values of fixture_weights.py (norm weights and biases too, so a missing bias or
+a `w` vs `1 + w` norm changes the logits clearly), saved, then LOADED BACK from the
 written files with `from_pretrained` (eager attention, f32) and the goldens are computed from
 the loaded model. The loaded model must reproduce the in-memory one exactly, which proves
 transformers reads the written config.json (in the transformers-4 or -5 style) as intended.
 The f32 GGUF files are read back by transformers (`gguf_file=`) where it supports the
 architecture and must give the same logits (within 1e-4); that checks the Q/K permutation,
 the norm +1 and the tensor names against an implementation that undoes them.
+
+The model files are not committed: each case's weights.json (fixture_weights.py) says how the
+engine's tests write them again, with the sha256 of the files written here.
 """
 
 import json
@@ -39,6 +41,7 @@ import os
 import shutil
 import sys
 
+import fixture_weights as fw
 import gguf
 import numpy as np
 import sentencepiece as spm
@@ -194,24 +197,6 @@ def encode(tok, kind, text):
 # --------------------------------------------------------------------------------------------
 # Models
 # --------------------------------------------------------------------------------------------
-
-def perturb(model, seed, gemma_norms):
-    """Seeded random weights: matrices ~ N(0, 1/fan_in), embeddings ~ N(0, 0.25), norm weights
-    around their identity (1 for w, 0 for Gemma's 1 + w) +- N(0, 0.3), biases ~ N(0, 0.3)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            r = torch.randn(p.shape, generator=g, dtype=torch.float32)
-            if p.ndim == 1:
-                if "norm" in name:
-                    p.copy_((0.0 if gemma_norms else 1.0) + 0.3 * r)
-                else:
-                    p.copy_(0.3 * r)
-            elif "embed_tokens" in name:
-                p.copy_(0.5 * r)
-            else:
-                p.copy_(r / math.sqrt(p.shape[1]))
-
 
 def all_logits(model, ids):
     with torch.no_grad():
@@ -419,9 +404,10 @@ def write_gguf(path, arch, cfg, state, tok_info, qtype):
         "pre_feedforward_layernorm": "ffn_norm",
         "post_feedforward_layernorm": "post_ffw_norm",
     }
-    out = []
+    out, recipes = [], {}
     for hf, t in state.items():
         t = t.copy()
+        recipe = {"from": hf}
         if hf == "model.embed_tokens.weight":
             name = "token_embd.weight"
         elif hf == "model.norm.weight":
@@ -435,14 +421,19 @@ def write_gguf(path, arch, cfg, state, tok_info, qtype):
             name = f"blk.{bid}.{names[rest]}.{parts[-1]}"
         if arch == "llama" and ".attn_q." in name:
             t = llama_permute(t, n_head)
+            recipe["permute"] = n_head
         if arch == "llama" and ".attn_k." in name:
             t = llama_permute(t, n_kv)
+            recipe["permute"] = n_kv
         if gemma and name.endswith("norm.weight"):
             t = t + np.float32(1.0)  # llama.cpp stores Gemma's 1 + w
+            recipe["add"] = 1.0
         out.append((name, t))
+        recipes[name] = recipe
     if arch == "llama" and rp.get("rope_type") == "llama3":
-        out.append(("rope_freqs.weight",
-                    llama3_rope_freqs(c["head_dim"], rp, rp["original_max_position_embeddings"])))
+        freqs = llama3_rope_freqs(c["head_dim"], rp, rp["original_max_position_embeddings"])
+        out.append(("rope_freqs.weight", freqs))
+        recipes["rope_freqs.weight"] = {"values": [float(v) for v in freqs]}
     for name, t in out:
         if qtype is not None and t.ndim == 2:
             w.add_tensor(name, gguf.quants.quantize(t, qtype), raw_dtype=qtype)
@@ -452,6 +443,7 @@ def write_gguf(path, arch, cfg, state, tok_info, qtype):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+    return recipes
 
 
 def check_gguf(path, arch, c, state, tok_info):
@@ -678,11 +670,14 @@ def make_published(toks, spm_tok, spm_file, only):
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager",
                                                  dtype=torch.float32).eval()
-        perturb(model, seed, gemma_norms=cdict["model_type"].startswith("gemma"))
+        specs = fw.fill(model, seed, gemma_norms=cdict["model_type"].startswith("gemma"))
         state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
         if cfg.tie_word_embeddings:
             state.pop("lm_head.weight", None)
+        assert set(state) <= set(specs), sorted(set(state) - set(specs))
         save_file(state, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+        files = [fw.safetensors_entry(os.path.join(d, "model.safetensors"), state,
+                                      {"format": "pt"})]
         loaded = AutoModelForCausalLM.from_pretrained(d, attn_implementation="eager",
                                                       dtype=torch.float32).eval()
         diff = max_diff(model, loaded, tok, kind)
@@ -712,6 +707,7 @@ def make_published(toks, spm_tok, spm_file, only):
         with open(os.path.join(d, "golden.json"), "w") as f:
             json.dump(g, f, separators=(",", ":"))
             f.write("\n")
+        fw.write_manifest(d, specs, files, "tests/golden/make_arch_goldens.py --published")
         sizes = {fn: os.path.getsize(os.path.join(d, fn)) for fn in sorted(os.listdir(d))}
         print(name, sum(sizes.values()), json.dumps(read_as, default=str), flush=True)
 
@@ -765,13 +761,16 @@ def main():
         model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager",
                                                  dtype=torch.float32)
         model.eval()
-        perturb(model, seed, gemma_norms=mtype.startswith("gemma"))
+        specs = fw.fill(model, seed, gemma_norms=mtype.startswith("gemma"))
 
         # HF layout
         state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
         if cfg.tie_word_embeddings:
             state.pop("lm_head.weight", None)
+        assert set(state) <= set(specs), sorted(set(state) - set(specs))
         save_file(state, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+        files = [fw.safetensors_entry(os.path.join(d, "model.safetensors"), state,
+                                      {"format": "pt"})]
         cdict = cfg.to_dict()
         cdict.pop("attn_implementation", None)
         cdict = config_v4(cdict) if style == "v4" else config_v5(cdict)
@@ -875,7 +874,8 @@ def main():
                 tok_info = {"kind": "bpe", "pre": pre, "tokens": tokens, "types": types,
                             "merges": merges, "eos": 2, "pad": 0}
             gpath = os.path.join(d, "model.gguf")
-            write_gguf(gpath, garch, cfg_d, np_state, tok_info, None)
+            files.append(fw.gguf_entry(gpath, write_gguf(gpath, garch, cfg_d, np_state,
+                                                         tok_info, None)))
             check_gguf(gpath, garch, cfg_d, np_state, tok_info)
             # transformers reads the GGUF's tensors back (undoing the Q/K permutation and the
             # +1), with the case's config (its GGUF metadata reader ignores key_length,
@@ -892,7 +892,8 @@ def main():
                 sys.exit(f"{name}: model.gguf read by transformers differs by {dg}")
             if q8:
                 qpath = os.path.join(d, "model-q8_0.gguf")
-                write_gguf(qpath, garch, cfg_d, np_state, tok_info, gguf.GGMLQuantizationType.Q8_0)
+                files.append(fw.gguf_entry(qpath, write_gguf(
+                    qpath, garch, cfg_d, np_state, tok_info, gguf.GGMLQuantizationType.Q8_0)))
                 # Goldens of the Q8_0 file: the HF model with every matrix Q8_0-rounded (rows
                 # are quantized in blocks of 32 along the input dimension, so the Q/K row
                 # permutation does not change the values).
@@ -916,6 +917,7 @@ def main():
         with open(os.path.join(d, "golden.json"), "w") as f:
             json.dump(g, f, separators=(",", ":"))
             f.write("\n")
+        fw.write_manifest(d, specs, files, "tests/golden/make_arch_goldens.py")
         sizes = {fn: os.path.getsize(os.path.join(d, fn)) for fn in sorted(os.listdir(d))}
         summary.append((name, sizes, extra.get("gguf_check", "")))
         print(name, sum(sizes.values()), sizes, extra.get("gguf_check", ""), flush=True)

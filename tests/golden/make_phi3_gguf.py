@@ -7,8 +7,9 @@ make_arch_goldens.py, never a test-time dependency):
 
     /work/venv/bin/python tests/golden/make_phi3_gguf.py
 
-Last run with: Python 3.11.7, torch 2.15.0 (CPU), transformers 5.24.0, sentencepiece 0.2.3,
-gguf 0.19.0, numpy 2.4.6.
+Last run (2026-12-07) with: Python 3.11.7, torch 2.15.0 (CPU), transformers 5.25.0,
+sentencepiece 0.2.3, gguf 0.19.0, numpy 2.4.6. Run it after make_arch_goldens.py (it reads the
+phi3 case's files); it writes weights.json (fixture_weights.py) beside the goldens.
 
 The weights are the `phi3` case's (tests/golden/arch/phi3/model.safetensors, written by
 make_arch_goldens.py: hidden 32, 4 heads / 2 KV heads, head_dim 8, partial_rotary_factor 0.5,
@@ -66,6 +67,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import fixture_weights as fw  # noqa: E402
 from make_arch_goldens import GREEDY, PROMPTS, TEXT, VOCAB, all_logits, greedy, r6  # noqa: E402
 
 SRC = os.path.join(HERE, "arch", "phi3")
@@ -142,6 +144,7 @@ def write(path, c, state, vocab, qtype):
     names = {"input_layernorm": "attn_norm", "self_attn.qkv_proj": "attn_qkv",
              "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm",
              "mlp.gate_up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    recipes = {}
     for hf, t in state.items():
         if hf == "model.embed_tokens.weight":
             name = "token_embd.weight"
@@ -153,6 +156,7 @@ def write(path, c, state, vocab, qtype):
             p = hf.split(".")
             assert p[:2] == ["model", "layers"], hf
             name = f"blk.{p[2]}.{names['.'.join(p[3:-1])]}.{p[-1]}"
+        recipes[name] = {"from": hf}
         if t.ndim == 1:
             w.add_tensor(name, t.astype(np.float32))
         elif qtype is None:
@@ -170,6 +174,7 @@ def write(path, c, state, vocab, qtype):
     assert len(got) == len(state) and "blk.0.attn_qkv.weight" in got, got
     qkv = next(t for t in r.tensors if t.name == "blk.0.attn_qkv.weight")
     assert list(qkv.shape) == [hidden, hidden + 2 * c["num_key_value_heads"] * hidden // heads]
+    return recipes
 
 
 def main():
@@ -185,7 +190,8 @@ def main():
     hf = AutoModelForCausalLM.from_pretrained(SRC, attn_implementation="eager",
                                               dtype=torch.float32).eval()
     c = json.load(open(os.path.join(SRC, "config.json")))
-    state = {k: v.detach().numpy() for k, v in hf.state_dict().items()}
+    # Copies: the f16 rounding below changes the parameters in place.
+    state = {k: v.detach().numpy().copy() for k, v in hf.state_dict().items()}
     # The reference for the f16 file: the same model with every 2-D tensor rounded to f16.
     with torch.no_grad():
         for _, p in hf.named_parameters():
@@ -194,10 +200,11 @@ def main():
 
     config = AutoConfig.from_pretrained(SRC)
     summary = {}
+    files = []
     for fname, qtype in [("model.gguf", None),
                          ("model-q4_0.gguf", gguf.GGMLQuantizationType.Q4_0)]:
         path = os.path.join(OUT, fname)
-        write(path, c, state, vocab, qtype)
+        files.append(fw.gguf_entry(path, write(path, c, state, vocab, qtype)))
         back = AutoModelForCausalLM.from_pretrained(
             OUT, gguf_file=fname, config=config, dtype=torch.float32,
             attn_implementation="eager").eval()
@@ -239,6 +246,8 @@ def main():
         with open(os.path.join(OUT, out), "w") as f:
             json.dump(g, f, separators=(",", ":"))
             f.write("\n")
+    specs = json.load(open(os.path.join(SRC, fw.MANIFEST)))["tensors"]
+    fw.write_manifest(OUT, specs, files, "tests/golden/make_phi3_gguf.py (the phi3 case's weights)")
     sizes = {f: os.path.getsize(os.path.join(OUT, f)) for f in sorted(os.listdir(OUT))}
     print(sizes, "total", sum(sizes.values()), "f16 vs HF", summary["f16_vs_hf"])
 

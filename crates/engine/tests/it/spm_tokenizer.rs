@@ -19,6 +19,12 @@ fn tokenizer_of(path: &Path) -> Option<TextTokenizer> {
     Some(read_tokenizer(&mut std::io::BufReader::new(file)).unwrap())
 }
 
+/// The tiny Gemma 3 GGUF's tokenizer (the file is rebuilt from its `weights.json`).
+fn fixture_tokenizer() -> TextTokenizer {
+    let bytes = crate::common::fixtures::read("gemma3_gguf", "model.gguf");
+    read_tokenizer(&mut std::io::Cursor::new(bytes)).unwrap()
+}
+
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
@@ -52,7 +58,7 @@ fn streamed(tok: &TextTokenizer, ids: &[u32]) -> String {
 #[test]
 fn the_tiny_gemma_vocabulary_matches_transformers() {
     let dir = root().join("tests/golden/arch/gemma3_gguf");
-    let tok = tokenizer_of(&dir.join("model.gguf")).expect("the fixture is committed");
+    let tok = fixture_tokenizer();
     assert_eq!(tok.kind(), "SentencePiece BPE with byte fallback");
     assert!(tok.add_bos());
     assert_eq!(tok.bos_id(), Some(2));
@@ -84,8 +90,7 @@ fn the_tiny_gemma_vocabulary_matches_transformers() {
 /// (and stream, one whole character at a time) back to the text.
 #[test]
 fn byte_fallback_tokens_round_trip_and_stream() {
-    let dir = root().join("tests/golden/arch/gemma3_gguf");
-    let tok = tokenizer_of(&dir.join("model.gguf")).unwrap();
+    let tok = fixture_tokenizer();
     let text = "Zoë sends 🦀 and 東京 over\nthe line";
     let ids = tok.encode(text).unwrap();
     let texts: Vec<String> = ids.iter().map(|&i| tok.token_text(i).unwrap()).collect();
@@ -135,8 +140,7 @@ fn the_gemma3_270m_vocabulary_matches_transformers() {
 /// GGUF export writes byte-level BPE only: a SentencePiece tokenizer is refused by name.
 #[test]
 fn gguf_export_of_a_sentencepiece_tokenizer_is_refused() {
-    let dir = root().join("tests/golden/arch/gemma3_gguf");
-    let tok = tokenizer_of(&dir.join("model.gguf")).unwrap();
+    let tok = fixture_tokenizer();
     let err = edgefit_engine::export::gguf_tokenizer_fields(&tok).unwrap_err();
     println!("{err}");
     assert!(err.to_string().contains("pre-tokenizer"), "{err}");

@@ -11,13 +11,13 @@
 //! And a hostile thread count is one clear error naming the accepted range.
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::path::{Path, PathBuf};
-
 use edgefit_engine::native::NativePlatform;
 use edgefit_engine::synthetic::{gguf_bytes, SyntheticDType};
 use edgefit_engine::{Engine, LayerRatios, LoadOptions, Logits, Model, PrunePlan, WeightsFormat};
 use edgefit_estimate::KvFormat;
 use edgefit_kernels::{Kernel, Pool};
+
+use crate::common::fixtures::read as fixture;
 
 fn options(weights: WeightsFormat) -> LoadOptions {
     LoadOptions {
@@ -37,14 +37,6 @@ fn synthetic(dtype: SyntheticDType, weights: WeightsFormat) -> Model {
     )
     .expect("the synthetic model loads");
     engine.model().clone()
-}
-
-fn fixture(case: &str, file: &str) -> Vec<u8> {
-    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/golden/arch")
-        .join(case)
-        .join(file);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The tiny Gemma 3 in HF layout: 3 layers (sliding, full, sliding), window 8, 4 heads over

@@ -1,5 +1,6 @@
-//! The tiny architecture fixtures of `tests/golden/arch/` (see its README), read from disk: the
-//! helpers `arch_goldens` and `arch_phi3` share.
+//! The tiny architecture fixtures of `tests/golden/arch/` (see its README), read from disk (the
+//! model files rebuilt from each case's `weights.json`): the helpers `arch_goldens`,
+//! `arch_phi3`, `threads` and `spm_tokenizer` share.
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::path::{Path, PathBuf};
@@ -19,7 +20,12 @@ pub fn dir(case: &str) -> PathBuf {
         .join(case)
 }
 
+/// A fixture file: the model files rebuilt from the case's `weights.json`
+/// ([`super::fixture_files`]), any other file read from the directory.
 pub fn read(case: &str, file: &str) -> Vec<u8> {
+    if let Some(bytes) = super::fixture_files::model_file(&dir(case), case, file) {
+        return bytes.to_vec();
+    }
     std::fs::read(dir(case).join(file)).unwrap_or_else(|e| panic!("{case}/{file}: {e}"))
 }
 
@@ -39,7 +45,7 @@ pub fn from_hf(case: &str) -> (Model, TextTokenizer) {
 }
 
 pub fn from_gguf(case: &str) -> Option<(Model, TextTokenizer)> {
-    let bytes = std::fs::read(dir(case).join("model.gguf")).ok()?;
+    let bytes = super::fixture_files::model_file(&dir(case), case, "model.gguf")?.to_vec();
     Some(
         edgefit_engine::gguf::load_gguf(&mut std::io::Cursor::new(bytes), F32, &mut |_, _| {})
             .unwrap_or_else(|e| panic!("{case} GGUF: {e}")),

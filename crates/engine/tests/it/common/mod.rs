@@ -1,6 +1,9 @@
 //! Helpers shared by the modules of this binary (`hostile_cases` is also read by the CLI's
 //! hostile-file test, through a `#[path]`).
 
+/// Native only: rebuilds the fixtures' model files.
+#[cfg(not(target_arch = "wasm32"))]
+pub mod fixture_files;
 /// Native only: reads the fixture files.
 #[cfg(not(target_arch = "wasm32"))]
 pub mod fixtures;
