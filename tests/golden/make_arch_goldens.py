@@ -212,16 +212,17 @@ def greedy(model, ids, n=GREEDY):
 
 
 def greedy_cached(model, ids, n=GREEDY):
-    """Greedy tokens as transformers generates them: the prompt in one pass, then one token a
-    pass on the KV cache (LongRoPE picks its factors per pass, so this differs from
-    recomputing the whole sequence once it grows past the original context)."""
+    """Greedy tokens as transformers' `generate` makes them: the prompt in one pass, then one
+    token a pass on the KV cache, except that Phi-3 drops the cache and runs the whole sequence
+    again at the first pass reaching past `original_max_position_embeddings`
+    (`Phi3ForCausalLM.prepare_inputs_for_generation`), so every key then has LongRoPE's long
+    rotation. No stop token (16 tokens whatever they are)."""
+    model.generation_config.eos_token_id = None
     with torch.no_grad():
-        out = model(torch.tensor([ids]), use_cache=True)
-        seq = []
-        for _ in range(n):
-            nxt = int(out.logits[0, -1].argmax())
-            seq.append(nxt)
-            out = model(torch.tensor([[nxt]]), cache=out.cache, use_cache=True)
+        out = model.generate(torch.tensor([ids]), max_new_tokens=n, do_sample=False,
+                             eos_token_id=None, pad_token_id=0)
+    seq = out[0, len(ids):].tolist()
+    assert len(seq) == n, seq
     return seq
 
 
@@ -239,7 +240,9 @@ def goldens(model, tok, kind, note, top_k=None, cached=False):
         cases.append(case)
     out = {"note": note, "cases": cases}
     if cached:
-        out["greedy_kind"] = "one pass for the prompt, then one token a pass on the KV cache"
+        out["greedy_kind"] = ("transformers' generate: one pass for the prompt, then one token a "
+                              "pass on the KV cache; Phi-3 runs the whole sequence again at the "
+                              "first pass reaching past the original context")
     return out
 
 

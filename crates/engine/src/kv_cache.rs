@@ -495,6 +495,9 @@ pub struct KvCache {
     /// context, or its prompt was going to): every later pass does too, as in transformers,
     /// where positions only grow ([`crate::Model::plan_positions`]).
     long_rope: bool,
+    /// The token ids held, in order (what [`crate::Model::forward`] ran): LongRoPE's switch to
+    /// the long factors recomputes the sequence from them.
+    tokens: Vec<u32>,
 }
 
 impl KvCache {
@@ -526,6 +529,7 @@ impl KvCache {
             keys: (0..n_layers).map(|_| Store::new(k)).collect(),
             values: (0..n_layers).map(|_| Store::new(v)).collect(),
             long_rope: false,
+            tokens: Vec::new(),
         }
     }
 
@@ -574,6 +578,7 @@ impl KvCache {
             self.first.fill(0);
             self.len = 0;
             self.appended.fill(0);
+            self.tokens.clear();
             return 0;
         }
         let mut kept = tokens.min(self.len);
@@ -588,7 +593,19 @@ impl KvCache {
         }
         self.len = kept;
         self.appended.fill(kept);
+        self.tokens.truncate(kept);
         kept
+    }
+
+    /// The token ids held, oldest first, as [`crate::Model::forward`] ran them (empty for a
+    /// cache filled by other means).
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// Records the ids of the tokens a forward pass is committing.
+    pub(crate) fn record_tokens(&mut self, tokens: &[u32]) {
+        self.tokens.extend_from_slice(tokens);
     }
 
     /// Tokens held.

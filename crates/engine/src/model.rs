@@ -174,20 +174,58 @@ impl Model {
         )
     }
 
-    /// Prepares `cache` for a sequence that will reach position `end` (exclusive) over several
-    /// passes: with LongRoPE, a prompt reaching past the original context uses the long factors
-    /// from its first pass on, as transformers' single pass over the whole prompt does. The
-    /// engine's chunked prefill calls it; other kinds ignore it.
+    /// Prepares an empty `cache` for a sequence that will reach position `end` (exclusive) over
+    /// several passes: with LongRoPE, a prompt reaching past the original context uses the long
+    /// factors from its first pass on, as transformers' single pass over the whole prompt does.
+    /// A cache already holding short-rotated tokens is left as it is: the pass that crosses
+    /// recomputes the sequence ([`Model::forward`]). The engine's chunked prefill calls it;
+    /// other kinds ignore it.
     pub fn plan_positions(&self, cache: &mut KvCache, end: usize) {
         if let Some((after, _)) = &self.long_inv_freq {
-            if end > *after {
+            if end > *after && cache.is_empty() {
                 cache.set_long_rope();
             }
         }
     }
 
+    /// LongRoPE's switch, as transformers generates (`Phi3ForCausalLM.
+    /// prepare_inputs_for_generation`): the first pass that reaches past the original context
+    /// after earlier passes within it drops the cache and runs the whole sequence again, so
+    /// every key is rotated with the long factors (keeping the cached keys, rotated with the
+    /// short ones, would mix the two). Returns the logits of `tokens`' positions only; `probe`
+    /// sees the whole recomputed sequence. On an error the cache is left empty.
+    fn recompute_long(
+        &self,
+        tokens: &[u32],
+        cache: &mut KvCache,
+        which: Logits,
+        probe: &mut dyn FnMut(usize, ProbePoint, &[f32]),
+    ) -> Result<Vec<f32>> {
+        let start = cache.len();
+        if cache.tokens().len() != start {
+            return Err(crate::EngineError::Setting {
+                name: "KV cache",
+                value: format!("{start} tokens without their ids"),
+                expected: "a cache filled by Model::forward (LongRoPE's switch to its long \
+                           factors recomputes the sequence from the ids)"
+                    .to_string(),
+            });
+        }
+        let mut all = cache.tokens().to_vec();
+        all.extend_from_slice(tokens);
+        cache.reset();
+        cache.set_long_rope();
+        let out = self.forward_probed(&all, cache, which, probe)?;
+        Ok(match which {
+            Logits::All => out[start * self.config.vocab..].to_vec(),
+            Logits::Last | Logits::None => out,
+        })
+    }
+
     /// Runs `tokens` through the model after the tokens already in `cache`, appends their keys
-    /// and values to it, and returns logits (`vocab` per returned position).
+    /// and values to it, and returns logits (`vocab` per returned position). With LongRoPE, the
+    /// first pass reaching past the original context on a cache of short-rotated tokens runs
+    /// the cached tokens again with it (`recompute_long`, as transformers generates).
     pub fn forward(&self, tokens: &[u32], cache: &mut KvCache, which: Logits) -> Result<Vec<f32>> {
         self.forward_probed(tokens, cache, which, &mut |_, _, _| {})
     }
@@ -221,6 +259,11 @@ impl Model {
         }
         let (h, hd) = (c.hidden, c.head_dim);
         let start = cache.len();
+        if let Some((after, _)) = &self.long_inv_freq {
+            if start > 0 && !cache.long_rope() && start + t_len > *after {
+                return self.recompute_long(tokens, cache, which, probe);
+            }
+        }
         let k = self.kernel;
         let pool = &self.pool;
 
@@ -457,6 +500,7 @@ impl Model {
         pool.check()
             .map_err(|e| crate::EngineError::Threads(e.to_string()))?;
         cache.commit(t_len);
+        cache.record_tokens(tokens);
         if long_rope {
             cache.set_long_rope();
         }

@@ -165,7 +165,9 @@ pub struct ModelSpec {
 ///   or `long_factor[i]` for a forward pass whose last position reaches past
 ///   `original_context` (transformers decides per forward call on `max(position) + 1 >
 ///   original_context`; positions only grow, so once a pass used the long set every later
-///   one does: [`RopeScaling::long_divisors`]).
+///   one does: [`RopeScaling::long_divisors`]; and its `generate` runs the whole sequence
+///   again at the first pass that crosses, so no key keeps the short rotation: the engine
+///   does the same).
 ///
 /// YaRN and LongRoPE also scale the rotated q and k values by an attention factor `m`
 /// ([`RopeScaling::attention_factor`]; the cos and sin tables multiplied by it, so the

@@ -73,8 +73,10 @@ impl Engine {
         // Reuse the cached tokens the new rendering starts with, but feed at least one token:
         // the logits of the last one are what the first new token is sampled from.
         let shared = if options.keep {
+            // The cache's tokens: those its keys and values hold, in order.
             let same = self
-                .held
+                .cache
+                .tokens()
                 .iter()
                 .zip(&tokens)
                 .take_while(|(a, b)| a == b)
@@ -84,7 +86,6 @@ impl Engine {
             0
         };
         let kept = self.cache.truncate(shared);
-        self.held.truncate(kept);
         self.history = history;
         self.transcript = transcript;
         self.generation = None;

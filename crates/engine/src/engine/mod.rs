@@ -58,8 +58,6 @@ pub struct Engine {
     platform: Box<dyn Platform>,
     generation: Option<Generation>,
     metrics: Metrics,
-    /// The tokens whose keys and values the cache holds, in order (`cache.len()` of them).
-    held: Vec<u32>,
     /// Earlier turns of the conversation as (role, text), for the chat template.
     history: Vec<(&'static str, String)>,
     /// The conversation so far as plain text, for generation without a chat template.
@@ -95,7 +93,6 @@ impl Engine {
             platform,
             generation: None,
             metrics,
-            held: Vec::new(),
             history: Vec::new(),
             transcript: String::new(),
             unpruned: None,
@@ -192,7 +189,6 @@ impl Engine {
     pub fn set_kv_format(&mut self, format: edgefit_estimate::KvFormat) {
         self.model.kv_format = format;
         self.cache = self.model.new_cache(self.model.config.context_length);
-        self.held.clear();
         // The turn in progress ends here (it stays in the conversation for a kept next turn).
         if let Some(g) = &mut self.generation {
             g.finished = true;
@@ -354,7 +350,6 @@ impl Engine {
     fn model_changed(&mut self, t0: f64) {
         self.cache = self.model.new_cache(self.model.config.context_length);
         self.generation = None;
-        self.held.clear();
         self.history.clear();
         self.transcript.clear();
         self.metrics = Metrics {

@@ -114,7 +114,6 @@ impl Engine {
             Logits::None
         };
         let logits = self.model.forward(chunk, &mut self.cache, which)?;
-        self.held.extend_from_slice(chunk);
         gen.fed = end;
         gen.prefill_ms += self.platform.now_ms() - t0;
         if end == total {
@@ -147,11 +146,7 @@ impl Engine {
         let t0 = self.platform.now_ms();
         let logits = match gen.pending {
             None => gen.prefill_logits.take().ok_or(EngineError::NotStarted)?,
-            Some(tok) => {
-                let l = self.model.forward(&[tok], &mut self.cache, Logits::Last)?;
-                self.held.push(tok);
-                l
-            }
+            Some(tok) => self.model.forward(&[tok], &mut self.cache, Logits::Last)?,
         };
         let next = gen.sampler.sample(&logits);
         let now = self.platform.now_ms();
