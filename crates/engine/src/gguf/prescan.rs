@@ -128,12 +128,54 @@ pub fn prescan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<()> {
                 "GGUF header: tensor `{name}` has {dims} dimensions (at most {MAX_TENSOR_DIMS})"
             )));
         }
-        s.skip(
-            u64::from(dims) * 8 + 4 + 8,
-            &format!("tensor `{name}` dimensions, type and offset"),
-        )?;
+        s.skip(u64::from(dims) * 8, &format!("tensor `{name}` dimensions"))?;
+        let ty = s.u32(&format!("tensor `{name}` type"))?;
+        check_tensor_type(&name, ty)?;
+        s.skip(8, &format!("tensor `{name}` offset"))?;
     }
     Ok(())
+}
+
+/// The ggml tensor types a file may hold here: those candle-core parses (F32, F16, BF16, the
+/// 4/5/8-bit blocks and the K-quants). The others (the i-quants IQ1..IQ4, the ternary TQ
+/// types, MXFP4, plain integers, F64) are refused naming the tensor and the type, which
+/// candle would only report as "unknown dtype for tensor <type id>".
+fn check_tensor_type(name: &str, ty: u32) -> Result<()> {
+    const READ: [u32; 15] = [0, 1, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 30];
+    if READ.contains(&ty) {
+        return Ok(());
+    }
+    // ggml's type ids (ggml.h `enum ggml_type`); 4, 5 and 31..=33, 36..=38 are retired.
+    let known = match ty {
+        16 => "IQ2_XXS",
+        17 => "IQ2_XS",
+        18 => "IQ3_XXS",
+        19 => "IQ1_S",
+        20 => "IQ4_NL",
+        21 => "IQ3_S",
+        22 => "IQ2_S",
+        23 => "IQ4_XS",
+        24 => "I8",
+        25 => "I16",
+        26 => "I32",
+        27 => "I64",
+        28 => "F64",
+        29 => "IQ1_M",
+        34 => "TQ1_0",
+        35 => "TQ2_0",
+        39 => "MXFP4",
+        _ => "",
+    };
+    let what = if known.is_empty() {
+        format!("ggml type {ty}, which is not a tensor type this reader knows")
+    } else {
+        format!("ggml type {known} (type {ty}), which edgefit does not read")
+    };
+    Err(EngineError::Format(format!(
+        "GGUF header: tensor `{name}` has {what}; edgefit reads F32, F16, BF16, Q4_0, Q4_1, \
+         Q5_0, Q5_1, Q8_0 and the K-quants Q2_K..Q6_K (re-quantize the file with llama.cpp's \
+         llama-quantize, e.g. to Q4_K_M)"
+    )))
 }
 
 /// Dimensions a GGUF tensor may have (candle's limit too).

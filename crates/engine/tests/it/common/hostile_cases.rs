@@ -288,7 +288,15 @@ pub fn gguf_cases() -> Vec<GgufCase> {
                 set_u32(b, l.tensor("blk.0.attn_q.weight").dtype_at, 99)
             }),
             Format,
-            &["dtype", "99"],
+            &["blk.0.attn_q.weight", "ggml type 99"],
+        ),
+        case(
+            "i-quant tensor (IQ4_XS)",
+            patched(Q8_0, |b, l| {
+                set_u32(b, l.tensor("blk.1.ffn_down.weight").dtype_at, 23)
+            }),
+            Format,
+            &["blk.1.ffn_down.weight", "IQ4_XS", "does not read"],
         ),
         case(
             "tensor with 5 dims",
