@@ -158,6 +158,9 @@ pub fn perplexity(
     progress(0, predicted);
     for (w_inputs, w_targets) in inputs.chunks(window).zip(targets.chunks(window)) {
         cache.reset();
+        // The window is one sequence: with LongRoPE, one reaching past the original context
+        // uses the long factors from its first sub-batch on, as one pass over it would.
+        model.plan_positions(&mut cache, w_inputs.len());
         windows += 1;
         for (b_inputs, b_targets) in w_inputs.chunks(batch).zip(w_targets.chunks(batch)) {
             let logits = model.forward(b_inputs, &mut cache, Logits::All)?;

@@ -100,6 +100,27 @@ fn windowed_sub_batched_perplexity_equals_direct_computation() {
     }
 }
 
+/// LongRoPE (`phi3_longrope`, original context 14): a window longer than the original context
+/// scores every token with the long factors, as one pass over the window does, whatever the
+/// sub-batch (a sub-batch within the original context must not score with the short ones).
+#[test]
+fn longrope_windows_score_as_one_pass_whatever_the_batch() {
+    let (model, tok) = crate::common::fixtures::from_hf("phi3_longrope");
+    let tokens = tok.encode(TEXT).unwrap();
+    let window = 30;
+    assert!(tokens.len() > 2 * window, "{} tokens", tokens.len());
+    let expected = direct_mean_nll(&model, &tokens, window);
+    for batch in [1, 5, 14, 30] {
+        let got = run(&model, &tokens, Some(window), batch);
+        let rel = (got.mean_nll - expected).abs() / expected.abs();
+        assert!(
+            rel < 1e-6,
+            "batch {batch}: mean NLL {} vs one pass per window {expected} (relative {rel:e})",
+            got.mean_nll
+        );
+    }
+}
+
 #[test]
 fn context_changes_the_result_so_windows_are_real() {
     let (model, tok) = synthetic(WeightsFormat::F32);
