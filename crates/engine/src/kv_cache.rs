@@ -484,7 +484,6 @@ pub struct KvCache {
     /// The shape the estimator's byte arithmetic is computed for.
     spec: ModelSpec,
     max_tokens: usize,
-    len: usize,
     /// Tokens appended to every layer, including ones not yet committed.
     appended: Vec<usize>,
     /// Per layer, the position of the oldest token held (0 unless the layer slides).
@@ -495,8 +494,8 @@ pub struct KvCache {
     /// context, or its prompt was going to): every later pass does too, as in transformers,
     /// where positions only grow ([`crate::Model::plan_positions`]).
     long_rope: bool,
-    /// The token ids held, in order (what [`crate::Model::forward`] ran): LongRoPE's switch to
-    /// the long factors recomputes the sequence from them.
+    /// The ids of the tokens held, in order (their count is the cache's length): LongRoPE's
+    /// switch to the long factors recomputes the sequence from them.
     tokens: Vec<u32>,
 }
 
@@ -523,7 +522,6 @@ impl KvCache {
             dims,
             spec,
             max_tokens,
-            len: 0,
             appended: vec![0; n_layers],
             first: vec![0; n_layers],
             keys: (0..n_layers).map(|_| Store::new(k)).collect(),
@@ -556,8 +554,8 @@ impl KvCache {
     /// returns how many it kept: `tokens`, or fewer for `kivi4` when `tokens` falls inside a
     /// full block of keys (then it keeps the whole blocks before it).
     pub fn truncate(&mut self, tokens: usize) -> usize {
-        if tokens >= self.len {
-            return self.len;
+        if tokens >= self.len() {
+            return self.len();
         }
         if self.long_rope
             || self
@@ -576,12 +574,11 @@ impl KvCache {
                 self.values[l].truncate(0, d.heads, d.dv);
             }
             self.first.fill(0);
-            self.len = 0;
             self.appended.fill(0);
             self.tokens.clear();
             return 0;
         }
-        let mut kept = tokens.min(self.len);
+        let mut kept = tokens.min(self.len());
         for (l, d) in self.dims.iter().enumerate() {
             kept = kept.min(self.keys[l].truncate(kept, d.heads, d.dk));
             kept = kept.min(self.values[l].truncate(kept, d.heads, d.dv));
@@ -591,31 +588,24 @@ impl KvCache {
             self.keys[l].truncate(kept, d.heads, d.dk);
             self.values[l].truncate(kept, d.heads, d.dv);
         }
-        self.len = kept;
         self.appended.fill(kept);
         self.tokens.truncate(kept);
         kept
     }
 
-    /// The token ids held, oldest first, as [`crate::Model::forward`] ran them (empty for a
-    /// cache filled by other means).
+    /// The ids of the tokens held, oldest first.
     pub fn tokens(&self) -> &[u32] {
         &self.tokens
     }
 
-    /// Records the ids of the tokens a forward pass is committing.
-    pub(crate) fn record_tokens(&mut self, tokens: &[u32]) {
-        self.tokens.extend_from_slice(tokens);
-    }
-
     /// Tokens held.
     pub fn len(&self) -> usize {
-        self.len
+        self.tokens.len()
     }
 
     /// True when no token is held.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.tokens.is_empty()
     }
 
     /// The most tokens this cache will hold.
@@ -626,7 +616,7 @@ impl KvCache {
     /// Bytes holding the tokens held, scales included: the estimator's
     /// `kv_bytes(spec, format, len)`.
     pub fn bytes(&self) -> u64 {
-        kv_bytes(&self.spec, self.format, self.len as u64)
+        kv_bytes(&self.spec, self.format, self.len() as u64)
     }
 
     /// Bytes allocated (held plus spare capacity).
@@ -650,7 +640,7 @@ impl KvCache {
 
     /// Fails if `extra` more tokens would not fit.
     pub fn check_room(&self, extra: usize) -> Result<()> {
-        let needed = self.len + extra;
+        let needed = self.len() + extra;
         if needed > self.max_tokens {
             return Err(EngineError::ContextFull {
                 needed,
@@ -742,9 +732,9 @@ impl KvCache {
         }
     }
 
-    /// Marks `tokens` more tokens as held.
-    pub(crate) fn commit(&mut self, tokens: usize) {
-        self.len += tokens;
+    /// Marks `tokens` (their ids) as held, after the ones held before.
+    pub(crate) fn commit(&mut self, tokens: &[u32]) {
+        self.tokens.extend_from_slice(tokens);
     }
 
     /// `out[j] = scale · (q · k_j)` for KV head `kv_head` of `layer` and the first `out.len()`
@@ -800,7 +790,7 @@ mod tests {
         assert!(c.is_empty());
         c.append(0, &[1.0; 8], &[2.0; 8]);
         c.append(1, &[1.0; 8], &[2.0; 8]);
-        c.commit(2);
+        c.commit(&[0; 2]);
         assert_eq!(c.len(), 2);
         assert_eq!(c.bytes(), 2 * 2 * 2 * 4 * 4);
         assert_eq!(c.stored_bytes(), c.bytes());
@@ -833,7 +823,7 @@ mod tests {
         let run = |format| {
             let mut c = KvCache::new(format, spec(1, heads as u32, hd as u32), 128);
             c.append(0, &k, &v);
-            c.commit(tokens);
+            c.commit(&vec![0; tokens]);
             let mut s = vec![0.0; tokens];
             c.scores(0, 1, &q, 0.5, &mut s, Kernel::Scalar);
             let mut o = vec![0.0; hd];
@@ -883,7 +873,7 @@ mod tests {
         for format in KvFormat::ALL.iter().copied() {
             let mut whole = KvCache::new(format, spec(1, 1, hd as u32), 128);
             whole.append(0, &k, &v);
-            whole.commit(tokens);
+            whole.commit(&vec![0; tokens]);
             for cut in [0usize, 5, 31, 32, 40, 64, 70, 75] {
                 let mut c = whole.clone();
                 let kept = c.truncate(cut);
@@ -897,7 +887,7 @@ mod tests {
                 assert_eq!(c.stored_bytes(), c.bytes(), "{format} cut {cut}");
                 let w = kept * hd;
                 c.append(0, &k[w..], &v[w..]);
-                c.commit(tokens - kept);
+                c.commit(&vec![0; tokens - kept]);
                 assert_eq!(read(&c), read(&whole), "{format} cut {cut}");
             }
         }
@@ -913,7 +903,7 @@ mod tests {
                 let x = edgefit_kernels::pseudo_random(n as u64, heads * hd);
                 c.append(0, &x, &x);
                 c.append(1, &x, &x);
-                c.commit(1);
+                c.commit(&[0; 1]);
                 assert_eq!(c.stored_bytes(), c.bytes(), "{format} at {n}");
             }
         }
@@ -937,7 +927,7 @@ mod tests {
                     for c in [&mut a, &mut b] {
                         c.append(0, &k, &v);
                         c.append(1, &k, &v);
-                        c.commit(1);
+                        c.commit(&[0; 1]);
                     }
                     assert_eq!(a.stored_bytes(), a.bytes(), "{format} w {window} at {n}");
                     let (held, masked) = a.window_view(0);

@@ -202,15 +202,6 @@ impl Model {
         probe: &mut dyn FnMut(usize, ProbePoint, &[f32]),
     ) -> Result<Vec<f32>> {
         let start = cache.len();
-        if cache.tokens().len() != start {
-            return Err(crate::EngineError::Setting {
-                name: "KV cache",
-                value: format!("{start} tokens without their ids"),
-                expected: "a cache filled by Model::forward (LongRoPE's switch to its long \
-                           factors recomputes the sequence from the ids)"
-                    .to_string(),
-            });
-        }
         let mut all = cache.tokens().to_vec();
         all.extend_from_slice(tokens);
         cache.reset();
@@ -499,8 +490,7 @@ impl Model {
         // is kept (the cache keeps its length), and the error names the thread.
         pool.check()
             .map_err(|e| crate::EngineError::Threads(e.to_string()))?;
-        cache.commit(t_len);
-        cache.record_tokens(tokens);
+        cache.commit(tokens);
         if long_rope {
             cache.set_long_rope();
         }
