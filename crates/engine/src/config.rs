@@ -42,14 +42,18 @@ impl Activation {
     }
 }
 
-/// What llama.cpp hard-codes for an architecture's sliding-window layers instead of writing it
-/// to the GGUF (`llama-model.cpp`): layer `i` slides when `i % pattern < pattern − 1`, with
-/// RoPE base `local_base` (`None`: the file's own base, as Gemma 2's sliding layers); the window
-/// itself is `{arch}.attention.sliding_window`.
+/// What llama.cpp assumes for an architecture's sliding-window layers where the GGUF does not
+/// say (`src/models/<arch>.cpp`, `load_swa_pattern`): layer `i` slides when
+/// `i % pattern < pattern − 1`, unless the file's `{arch}.attention.sliding_window_pattern`
+/// gives another period or one flag per layer; the sliding layers' RoPE base is
+/// `{arch}.rope.freq_base_swa`, else `local_base` (`None`: the file's own base, as Gemma 2's);
+/// the window is `{arch}.attention.sliding_window`, else `default_window` (Gemma 2: 4096;
+/// `None`: no sliding layers, as llama.cpp's Gemma 3 without the key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GgufSwa {
     pub pattern: usize,
     pub local_base: Option<u32>,
+    pub default_window: Option<usize>,
 }
 
 /// What transformers' config class of an architecture assumes for a key its `config.json`
@@ -135,6 +139,12 @@ pub struct Arch {
     pub fused: bool,
     /// Sliding-window layout of GGUF files ([`GgufSwa`]); `None`: no sliding layers in GGUF.
     pub gguf_swa: Option<GgufSwa>,
+    /// A GGUF `{arch}.attention.sliding_window` is read as full attention, as both readers of
+    /// the format do (Phi-3: llama.cpp disables its window, `src/models/phi3.cpp` "Phi SWA is
+    /// currently disabled", pull 13676; transformers' GGUF loader does not map the key), so
+    /// Phi-3-mini-4k's files (window 2047) load; `false`: a window narrower than the context
+    /// without a [`GgufSwa`] is refused.
+    pub gguf_window_ignored: bool,
     /// GGUF files do not store the query scale; llama.cpp scales queries by `1/√head_dim`
     /// except for the model with this many layers, scaled by `1/√(hidden / heads)` (Gemma 2 27B:
     /// 46 layers; Gemma 3 27B: 62, whose HF `query_pre_attn_scalar` 168 is that value).
@@ -143,8 +153,7 @@ pub struct Arch {
     /// global RoPE: transformers' Mistral and Phi-3 mask with it whenever it is set
     /// (`create_sliding_window_causal_mask`). Elsewhere, without a [`GgufSwa`], a window is
     /// refused, or ignored where transformers ignores it too (Qwen2 without
-    /// `use_sliding_window`). GGUF files do not use this: llama.cpp disables Phi-3's window, so
-    /// the two references differ and the GGUF loader refuses a narrower one.
+    /// `use_sliding_window`). GGUF files do not use this ([`Arch::gguf_window_ignored`]).
     pub every_layer_slides: bool,
     /// HF `use_sliding_window: true` slides the layers from `max_window_layers` on (or those
     /// `layer_types` marks), with the global RoPE (transformers' Qwen2 and Qwen3 configs).
@@ -183,6 +192,7 @@ const LLAMA: Arch = Arch {
     softcapping: false,
     fused: false,
     gguf_swa: None,
+    gguf_window_ignored: false,
     gguf_wide_query_scale_layers: None,
     every_layer_slides: false,
     max_window_layers: false,
@@ -272,6 +282,7 @@ pub const ARCHS: [Arch; 7] = [
         gguf_swa: Some(GgufSwa {
             pattern: 2,
             local_base: None,
+            default_window: Some(4096),
         }),
         gguf_wide_query_scale_layers: Some(46),
         hf_defaults: HfDefaults {
@@ -296,6 +307,7 @@ pub const ARCHS: [Arch; 7] = [
         gguf_swa: Some(GgufSwa {
             pattern: 6,
             local_base: Some(10_000),
+            default_window: None,
         }),
         gguf_wide_query_scale_layers: Some(62),
         hf_defaults: HfDefaults {
@@ -334,6 +346,7 @@ pub const ARCHS: [Arch; 7] = [
             (LayerPart::Up, "ffn_up.weight"),
         ],
         gguf_partial_rope: true,
+        gguf_window_ignored: true,
         every_layer_slides: true,
         hf_defaults: HfDefaults {
             rms_norm_eps: 1e-5,
@@ -486,7 +499,7 @@ impl LayerShape {
 
 /// Upper bounds that keep a hostile header from asking for absurd allocations. They are far
 /// above any model a phone or a browser tab can hold.
-const MAX_LAYERS: usize = 512;
+pub(crate) const MAX_LAYERS: usize = 512;
 const MAX_HIDDEN: usize = 65_536;
 const MAX_HEADS: usize = 1_024;
 const MAX_HEAD_DIM: usize = 1_024;

@@ -51,6 +51,9 @@ pub enum GgufValue {
     /// An array of non-negative integers, with its content (the engine passes the content for
     /// `edgefit.layers.*`; other arrays come as [`GgufValue::ArrayLen`]).
     UintArray(Vec<u64>),
+    /// An array of booleans, with its content (the engine passes it for
+    /// `{arch}.attention.sliding_window_pattern`, one flag per layer).
+    BoolArray(Vec<bool>),
 }
 
 /// One tensor's name and dims (GGUF order: fastest-varying first).
@@ -127,6 +130,25 @@ impl GgufMetadata {
                 field: key.to_string(),
                 expected: "one positive integer per layer (block_count entries)",
             }),
+        }
+    }
+
+    /// Which of `n` layers slide, as llama.cpp's `load_swa_pattern` reads `key`: one flag per
+    /// layer, or a period `p` (layer `i` slides when `i % p < p − 1`; 0: every layer), else
+    /// `default_period`.
+    pub fn sliding_pattern(&self, key: &str, n: u32, default_period: u32) -> Result<Vec<bool>> {
+        let period = |p: u32| (0..n).map(|i| p == 0 || i % p < p - 1).collect();
+        match self.kv.get(key) {
+            None => Ok(period(default_period)),
+            Some(GgufValue::BoolArray(a)) if a.len() == n as usize => Ok(a.clone()),
+            Some(GgufValue::BoolArray(_) | GgufValue::ArrayLen(_) | GgufValue::UintArray(_)) => {
+                Err(EstimateError::MissingField {
+                    source_kind: SRC,
+                    field: key.to_string(),
+                    expected: "one boolean per layer (block_count entries) or a period",
+                })
+            }
+            Some(_) => Ok(period(self.req(key)?)),
         }
     }
 
@@ -300,12 +322,24 @@ impl GgufMetadata {
             to_u32(String::new(), width / u64::from(dim))
         };
         let key_lens = self.per_layer("edgefit.layers.key_length", n_layers)?;
-        // llama.cpp's fixed layouts (`llama-model.cpp` `set_swa_pattern`): Gemma 3 every 6th
-        // layer full, Gemma 2 every 2nd (even layers slide).
-        let (swa, pattern) = match family {
-            Family::Gemma3 => (self.uint(&k("attention.sliding_window"))?, 6),
-            Family::Gemma2 => (self.uint(&k("attention.sliding_window"))?, 2),
-            _ => (None, 1),
+        // llama.cpp's layouts (`src/models/gemma{2,3}.cpp`, `load_swa_pattern`): the file's
+        // `{arch}.attention.sliding_window_pattern` (a period or one flag per layer), else
+        // Gemma 3 every 6th layer full, Gemma 2 every 2nd (even layers slide); Gemma 2's window
+        // is 4096 when the file does not say; other families' windows are not read (Phi-3's,
+        // which llama.cpp disables) or refused by the engine.
+        let swa = match family {
+            Family::Gemma3 => self.uint(&k("attention.sliding_window"))?,
+            Family::Gemma2 => Some(self.uint(&k("attention.sliding_window"))?.unwrap_or(4096)),
+            _ => None,
+        }
+        .filter(|&w| w > 0);
+        let sliding = match swa {
+            None => vec![false; n_layers as usize],
+            Some(_) => self.sliding_pattern(
+                &k("attention.sliding_window_pattern"),
+                n_layers,
+                if family == Family::Gemma2 { 2 } else { 6 },
+            )?,
         };
         let mut layers = Vec::with_capacity(n_layers as usize);
         for i in 0..n_layers {
@@ -362,7 +396,7 @@ impl GgufMetadata {
                 qk_head_dim: key_len,
                 v_head_dim: dv,
                 intermediate_size: inter,
-                sliding_window: swa.filter(|_| i % pattern < pattern - 1),
+                sliding_window: swa.filter(|_| sliding[i as usize]),
             });
         }
         let display = match (name.is_empty(), self.kv.get("general.name")) {

@@ -63,7 +63,8 @@ pub fn read_estimate_metadata<R: Read + Seek>(reader: &mut R) -> Result<GgufMeta
 }
 
 /// The estimator's form of one value: arrays by length, except the integer arrays of
-/// `edgefit.layers.*` (per-layer shapes of a pruned model), which it reads.
+/// `edgefit.layers.*` (per-layer shapes of a pruned model) and the flags of
+/// `{arch}.attention.sliding_window_pattern`, which it reads.
 pub(super) fn estimate_value(key: &str, v: &Value) -> GgufValue {
     match v {
         Value::Array(a) if key.starts_with("edgefit.layers.") => {
@@ -81,6 +82,19 @@ pub(super) fn estimate_value(key: &str, v: &Value) -> GgufValue {
                 .collect();
             match ints {
                 Some(v) => GgufValue::UintArray(v),
+                None => GgufValue::ArrayLen(a.len() as u64),
+            }
+        }
+        Value::Array(a) if key.ends_with(".attention.sliding_window_pattern") => {
+            let flags: Option<Vec<bool>> = a
+                .iter()
+                .map(|x| match x {
+                    Value::Bool(b) => Some(*b),
+                    _ => None,
+                })
+                .collect();
+            match flags {
+                Some(v) => GgufValue::BoolArray(v),
                 None => GgufValue::ArrayLen(a.len() as u64),
             }
         }

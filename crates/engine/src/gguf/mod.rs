@@ -267,28 +267,53 @@ fn load_parts<R: Read + Seek>(
         .map(|t| t.shape.dims().first().copied().unwrap_or(0))
         .ok_or_else(|| EngineError::tensor("token_embd.weight", "missing"))?;
     let n_layers = get_usize(md, &key("block_count"))?;
+    // Before anything is sized per layer (the sliding layout below); the config's own check
+    // would say the same later.
+    if n_layers == 0 || n_layers > crate::config::MAX_LAYERS {
+        return Err(EngineError::Config(format!(
+            "n_layers = {n_layers} is outside 1..={}",
+            crate::config::MAX_LAYERS
+        )));
+    }
     let context_length = get_usize(md, &key("context_length"))?;
     // Sliding layers as llama.cpp lays them out for this architecture ([`Arch::gguf_swa`]).
     let window = opt_usize(md, &key("attention.sliding_window"))?;
     let (sliding_window, sliding_layers, rope_local_base) = match (window, desc.gguf_swa) {
-        (None, _) => (None, Vec::new(), None),
+        (Some(_), None) if desc.gguf_window_ignored => (None, Vec::new(), None),
         // 0 is "none" (Phi-3's converter writes it), and a window as wide as the context
         // never leaves a key out (the KV cache holds at most the context): full attention
         // exactly.
+        (None, None) => (None, Vec::new(), None),
         (Some(w), None) if w == 0 || w >= context_length => (None, Vec::new(), None),
-        (Some(w), Some(swa)) => (
-            Some(w),
-            (0..n_layers)
-                .map(|i| i % swa.pattern < swa.pattern - 1)
-                .collect(),
-            swa.local_base.map(|b| b as f32),
-        ),
         (Some(w), None) => {
             return Err(EngineError::Unsupported(format!(
                 "GGUF `{}` = {w} for `{arch}` (sliding-window attention)",
                 key("attention.sliding_window")
             )))
         }
+        (w, Some(swa)) => match w.or(swa.default_window) {
+            None | Some(0) => (None, Vec::new(), None),
+            Some(w) => (
+                Some(w),
+                {
+                    let pkey = key("attention.sliding_window_pattern");
+                    let meta = GgufMetadata {
+                        kv: md
+                            .get(&pkey)
+                            .map(|v| (pkey.clone(), estimate_value(&pkey, v)))
+                            .into_iter()
+                            .collect(),
+                        tensors: Vec::new(),
+                    };
+                    meta.sliding_pattern(&pkey, n_layers as u32, swa.pattern as u32)
+                        .map_err(crate::hf::from_estimate)?
+                },
+                match opt_f32(md, &key("rope.freq_base_swa"))? {
+                    Some(b) => Some(b),
+                    None => swa.local_base.map(|b| b as f32),
+                },
+            ),
+        },
     };
     // Partial RoPE: the first `r` dims of each head rotate (NEOX order, as HF's partial
     // rotary), where the architecture has it ([`Arch::gguf_partial_rope`], Phi-3; refused

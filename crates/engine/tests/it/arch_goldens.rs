@@ -13,7 +13,7 @@
 use edgefit_engine::hf::load_hf;
 use edgefit_engine::{LoadOptions, Logits, Model, TextTokenizer, WeightsFormat};
 
-use crate::common::fixtures::{from_gguf, from_hf, gguf_model, read, text, F32};
+use crate::common::fixtures::{from_gguf, from_hf, gguf_model, gguf_with, read, text, F32};
 use crate::common::greedy::greedy;
 
 /// Checks `model` against `golden` (the parsed golden.json); returns the worst logit error.
@@ -881,4 +881,121 @@ fn multimodal_gemma3_config_is_refused_by_name() {
         matches!(err, edgefit_engine::EngineError::Unsupported(_)),
         "{err:?}"
     );
+}
+
+/// A Gemma GGUF's own layout, read as llama.cpp reads it (`load_swa_pattern`, and the sliding
+/// layers' RoPE base `gemma3.rope.freq_base_swa`, which its converter writes): the default
+/// layout spelled out (one flag per layer, or the period 6) changes nothing; another layout and
+/// base give what the HF loader gives for a config.json saying the same (`layer_types`,
+/// `rope_local_base_freq`), whose semantics the HF goldens check against transformers, and
+/// the estimator sizes the same sliding layers from the header. A flag array of the wrong
+/// length is refused naming the key. Gemma 2 without `gemma2.attention.sliding_window` slides
+/// its even layers by 4096, llama.cpp's default.
+#[test]
+fn gemma_gguf_layout_keys_are_read_as_llama_cpp_reads_them() {
+    use candle_core::quantized::gguf_file::Value;
+    let golden: serde_json::Value =
+        serde_json::from_slice(&read("gemma3_gguf", "golden.json")).unwrap();
+    let tokens: Vec<u32> = serde_json::from_value(golden["cases"][1]["tokens"].clone()).unwrap();
+    assert!(tokens.len() > 8, "the prompt reaches past the window of 8");
+    let load = |bytes: Vec<u8>| {
+        edgefit_engine::gguf::load_gguf_model(&mut std::io::Cursor::new(bytes), F32, &mut |_, _| {})
+    };
+    let logits = |model: &edgefit_engine::Model| {
+        let mut cache = model.new_cache(256);
+        model.forward(&tokens, &mut cache, Logits::All).unwrap()
+    };
+    let flags = |f: &[bool]| Value::Array(f.iter().map(|&b| Value::Bool(b)).collect());
+    const PATTERN: &str = "gemma3.attention.sliding_window_pattern";
+    const BASE: &str = "gemma3.rope.freq_base_swa";
+    let plain = logits(&gguf_model("gemma3_gguf", "model.gguf", F32));
+    for keys in [
+        vec![
+            (PATTERN, flags(&[true, true, true, true, true, false])),
+            (BASE, Value::F32(10_000.0)),
+        ],
+        vec![(PATTERN, Value::U32(6))],
+    ] {
+        let model = load(gguf_with("gemma3_gguf", "model.gguf", &keys, &[], &[])).unwrap();
+        assert_eq!(logits(&model), plain, "the default layout spelled out");
+    }
+    let layout = [false, true, true, false, true, false];
+    let bytes = gguf_with(
+        "gemma3_gguf",
+        "model.gguf",
+        &[(PATTERN, flags(&layout)), (BASE, Value::F32(500.0))],
+        &[],
+        &[],
+    );
+    let model = load(bytes.clone()).unwrap();
+    assert_eq!(model.config.sliding_layers, layout);
+    assert_eq!(model.config.rope_local_base, Some(500.0));
+    let spec = edgefit_engine::gguf::read_estimate_metadata(&mut std::io::Cursor::new(bytes))
+        .unwrap()
+        .to_spec("")
+        .unwrap();
+    let windows: Vec<Option<u32>> = spec.layers.iter().map(|l| l.sliding_window).collect();
+    let want: Vec<Option<u32>> = layout.iter().map(|&s| s.then_some(8)).collect();
+    assert_eq!(windows, want, "the estimator's sliding layers");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&text("gemma3_gguf", "config.json")).unwrap();
+    config["layer_types"] = layout
+        .iter()
+        .map(|&s| {
+            if s {
+                "sliding_attention"
+            } else {
+                "full_attention"
+            }
+        })
+        .collect();
+    config["rope_local_base_freq"] = 500.0.into();
+    let (hf, _) = load_hf(
+        &config.to_string(),
+        &read("gemma3_gguf", "tokenizer.json"),
+        Some(&text("gemma3_gguf", "tokenizer_config.json")),
+        &[&read("gemma3_gguf", "model.safetensors")],
+        F32,
+    )
+    .unwrap();
+    assert_eq!(hf.config.sliding_layers, layout);
+    let (got, want) = (logits(&model), logits(&hf));
+    let diff = got
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    let moved = got
+        .iter()
+        .zip(&plain)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    eprintln!("gemma3_gguf with its own layout: max |GGUF − HF| = {diff:.2e}, moved {moved:.2e} from the default layout");
+    assert!(diff <= 1e-4, "{diff}");
+    assert!(moved > 1e-2, "the keys change the model: {moved}");
+    let err = load(gguf_with(
+        "gemma3_gguf",
+        "model.gguf",
+        &[(PATTERN, flags(&[true, false]))],
+        &[],
+        &[],
+    ))
+    .unwrap_err();
+    assert!(err.to_string().contains(PATTERN), "{err}");
+    let bytes = gguf_with(
+        "gemma2",
+        "model.gguf",
+        &[],
+        &["gemma2.attention.sliding_window"],
+        &[],
+    );
+    let model = load(bytes.clone()).unwrap();
+    assert_eq!(model.config.sliding_window, Some(4096));
+    assert_eq!(model.config.sliding_layers, [true, false, true]);
+    let spec = edgefit_engine::gguf::read_estimate_metadata(&mut std::io::Cursor::new(bytes))
+        .unwrap()
+        .to_spec("")
+        .unwrap();
+    let windows: Vec<Option<u32>> = spec.layers.iter().map(|l| l.sliding_window).collect();
+    assert_eq!(windows, [Some(4096), None, Some(4096)]);
 }

@@ -7,7 +7,7 @@
 use edgefit_engine::hf::load_hf;
 use edgefit_engine::{LoadOptions, Logits, Model, TextTokenizer, WeightsFormat};
 
-use crate::common::fixtures::{read, text, F32};
+use crate::common::fixtures::{gguf_with, read, text, F32};
 use crate::common::greedy::greedy;
 
 /// The `phi3_gguf` goldens (transformers reading the file itself, see
@@ -153,47 +153,16 @@ fn the_estimator_sizes_phi3_gguf_as_the_engine_holds_it() {
     }
 }
 
-/// `phi3_gguf/model.gguf` with metadata `extra_keys` added and f32 vectors `extra_tensors`
-/// appended (candle's GGUF writer: every other tensor as it is).
 fn phi3_gguf_with(
     extra_keys: &[(&str, candle_core::quantized::gguf_file::Value)],
     extra_tensors: &[(&str, Vec<f32>)],
 ) -> Vec<u8> {
-    use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
-    use candle_core::{Device, Tensor};
-    let bytes = read("phi3_gguf", "model.gguf");
-    let mut r = std::io::Cursor::new(&bytes);
-    let content = gguf_file::Content::read(&mut r).unwrap();
-    let mut md: Vec<(String, gguf_file::Value)> = content
-        .metadata
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    md.retain(|(k, _)| !extra_keys.iter().any(|(e, _)| e == k));
-    md.extend(extra_keys.iter().map(|(k, v)| (k.to_string(), v.clone())));
-    let mut tensors: Vec<(String, QTensor)> = content
-        .tensor_infos
-        .keys()
-        .map(|n| (n.clone(), content.tensor(&mut r, n, &Device::Cpu).unwrap()))
-        .collect();
-    for (name, values) in extra_tensors {
-        let t = Tensor::new(values.clone(), &Device::Cpu).unwrap();
-        tensors.push((
-            name.to_string(),
-            QTensor::quantize(&t, GgmlDType::F32).unwrap(),
-        ));
-    }
-    let md_refs: Vec<(&str, &gguf_file::Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    let t_refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    let mut out = std::io::Cursor::new(Vec::new());
-    gguf_file::write(&mut out, &md_refs, &t_refs).unwrap();
-    out.into_inner()
+    gguf_with("phi3_gguf", "model.gguf", extra_keys, &[], extra_tensors)
 }
 
 /// What the engine does not implement in a Phi-3 GGUF is refused naming it: an attention
-/// factor without LongRoPE factors, one LongRoPE factor tensor without the other, and a
-/// sliding window narrower than the context (llama.cpp ignores Phi-3's window, transformers
-/// applies it); the file itself, rewritten unchanged, still loads.
+/// factor without LongRoPE factors, and one LongRoPE factor tensor without the other; the
+/// file itself, rewritten unchanged, still loads.
 #[test]
 fn phi3_gguf_refuses_what_it_lacks_naming_it() {
     use candle_core::quantized::gguf_file::Value;
@@ -203,22 +172,17 @@ fn phi3_gguf_refuses_what_it_lacks_naming_it() {
             .map(|_| ())
     };
     load(phi3_gguf_with(&[], &[])).expect("the rewritten file loads");
-    let cases: [(Vec<u8>, &str); 2] = [
-        (
-            phi3_gguf_with(&[("phi3.rope.scaling.attn_factor", Value::F32(1.19))], &[]),
-            "phi3.rope.scaling.attn_factor",
-        ),
-        (
-            phi3_gguf_with(&[("phi3.attention.sliding_window", Value::U32(8))], &[]),
-            "sliding",
-        ),
-    ];
-    for (bytes, named) in cases {
-        let err = load(bytes).unwrap_err();
-        eprintln!("phi3_gguf refusal: {err}");
-        assert!(matches!(err, EngineError::Unsupported(_)), "{err}");
-        assert!(err.to_string().contains(named), "{err}");
-    }
+    let err = load(phi3_gguf_with(
+        &[("phi3.rope.scaling.attn_factor", Value::F32(1.19))],
+        &[],
+    ))
+    .unwrap_err();
+    eprintln!("phi3_gguf refusal: {err}");
+    assert!(matches!(err, EngineError::Unsupported(_)), "{err}");
+    assert!(
+        err.to_string().contains("phi3.rope.scaling.attn_factor"),
+        "{err}"
+    );
     let err = load(phi3_gguf_with(
         &[],
         &[("rope_factors_long.weight", vec![1.0, 1.0])],
@@ -227,6 +191,38 @@ fn phi3_gguf_refuses_what_it_lacks_naming_it() {
     assert!(
         err.to_string().contains("rope_factors_short.weight"),
         "{err}"
+    );
+}
+
+/// Phi-3-mini-4k's GGUF files carry `phi3.attention.sliding_window` = 2047 below their
+/// context of 4096 (llama.cpp's converter writes the config's window). Both readers of the
+/// format run them with full attention (llama.cpp disables Phi-3's window, transformers'
+/// GGUF loader does not read the key), and so does the engine: the fixture with a window of 3,
+/// narrower than its prompts, loads without a window and gives the same logits as without
+/// the key, which match transformers reading the file.
+#[test]
+fn phi3_gguf_window_is_read_as_both_gguf_readers_read_it() {
+    use candle_core::quantized::gguf_file::Value;
+    let golden: serde_json::Value =
+        serde_json::from_slice(&read("phi3_gguf", "golden.json")).unwrap();
+    let bytes = phi3_gguf_with(&[("phi3.attention.sliding_window", Value::U32(3))], &[]);
+    let (model, tok) =
+        edgefit_engine::gguf::load_gguf(&mut std::io::Cursor::new(bytes), F32, &mut |_, _| {})
+            .expect("a Phi-3 GGUF with a window narrower than its context loads");
+    assert_eq!(model.config.sliding_window, None);
+    assert!(model.config.sliding_layers.iter().all(|s| !s));
+    let tokens: Vec<u32> = serde_json::from_value(golden["cases"][1]["tokens"].clone()).unwrap();
+    assert!(tokens.len() > 3, "the prompt reaches past the window");
+    let (plain, _) = phi3_gguf("model.gguf", F32);
+    let mut a = model.new_cache(256);
+    let mut b = plain.new_cache(256);
+    assert_eq!(
+        model.forward(&tokens, &mut a, Logits::All).unwrap(),
+        plain.forward(&tokens, &mut b, Logits::All).unwrap()
+    );
+    let e = check_phi3("phi3_gguf with a window", &model, &tok, &golden);
+    eprintln!(
+        "phi3_gguf with phi3.attention.sliding_window = 3: max |logit − transformers| = {e:.2e}"
     );
 }
 

@@ -62,3 +62,43 @@ pub fn gguf_model(case: &str, file: &str, options: LoadOptions) -> Model {
     )
     .unwrap_or_else(|e| panic!("{case}/{file}: {e}"))
 }
+
+/// `case/file` with metadata `extra_keys` set (added or replaced), `drop_keys` removed and f32
+/// vectors `extra_tensors` appended (candle's GGUF writer: every other tensor as it is).
+pub fn gguf_with(
+    case: &str,
+    file: &str,
+    extra_keys: &[(&str, candle_core::quantized::gguf_file::Value)],
+    drop_keys: &[&str],
+    extra_tensors: &[(&str, Vec<f32>)],
+) -> Vec<u8> {
+    use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
+    use candle_core::{Device, Tensor};
+    let bytes = read(case, file);
+    let mut r = std::io::Cursor::new(&bytes);
+    let content = gguf_file::Content::read(&mut r).unwrap();
+    let mut md: Vec<(String, gguf_file::Value)> = content
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    md.retain(|(k, _)| !extra_keys.iter().any(|(e, _)| e == k) && !drop_keys.contains(&k.as_str()));
+    md.extend(extra_keys.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    let mut tensors: Vec<(String, QTensor)> = content
+        .tensor_infos
+        .keys()
+        .map(|n| (n.clone(), content.tensor(&mut r, n, &Device::Cpu).unwrap()))
+        .collect();
+    for (name, values) in extra_tensors {
+        let t = Tensor::new(values.clone(), &Device::Cpu).unwrap();
+        tensors.push((
+            name.to_string(),
+            QTensor::quantize(&t, GgmlDType::F32).unwrap(),
+        ));
+    }
+    let md_refs: Vec<(&str, &gguf_file::Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let t_refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let mut out = std::io::Cursor::new(Vec::new());
+    gguf_file::write(&mut out, &md_refs, &t_refs).unwrap();
+    out.into_inner()
+}
