@@ -20,7 +20,10 @@ PyPI, vendored in the llama-cpp-python sdist:
     tar xzf llama_cpp_python-0.3.36.tar.gz llama_cpp_python-0.3.36/vendor/llama.cpp
     /work/venv/bin/python tests/golden/probe_llamacpp_converter.py \
         --llama-cpp llama_cpp_python-0.3.36/vendor/llama.cpp \
-        --edgefit target/release/edgefit [CASE ...]
+        --edgefit target/release/edgefit [--quantize PATH/llama-quantize] [CASE ...]
+
+`--quantize` takes llama.cpp's quantizer built from the same tree (`pip install cmake`, then
+`cmake -B build -DLLAMA_CURL=OFF && cmake --build build -j2 --target llama-quantize` in it).
 
 The converter identifies a BPE pre-tokenizer by hashing its output on a fixed text; the tiny
 384-token vocabularies are not in its table, so the probe tells it the pre-tokenizer the
@@ -93,10 +96,19 @@ CASES = {
                      "full_attention"],
         rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
                          "sliding_attention": {"rope_type": "default", "rope_theta": 500.0}})),
+    # 256-wide, so llama-quantize (--quantize) writes real K-quant blocks rather than its
+    # fallbacks for narrower rows.
+    "llama_256": ("llama", "llama-bpe", "gguf", dict(
+        **BPE, hidden_size=256, intermediate_size=512, num_hidden_layers=2, model_type="llama",
+        num_attention_heads=4, num_key_value_heads=2)),
+    "qwen3_256": ("qwen3", "qwen2", "gguf", dict(
+        **BPE, hidden_size=256, intermediate_size=512, num_hidden_layers=2, model_type="qwen3",
+        num_attention_heads=2, num_key_value_heads=1)),
     "gemma2": ("gemma2", None, "gguf", dict(
         **SMALL, vocab_size=384, model_type="gemma2", num_hidden_layers=3,
         num_attention_heads=2, num_key_value_heads=1, sliding_window=16)),
 }
+QUANTS = ["Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q4_0", "Q5_1", "IQ4_NL"]
 CLASSES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
            "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
            "phi3": "Phi3ForCausalLM", "gemma3_text": "Gemma3ForCausalLM",
@@ -130,12 +142,53 @@ def mean_nll(model, ids):
     return -float(sum(lp[i, ids[i + 1]] for i in range(len(ids) - 1)) / (len(ids) - 1))
 
 
+def quantized(a, d, name, f32_file, ids, text_file):
+    """llama-quantize's files of `f32_file`, each against transformers reading it: edgefit read
+    as f32 (every type dequantized) within the tolerance; with `auto` the kept blocks run the
+    integer kernels (activations rounded per block) and Q2_K / Q3_K are converted to w4g32, so
+    those rows are printed, not bounded. Only for cases whose reference is transformers reading
+    the file (`gguf`)."""
+    failed = []
+    for q in QUANTS:
+        out = os.path.join(d, f"model-{q}.gguf")
+        r = subprocess.run([a.quantize, f32_file, out, q], capture_output=True, text=True)
+        if r.returncode:
+            print(f"{name:14s} {q:6s} llama-quantize failed: {r.stderr.strip()[-200:]}")
+            failed.append(f"{name} {q}")
+            continue
+        back = AutoModelForCausalLM.from_pretrained(
+            d, gguf_file=os.path.basename(out), dtype=torch.float32).eval()
+        want = mean_nll(back, ids)
+        got = {}
+        for w in ("f32", "auto"):
+            r = subprocess.run(
+                [a.edgefit, "perplexity", "--model", out, "--text", text_file, "--weights", w,
+                 "--kv", "f32", "--threads", "1", "--json"], capture_output=True, text=True)
+            if r.returncode:
+                print(f"{name:14s} {q:6s} edgefit --weights {w} failed: {r.stderr.strip()}")
+                failed.append(f"{name} {q} {w}")
+                break
+            got[w] = json.loads(r.stdout.strip().splitlines()[-1])
+        else:
+            ok = abs(got["f32"]["mean_nll"] - want) <= TOLERANCE
+            print(f"{name:14s} {q:6s} transformers-GGUF {want:.6f}  edgefit f32 "
+                  f"{got['f32']['mean_nll'] - want:+.1e} {'ok' if ok else 'DIFFERS'}  "
+                  f"auto ({got['auto']['weights']}) {got['auto']['mean_nll'] - want:+.1e}",
+                  flush=True)
+            if not ok:
+                failed.append(f"{name} {q}")
+    return failed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--llama-cpp", required=True, help="a llama.cpp source tree")
     ap.add_argument("--edgefit", required=True, help="the edgefit CLI")
     ap.add_argument("--out", default="/tmp/edgefit-converter-probe")
     ap.add_argument("--chars", type=int, default=600, help="characters of the text scored")
+    ap.add_argument("--quantize", help="llama.cpp's llama-quantize: also quantize each f32 file "
+                    "to " + ", ".join(QUANTS) + " and compare those (read as f32, and with "
+                    "edgefit's default `auto`, which keeps the blocks it has kernels for)")
     ap.add_argument("cases", nargs="*")
     a = ap.parse_args()
     text = open(TEXT_FILE).read()[:a.chars]
@@ -208,6 +261,8 @@ def main():
                   flush=True)
             if not ok:
                 failed.append(f"{name} {outtype}")
+            if a.quantize and outtype == "f32" and reference == "gguf":
+                failed += quantized(a, d, name, gguf, ids, text_file)
     if failed:
         sys.exit("differs or failed: " + ", ".join(failed))
 

@@ -30,7 +30,7 @@ pub struct HeaderCheck {
 /// (every tensor inside the file, none overlapping) and an architecture this engine builds.
 /// Reads the metadata and tensor list only (the first few MB of a model).
 pub fn check_header<R: Read + Seek>(reader: &mut R) -> Result<HeaderCheck> {
-    let (content, _) = read_content(reader)?;
+    let content = read_content(reader)?.content;
     let arch = get_str(&content.metadata, "general.architecture")?;
     Arch::named(&arch, "architecture")?;
     Ok(HeaderCheck {
@@ -43,7 +43,7 @@ pub fn check_header<R: Read + Seek>(reader: &mut R) -> Result<HeaderCheck> {
 /// Reads only a GGUF file's header (metadata and tensor list, no tensor data) in the form the
 /// estimator takes, so `edgefit estimate --model file.gguf` sizes exactly the file's shape.
 pub fn read_estimate_metadata<R: Read + Seek>(reader: &mut R) -> Result<GgufMetadata> {
-    let (content, _) = read_content(reader)?;
+    let content = read_content(reader)?.content;
     let kv = content
         .metadata
         .iter()

@@ -51,8 +51,6 @@ mod tensor;
 
 use std::io::{Read, Seek};
 
-use candle_core::quantized::gguf_file::Content;
-
 use edgefit_estimate::{GgufMetadata, RopeScaling};
 
 use crate::config::{Arch, LlamaConfig};
@@ -72,8 +70,8 @@ use self::header::estimate_value;
 use self::metadata::{
     get_str, get_usize, layer_shapes, opt_f32, opt_str, opt_usize, tokenizer_fields,
 };
-use self::prescan::read_content;
-use self::tensor::{read_tensor, source_of};
+use self::prescan::{read_content, Header};
+use self::tensor::{read_tensor, source_in};
 
 /// The optional per-pair RoPE divisors ([`RopeScaling::Divisors`]), `head_dim / 2` f32s.
 pub(crate) const ROPE_FREQS: &str = "rope_freqs.weight";
@@ -122,7 +120,8 @@ fn load_parts<R: Read + Seek>(
     progress: &mut dyn FnMut(usize, usize),
     with_tokenizer: bool,
 ) -> Result<(Model, Option<TextTokenizer>)> {
-    let (content, file_len) = read_content(reader)?;
+    let header = read_content(reader)?;
+    let content = &header.content;
     let md = &content.metadata;
     let arch = get_str(md, "general.architecture")?;
     let desc = Arch::named(&arch, "architecture")?;
@@ -208,7 +207,7 @@ fn load_parts<R: Read + Seek>(
         // Per-pair divisors (Llama 3.1+ as llama.cpp converts it); a linear factor on top
         // multiplies them, as llama.cpp applies both.
         let RawTensor::F32(mut divisors) =
-            read_tensor(&content, reader, file_len, ROPE_FREQS, 1, head_dim / 2)?
+            read_tensor(&header, reader, ROPE_FREQS, 1, head_dim / 2)?
         else {
             return Err(EngineError::tensor(ROPE_FREQS, "is not stored as F32"));
         };
@@ -226,7 +225,7 @@ fn load_parts<R: Read + Seek>(
         }
         let rot = opt_usize(md, &key("rope.dimension_count"))?.unwrap_or(head_dim);
         let mut factors = |name: &str| -> Result<Vec<f32>> {
-            match read_tensor(&content, reader, file_len, name, 1, rot / 2)? {
+            match read_tensor(&header, reader, name, 1, rot / 2)? {
                 RawTensor::F32(v) => Ok(v),
                 _ => Err(EngineError::tensor(name, "is not stored as F32")),
             }
@@ -383,7 +382,7 @@ fn load_parts<R: Read + Seek>(
         t.check_fits(config.vocab)?;
     }
 
-    memory_need(&content, &config, &options).check(memory_budget)?;
+    memory_need(&header, &config, &options).check(memory_budget)?;
 
     // Tensors per layer in the file: fused parts share one ([`Arch::gguf_names`]).
     let mut per_layer: Vec<String> = LayerPart::ALL
@@ -396,7 +395,7 @@ fn load_parts<R: Read + Seek>(
     let total = 2 + usize::from(!config.tied_embeddings) + per_layer.len() * config.n_layers;
     let mut done = 0usize;
     let mut read = |name: String, rows: usize, cols: usize| -> Result<(String, RawTensor)> {
-        let v = read_tensor(&content, reader, file_len, &name, rows, cols)?;
+        let v = read_tensor(&header, reader, &name, rows, cols)?;
         done += 1;
         progress(done, total);
         Ok((name, v))
@@ -443,17 +442,14 @@ fn load_parts<R: Read + Seek>(
 
 /// The memory `config` needs loaded with `options` from this file: every matrix counted in the
 /// format its GGUF type is held in ([`MemoryNeed::of_sources`]).
-fn memory_need(content: &Content, config: &LlamaConfig, options: &LoadOptions) -> MemoryNeed {
+fn memory_need(header: &Header, config: &LlamaConfig, options: &LoadOptions) -> MemoryNeed {
     let desc = config.arch().ok();
     MemoryNeed::of_sources(config, options, |role| {
         let name = match &desc {
             Some(d) => tensor_name(d, role),
             None => role.gguf_name(),
         };
-        content
-            .tensor_infos
-            .get(&name)
-            .map_or(Source::Float("f32"), |t| source_of(t.ggml_dtype))
+        source_in(header, &name).unwrap_or(Source::Float("f32"))
     })
 }
 
@@ -472,8 +468,7 @@ pub fn gguf_memory_need<R: Read + Seek>(
     config: &LlamaConfig,
     options: &LoadOptions,
 ) -> Result<MemoryNeed> {
-    let (content, _) = read_content(reader)?;
-    Ok(memory_need(&content, config, options))
+    Ok(memory_need(&read_content(reader)?, config, options))
 }
 
 /// Reads every 2-D tensor of a GGUF file, in name order, into the matrix loading it under
@@ -487,8 +482,9 @@ pub fn read_matrices<R: Read + Seek>(
     mut each: impl FnMut(&str, edgefit_kernels::Matrix) -> Result<()>,
 ) -> Result<()> {
     use crate::weights::MatrixUse;
-    let (content, file_len) = read_content(reader)?;
-    let mut names: Vec<(&String, usize, usize)> = content
+    let header = read_content(reader)?;
+    let mut names: Vec<(&String, usize, usize)> = header
+        .content
         .tensor_infos
         .iter()
         .filter_map(|(name, info)| match info.shape.dims() {
@@ -504,7 +500,7 @@ pub fn read_matrices<R: Read + Seek>(
             }
             _ => (options.weights, MatrixUse::Linear),
         };
-        let raw = read_tensor(&content, reader, file_len, name, rows, cols)?;
+        let raw = read_tensor(&header, reader, name, rows, cols)?;
         each(
             name,
             raw.into_matrix(name, rows, cols, format, use_, options.requantize)?,
@@ -515,8 +511,8 @@ pub fn read_matrices<R: Read + Seek>(
 
 /// Reads only a GGUF file's tokenizer (header fields, no tensor), whatever its architecture.
 pub fn read_tokenizer<R: Read + Seek>(reader: &mut R) -> Result<TextTokenizer> {
-    let (content, _) = read_content(reader)?;
-    TextTokenizer::from_gguf(tokenizer_fields(&content.metadata)?)
+    let header = read_content(reader)?;
+    TextTokenizer::from_gguf(tokenizer_fields(&header.content.metadata)?)
 }
 
 /// candle appends a backtrace to its message when `RUST_BACKTRACE` is set; users get the first

@@ -2,6 +2,7 @@
 //! walks the header once before candle parses it ([`prescan`]), and the check that every
 //! tensor's byte range lies inside the file without overlapping another.
 
+use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
 
 use candle_core::quantized::gguf_file::Content;
@@ -28,23 +29,92 @@ pub const MAX_ALIGNMENT: u64 = 1 << 16;
 /// Deepest nesting of arrays in arrays.
 const MAX_DEPTH: usize = 4;
 
-/// Prescans, parses (candle) and checks the tensor layout of a GGUF file from its start;
-/// returns the parse and the file's length.
-pub(super) fn read_content<R: Read + Seek>(reader: &mut R) -> Result<(Content, u64)> {
+/// ggml's type id of IQ4_NL: blocks of 32 values, an f16 scale and 16 bytes of 4-bit indices
+/// into a fixed table of 16 integers (`kvalues_iq4nl`), so 18 bytes a block, as Q4_0.
+pub(super) const IQ4_NL: u32 = 20;
+
+/// A GGUF header as read ([`read_content`]).
+pub(super) struct Header {
+    /// candle's parse (an IQ4_NL tensor listed as Q4_0: same block size and bytes per block).
+    pub content: Content,
+    /// The file's length in bytes.
+    pub file_len: u64,
+    /// The tensors whose blocks are IQ4_NL ([`IQ4_NL`]).
+    pub iq4_nl: HashSet<String>,
+}
+
+/// Prescans, parses (candle) and checks the tensor layout of a GGUF file from its start.
+/// candle-core does not parse IQ4_NL, a type llama.cpp's quantizer writes for the tensors whose
+/// rows K-quants cannot cover (Q2_K / Q3_K / IQ4_XS files of models with rows not a multiple
+/// of 256: SmolLM2's 576, Qwen2.5-0.5B's 896, Gemma 3 270M's 640) and for IQ4_NL files: candle
+/// reads the header with each such tensor's type shown as Q4_0, whose blocks have the same
+/// size and layout, and the loader reads their blocks as IQ4_NL ([`Header::iq4_nl`]).
+pub(super) fn read_content<R: Read + Seek>(reader: &mut R) -> Result<Header> {
     let io = |e: std::io::Error| EngineError::Format(format!("reading the GGUF header: {e}"));
     let file_len = reader.seek(SeekFrom::End(0)).map_err(io)?;
     reader.seek(SeekFrom::Start(0)).map_err(io)?;
-    prescan(reader, file_len)?;
+    let iq4 = scan(reader, file_len)?;
     reader.seek(SeekFrom::Start(0)).map_err(io)?;
-    let content = Content::read(reader)
-        .map_err(|e| EngineError::Format(format!("GGUF header: {}", candle_msg(&e))))?;
+    let parsed = if iq4.is_empty() {
+        Content::read(reader)
+    } else {
+        let patches = iq4.iter().map(|(_, at)| *at).collect();
+        Content::read(&mut AsQ4_0 {
+            inner: reader,
+            pos: 0,
+            patches,
+        })
+    };
+    let content =
+        parsed.map_err(|e| EngineError::Format(format!("GGUF header: {}", candle_msg(&e))))?;
     check_layout(&content, file_len)?;
-    Ok((content, file_len))
+    Ok(Header {
+        content,
+        file_len,
+        iq4_nl: iq4.into_iter().map(|(name, _)| name).collect(),
+    })
+}
+
+/// A reader that shows the 4-byte little-endian type field at each of `patches` (byte offsets
+/// in the file) as Q4_0's id, 2.
+struct AsQ4_0<'a, R> {
+    inner: &'a mut R,
+    pos: u64,
+    patches: Vec<u64>,
+}
+
+impl<R: Read> Read for AsQ4_0<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let (start, end) = (self.pos, self.pos + n as u64);
+        for &at in &self.patches {
+            for (i, b) in 2u32.to_le_bytes().into_iter().enumerate() {
+                let p = at + i as u64;
+                if (start..end).contains(&p) {
+                    buf[(p - start) as usize] = b;
+                }
+            }
+        }
+        self.pos = end;
+        Ok(n)
+    }
+}
+
+impl<R: Seek> Seek for AsQ4_0<'_, R> {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        self.pos = self.inner.seek(to)?;
+        Ok(self.pos)
+    }
 }
 
 /// Reads the header's fields in order, keeping only a small buffer, and refuses what candle's
 /// parser would panic on or over-allocate for (see `read_content`).
 pub fn prescan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<()> {
+    scan(reader, file_len).map(|_| ())
+}
+
+/// [`prescan`], returning the IQ4_NL tensors with the byte offset of each one's type field.
+fn scan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<Vec<(String, u64)>> {
     let mut s = Scan {
         r: reader,
         pos: 0,
@@ -118,6 +188,7 @@ pub fn prescan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<()> {
     }
     // The tensor infos: name, dimension count, dimensions, ggml type, offset. A file cut inside
     // them is named here (candle would only say that it failed to fill a buffer).
+    let mut iq4 = Vec::new();
     for i in 0..tensors {
         let name = s.string("tensor name length", "tensor name", |n| {
             format!("GGUF tensor info {i}: name of {n} bytes (at most {MAX_KEY_LEN})")
@@ -129,15 +200,21 @@ pub fn prescan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<()> {
             )));
         }
         s.skip(u64::from(dims) * 8, &format!("tensor `{name}` dimensions"))?;
+        let at = s.pos;
         let ty = s.u32(&format!("tensor `{name}` type"))?;
-        check_tensor_type(&name, ty)?;
         s.skip(8, &format!("tensor `{name}` offset"))?;
+        if ty == IQ4_NL {
+            iq4.push((name, at));
+        } else {
+            check_tensor_type(&name, ty)?;
+        }
     }
-    Ok(())
+    Ok(iq4)
 }
 
 /// The ggml tensor types a file may hold here: those candle-core parses (F32, F16, BF16, the
-/// 4/5/8-bit blocks and the K-quants). The others (the i-quants IQ1..IQ4, the ternary TQ
+/// 4/5/8-bit blocks and the K-quants) and IQ4_NL ([`read_content`]). The others (the other
+/// i-quants, the ternary TQ
 /// types, MXFP4, plain integers, F64) are refused naming the tensor and the type, which
 /// candle would only report as "unknown dtype for tensor <type id>".
 fn check_tensor_type(name: &str, ty: u32) -> Result<()> {
@@ -173,7 +250,7 @@ fn check_tensor_type(name: &str, ty: u32) -> Result<()> {
     };
     Err(EngineError::Format(format!(
         "GGUF header: tensor `{name}` has {what}; edgefit reads F32, F16, BF16, Q4_0, Q4_1, \
-         Q5_0, Q5_1, Q8_0 and the K-quants Q2_K..Q6_K (re-quantize the file with llama.cpp's \
+         Q5_0, Q5_1, Q8_0, IQ4_NL and the K-quants Q2_K..Q6_K (re-quantize the file with llama.cpp's \
          llama-quantize, e.g. to Q4_K_M)"
     )))
 }

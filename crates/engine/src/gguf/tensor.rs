@@ -4,7 +4,6 @@
 
 use std::io::{Read, Seek, SeekFrom};
 
-use candle_core::quantized::gguf_file::Content;
 use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 
@@ -12,7 +11,7 @@ use crate::error::{EngineError, Result};
 use crate::weights::{RawTensor, Source};
 
 use super::candle_msg;
-use super::prescan::byte_len;
+use super::prescan::{byte_len, Header};
 
 /// What a ggml type is to the loader.
 pub(super) fn source_of(dtype: GgmlDType) -> Source {
@@ -36,16 +35,52 @@ pub(super) fn source_of(dtype: GgmlDType) -> Source {
     }
 }
 
+/// What the loader holds tensor `name` of `header` as: IQ4_NL blocks become Q8_0 blocks
+/// ([`iq4_nl_as_q8_0`]), every other type is [`source_of`] its type.
+pub(super) fn source_in(header: &Header, name: &str) -> Option<Source> {
+    let info = header.content.tensor_infos.get(name)?;
+    Some(if header.iq4_nl.contains(name) {
+        Source::Q8_0
+    } else {
+        source_of(info.ggml_dtype)
+    })
+}
+
+/// The 16 values an IQ4_NL index stands for, times the block's scale (ggml-common.h
+/// `kvalues_iq4nl`).
+const IQ4_NL_VALUES: [i8; 16] = [
+    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+];
+
+/// IQ4_NL blocks (f16 scale `d`, then 16 bytes: value `j` is the low nibble of byte `j`, value
+/// `j + 16` its high nibble, each an index into [`IQ4_NL_VALUES`]) as Q8_0 blocks (the same
+/// `d`, then the 32 values as int8): `d · table[index]` is `d · q` exactly, so nothing is
+/// rounded.
+pub(crate) fn iq4_nl_as_q8_0(blocks: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(blocks.len() / 18 * 34);
+    for b in blocks.chunks_exact(18) {
+        out.extend_from_slice(&b[..2]);
+        let idx = &b[2..];
+        out.extend(
+            idx.iter()
+                .map(|q| IQ4_NL_VALUES[usize::from(q & 0xf)] as u8),
+        );
+        out.extend(idx.iter().map(|q| IQ4_NL_VALUES[usize::from(q >> 4)] as u8));
+    }
+    out
+}
+
 /// Reads one tensor, checking it is `rows × cols` (a vector when `rows == 1`) and that its
 /// bytes lie inside the file before reading them.
 pub(super) fn read_tensor<R: Read + Seek>(
-    content: &Content,
+    header: &Header,
     reader: &mut R,
-    file_len: u64,
     name: &str,
     rows: usize,
     cols: usize,
 ) -> Result<RawTensor> {
+    let (content, file_len) = (&header.content, header.file_len);
+    let iq4_nl = header.iq4_nl.contains(name);
     let info = content
         .tensor_infos
         .get(name)
@@ -87,6 +122,10 @@ pub(super) fn read_tensor<R: Read + Seek>(
             .seek(SeekFrom::Start(start))
             .and_then(|_| reader.read_exact(&mut bytes))
             .map_err(|e| EngineError::tensor(name, format!("reading {len} bytes: {e}")))?;
+        if iq4_nl {
+            check_block_scales(name, &bytes, 18, 1)?;
+            return Ok(RawTensor::Q8_0(iq4_nl_as_q8_0(&bytes)));
+        }
         return Ok(match source {
             Source::Float(_) | Source::Other(_) => {
                 let v: Vec<f32> = bytes
@@ -153,5 +192,53 @@ fn check_finite(name: &str, t: &[f32]) -> Result<()> {
             format!("value {} at index {bad} is not finite", t[bad]),
         )),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three IQ4_NL blocks (scales 0.0123, −0.5 and 3.0 as f16, random index bytes) and what
+    /// gguf-py's own dequantizer makes of them (`gguf.quants.dequantize(raw,
+    /// GGMLQuantizationType.IQ4_NL)`, gguf-py of llama.cpp as vendored in llama-cpp-python
+    /// 0.3.36, numpy seed 7): the Q8_0 blocks hold exactly those values.
+    #[test]
+    // The values as gguf-py printed them (exact: an f16 scale times a small integer).
+    #[allow(clippy::excessive_precision)]
+    fn iq4_nl_blocks_become_q8_0_blocks_of_the_same_values() {
+        #[rustfmt::skip]
+        let raw: [u8; 54] = [
+            76, 34, 139, 74, 229, 241, 169, 65, 6, 160, 149, 106, 38, 175, 188, 205, 175, 229,
+            0, 184, 98, 249, 10, 148, 95, 86, 147, 198, 66, 39, 106, 213, 171, 45, 167, 57,
+            0, 66, 69, 81, 55, 14, 153, 178, 215, 76, 52, 39, 250, 72, 215, 50, 161, 223,
+        ];
+        #[rustfmt::skip]
+        let want: [f32; 96] = [
+            0.46734619140625, 0.307464599609375, -0.430450439453125, -1.279052734375,
+            0.159881591796875, -1.279052734375, -0.27056884765625, -1.561920166015625,
+            -0.430450439453125, 0.307464599609375, -0.27056884765625, 1.389739990234375,
+            0.651824951171875, 0.848602294921875, 1.389739990234375, -0.430450439453125,
+            0.012298583984375, -0.602630615234375, 1.094573974609375, 1.389739990234375,
+            0.307464599609375, -0.602630615234375, -1.561920166015625, 0.307464599609375,
+            0.159881591796875, -0.27056884765625, -1.020782470703125, 0.307464599609375,
+            0.46734619140625, 0.651824951171875, 0.307464599609375, 1.094573974609375,
+            41.5, -6.5, -12.5, 24.5, -56.5, 11.0, 32.5, 11.0, 41.5, 5.0, -12.5, 17.5, -19.0,
+            -34.5, 5.0, -6.5, 11.0, -56.5, 63.5, -6.5, 17.5, 17.5, -6.5, -26.5, 24.5, 41.5,
+            11.0, -34.5, -12.5, 41.5, -12.5, 32.5,
+            -105.0, -312.0, -30.0, 267.0, 39.0, -249.0, -30.0, 159.0, -147.0, -30.0, 75.0, 3.0,
+            -30.0, -249.0, -312.0, 339.0, -147.0, -105.0, -195.0, -381.0, 39.0, 114.0, 207.0,
+            -147.0, -195.0, -249.0, 339.0, -147.0, 207.0, -195.0, 75.0, 207.0,
+        ];
+        let q8 = iq4_nl_as_q8_0(&raw);
+        assert_eq!(q8.len(), 3 * 34);
+        let got: Vec<f32> = q8
+            .chunks_exact(34)
+            .flat_map(|b| {
+                let d = half::f16::from_le_bytes([b[0], b[1]]).to_f32();
+                b[2..].iter().map(move |&q| d * f32::from(q as i8))
+            })
+            .collect();
+        assert_eq!(got, want);
     }
 }

@@ -380,3 +380,98 @@ fn gemma3_q4_k_m_tensors_load_as_stored() {
     let total: usize = counts.iter().map(|c| c.1).sum();
     assert_eq!(total, 127);
 }
+
+/// IQ4_NL (ggml type 20), which llama.cpp's quantizer writes for IQ4_NL files and for the rows
+/// other low-bit types cannot cover: the synthetic Q4_0 file with every Q4_0 tensor's type
+/// set to IQ4_NL (the same block size and layout) loads; each value is the block's scale times
+/// `kvalues_iq4nl[index]` (the table `iq4_nl_blocks_become_q8_0_blocks_of_the_same_values`
+/// checks against gguf-py), not Q4_0's `index − 8`; with `auto` the blocks are held as Q8_0
+/// blocks (exact), which the memory preflight counts; the header readers see the file as it
+/// is. A block with a non-finite scale is refused naming the tensor.
+#[test]
+fn iq4_nl_tensors_load_as_q8_0_blocks_of_their_values() {
+    use crate::common::hostile_cases::{layout, set_u32};
+    const TABLE: [f32; 16] = [
+        -127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0, 1.0, 13.0, 25.0, 38.0, 53.0,
+        69.0, 89.0, 113.0,
+    ];
+    let mut bytes = gguf_bytes(7, SyntheticDType::Q4_0).unwrap();
+    let l = layout(&bytes);
+    let mut patched = Vec::new();
+    for t in &l.tensors {
+        if u32::from_le_bytes(bytes[t.dtype_at..t.dtype_at + 4].try_into().unwrap()) == 2 {
+            set_u32(&mut bytes, t.dtype_at, 20);
+            patched.push(t.name.clone());
+        }
+    }
+    assert!(patched.len() >= 7, "{patched:?}");
+    let mut seen = 0;
+    read_matrices(
+        &mut Cursor::new(&bytes),
+        &weights(WeightsFormat::F32, Some(WeightsFormat::F32), false),
+        |name, m| {
+            if !patched.iter().any(|p| p == name) {
+                return Ok(());
+            }
+            let data = l.data_of(name);
+            let n = m.rows() * m.cols();
+            let want: Vec<f32> = bytes[data..data + n / 32 * 18]
+                .chunks_exact(18)
+                .flat_map(|b| {
+                    let d = half::f16::from_le_bytes([b[0], b[1]]).to_f32();
+                    let lo = b[2..].iter().map(move |q| d * TABLE[usize::from(q & 0xf)]);
+                    let hi = b[2..].iter().map(move |q| d * TABLE[usize::from(q >> 4)]);
+                    lo.chain(hi).collect::<Vec<_>>()
+                })
+                .collect();
+            assert_eq!(m.to_f32(), want, "{name}");
+            seen += 1;
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(seen, patched.len());
+    let (model, _) = load_gguf(
+        &mut Cursor::new(&bytes),
+        LoadOptions::default(),
+        &mut |_, _| {},
+    )
+    .expect("an IQ4_NL file loads");
+    let l0 = &model.weights.layers[0];
+    for m in [
+        &l0.wq, &l0.wk, &l0.wv, &l0.wo, &l0.w_gate, &l0.w_up, &l0.w_down,
+    ] {
+        assert_eq!(m.format_name(), "q8_0");
+    }
+    let need = gguf_memory_need(
+        &mut Cursor::new(&bytes),
+        &model.config,
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        need.weights + need.embedding + need.norms,
+        model.weights.bytes()
+    );
+    let logits = model
+        .forward(&[1, 2, 3], &mut model.new_cache(16), Logits::Last)
+        .unwrap();
+    assert!(logits.iter().all(|v| v.is_finite()));
+    edgefit_engine::gguf::check_header(&mut Cursor::new(&bytes)).unwrap();
+    edgefit_engine::gguf::read_estimate_metadata(&mut Cursor::new(&bytes)).unwrap();
+
+    let name = &patched[0];
+    let at = l.data_of(name) + 18;
+    bytes[at..at + 2].copy_from_slice(&half::f16::INFINITY.to_le_bytes());
+    let err = load_gguf(
+        &mut Cursor::new(&bytes),
+        LoadOptions::default(),
+        &mut |_, _| {},
+    )
+    .map(|_| ())
+    .unwrap_err();
+    assert!(
+        err.to_string().contains(name.as_str()) && err.to_string().contains("block scale"),
+        "{err}"
+    );
+}
