@@ -44,9 +44,10 @@ pub(super) struct Header {
 }
 
 /// Prescans, parses (candle) and checks the tensor layout of a GGUF file from its start.
-/// candle-core does not parse IQ4_NL, a type llama.cpp's quantizer writes for the tensors whose
-/// rows K-quants cannot cover (Q2_K / Q3_K / IQ4_XS files of models with rows not a multiple
-/// of 256: SmolLM2's 576, Qwen2.5-0.5B's 896, Gemma 3 270M's 640) and for IQ4_NL files: candle
+/// candle-core does not parse IQ4_NL, the type of IQ4_NL files and the one llama.cpp's quantizer
+/// falls back to in i-quant files (IQ1_S … IQ4_XS) for the tensors whose rows are not a
+/// multiple of 256 (`src/llama-quant.cpp`; SmolLM2's 576, Qwen2.5-0.5B's 896, Gemma 3 270M's
+/// 640): candle
 /// reads the header with each such tensor's type shown as Q4_0, whose blocks have the same
 /// size and layout, and the loader reads their blocks as IQ4_NL ([`Header::iq4_nl`]).
 pub(super) fn read_content<R: Read + Seek>(reader: &mut R) -> Result<Header> {
