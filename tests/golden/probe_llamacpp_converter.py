@@ -108,7 +108,7 @@ CASES = {
         **SMALL, vocab_size=384, model_type="gemma2", num_hidden_layers=3,
         num_attention_heads=2, num_key_value_heads=1, sliding_window=16)),
 }
-QUANTS = ["Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q4_0", "Q5_1", "IQ4_NL"]
+QUANTS = ["Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q4_0", "Q5_1", "IQ4_NL", "IQ4_XS"]
 CLASSES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
            "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
            "phi3": "Phi3ForCausalLM", "gemma3_text": "Gemma3ForCausalLM",
@@ -145,7 +145,8 @@ def mean_nll(model, ids):
 def quantized(a, d, name, f32_file, ids, text_file):
     """llama-quantize's files of `f32_file`, each against transformers reading it: edgefit read
     as f32 (every type dequantized) within the tolerance; with `auto` the kept blocks run the
-    integer kernels (activations rounded per block) and Q2_K / Q3_K are converted to w4g32, so
+    integer kernels (activations rounded per block) and Q2_K / Q3_K / IQ4_XS are converted to
+    w4g32, so
     those rows are printed, not bounded. Only for cases whose reference is transformers reading
     the file (`gguf`)."""
     failed = []

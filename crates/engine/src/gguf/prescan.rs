@@ -2,7 +2,7 @@
 //! walks the header once before candle parses it ([`prescan`]), and the check that every
 //! tensor's byte range lies inside the file without overlapping another.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 
 use candle_core::quantized::gguf_file::Content;
@@ -29,38 +29,99 @@ pub const MAX_ALIGNMENT: u64 = 1 << 16;
 /// Deepest nesting of arrays in arrays.
 const MAX_DEPTH: usize = 4;
 
-/// ggml's type id of IQ4_NL: blocks of 32 values, an f16 scale and 16 bytes of 4-bit indices
-/// into a fixed table of 16 integers (`kvalues_iq4nl`), so 18 bytes a block, as Q4_0.
-pub(super) const IQ4_NL: u32 = 20;
+/// ggml types candle-core does not parse and this loader reads itself: candle's header parse is
+/// shown each such tensor as a type with the same block size ([`OwnType::stand_in`]), and the
+/// loader reads its blocks ([`super::tensor`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum OwnType {
+    /// Type 20: blocks of 32 values, an f16 scale and 16 bytes of 4-bit indices into a fixed
+    /// table of 16 integers (`kvalues_iq4nl`): 18 bytes, as Q4_0's.
+    Iq4Nl,
+    /// Type 23: super-blocks of 256 values, an f16 scale, 6-bit scales of the eight 32-value
+    /// sub-blocks and the same 4-bit table indices: 136 bytes.
+    Iq4Xs,
+}
+
+impl OwnType {
+    fn from_id(ty: u32) -> Option<Self> {
+        match ty {
+            20 => Some(OwnType::Iq4Nl),
+            23 => Some(OwnType::Iq4Xs),
+            _ => None,
+        }
+    }
+
+    /// The type id candle is shown: Q4_0 (blocks of 32) for IQ4_NL, Q4_K (256) for IQ4_XS.
+    fn stand_in(self) -> u32 {
+        match self {
+            OwnType::Iq4Nl => 2,
+            OwnType::Iq4Xs => 12,
+        }
+    }
+
+    /// Values and bytes per block.
+    pub(super) fn block(self) -> (u64, u64) {
+        match self {
+            OwnType::Iq4Nl => (32, 18),
+            OwnType::Iq4Xs => (256, 136),
+        }
+    }
+
+    /// The lower-case ggml type name.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            OwnType::Iq4Nl => "iq4_nl",
+            OwnType::Iq4Xs => "iq4_xs",
+        }
+    }
+
+    /// The bytes of `elems` values of this type in tensor `name`.
+    pub(super) fn byte_len(self, name: &str, elems: u64) -> Result<u64> {
+        let (block, bytes) = self.block();
+        if !elems.is_multiple_of(block) {
+            return Err(EngineError::tensor(
+                name,
+                format!(
+                    "{elems} values is not a whole number of {} blocks of {block}",
+                    self.name()
+                ),
+            ));
+        }
+        (elems / block).checked_mul(bytes).ok_or_else(|| {
+            EngineError::tensor(
+                name,
+                format!("{elems} values of {}: the size overflows", self.name()),
+            )
+        })
+    }
+}
 
 /// A GGUF header as read ([`read_content`]).
 pub(super) struct Header {
-    /// candle's parse (an IQ4_NL tensor listed as Q4_0: same block size and bytes per block).
+    /// candle's parse (a tensor of an [`OwnType`] listed with its stand-in type).
     pub content: Content,
     /// The file's length in bytes.
     pub file_len: u64,
-    /// The tensors whose blocks are IQ4_NL ([`IQ4_NL`]).
-    pub iq4_nl: HashSet<String>,
+    /// The tensors of the types this loader reads itself.
+    pub own: HashMap<String, OwnType>,
 }
 
 /// Prescans, parses (candle) and checks the tensor layout of a GGUF file from its start.
-/// candle-core does not parse IQ4_NL, the type of IQ4_NL files and the one llama.cpp's quantizer
-/// falls back to in i-quant files (IQ1_S … IQ4_XS) for the tensors whose rows are not a
+/// candle-core does not parse IQ4_NL and IQ4_XS ([`OwnType`]): IQ4_XS files, IQ4_NL files, and
+/// the IQ4_NL tensors llama.cpp's quantizer writes in i-quant files for rows that are not a
 /// multiple of 256 (`src/llama-quant.cpp`; SmolLM2's 576, Qwen2.5-0.5B's 896, Gemma 3 270M's
-/// 640): candle
-/// reads the header with each such tensor's type shown as Q4_0, whose blocks have the same
-/// size and layout, and the loader reads their blocks as IQ4_NL ([`Header::iq4_nl`]).
+/// 640); candle reads such a header with each of those tensors' types shown as its stand-in.
 pub(super) fn read_content<R: Read + Seek>(reader: &mut R) -> Result<Header> {
     let io = |e: std::io::Error| EngineError::Format(format!("reading the GGUF header: {e}"));
     let file_len = reader.seek(SeekFrom::End(0)).map_err(io)?;
     reader.seek(SeekFrom::Start(0)).map_err(io)?;
-    let iq4 = scan(reader, file_len)?;
+    let found = scan(reader, file_len)?;
     reader.seek(SeekFrom::Start(0)).map_err(io)?;
-    let parsed = if iq4.is_empty() {
+    let parsed = if found.is_empty() {
         Content::read(reader)
     } else {
-        let patches = iq4.iter().map(|(_, at)| *at).collect();
-        Content::read(&mut AsQ4_0 {
+        let patches = found.iter().map(|(_, at, t)| (*at, t.stand_in())).collect();
+        Content::read(&mut StandIn {
             inner: reader,
             pos: 0,
             patches,
@@ -68,28 +129,29 @@ pub(super) fn read_content<R: Read + Seek>(reader: &mut R) -> Result<Header> {
     };
     let content =
         parsed.map_err(|e| EngineError::Format(format!("GGUF header: {}", candle_msg(&e))))?;
-    check_layout(&content, file_len)?;
+    let own: HashMap<String, OwnType> = found.into_iter().map(|(n, _, t)| (n, t)).collect();
+    check_layout(&content, file_len, &own)?;
     Ok(Header {
         content,
         file_len,
-        iq4_nl: iq4.into_iter().map(|(name, _)| name).collect(),
+        own,
     })
 }
 
-/// A reader that shows the 4-byte little-endian type field at each of `patches` (byte offsets
-/// in the file) as Q4_0's id, 2.
-struct AsQ4_0<'a, R> {
+/// A reader that shows the 4-byte little-endian type field at each patch's byte offset in the
+/// file as the patch's type id.
+struct StandIn<'a, R> {
     inner: &'a mut R,
     pos: u64,
-    patches: Vec<u64>,
+    patches: Vec<(u64, u32)>,
 }
 
-impl<R: Read> Read for AsQ4_0<'_, R> {
+impl<R: Read> Read for StandIn<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         let (start, end) = (self.pos, self.pos + n as u64);
-        for &at in &self.patches {
-            for (i, b) in 2u32.to_le_bytes().into_iter().enumerate() {
+        for &(at, ty) in &self.patches {
+            for (i, b) in ty.to_le_bytes().into_iter().enumerate() {
                 let p = at + i as u64;
                 if (start..end).contains(&p) {
                     buf[(p - start) as usize] = b;
@@ -101,7 +163,7 @@ impl<R: Read> Read for AsQ4_0<'_, R> {
     }
 }
 
-impl<R: Seek> Seek for AsQ4_0<'_, R> {
+impl<R: Seek> Seek for StandIn<'_, R> {
     fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
         self.pos = self.inner.seek(to)?;
         Ok(self.pos)
@@ -114,8 +176,9 @@ pub fn prescan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<()> {
     scan(reader, file_len).map(|_| ())
 }
 
-/// [`prescan`], returning the IQ4_NL tensors with the byte offset of each one's type field.
-fn scan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<Vec<(String, u64)>> {
+/// [`prescan`], returning the tensors of an [`OwnType`] with the byte offset of each one's type
+/// field.
+fn scan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<Vec<(String, u64, OwnType)>> {
     let mut s = Scan {
         r: reader,
         pos: 0,
@@ -189,7 +252,7 @@ fn scan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<Vec<(String, u6
     }
     // The tensor infos: name, dimension count, dimensions, ggml type, offset. A file cut inside
     // them is named here (candle would only say that it failed to fill a buffer).
-    let mut iq4 = Vec::new();
+    let mut own = Vec::new();
     for i in 0..tensors {
         let name = s.string("tensor name length", "tensor name", |n| {
             format!("GGUF tensor info {i}: name of {n} bytes (at most {MAX_KEY_LEN})")
@@ -204,18 +267,17 @@ fn scan<R: Read + Seek>(reader: &mut R, file_len: u64) -> Result<Vec<(String, u6
         let at = s.pos;
         let ty = s.u32(&format!("tensor `{name}` type"))?;
         s.skip(8, &format!("tensor `{name}` offset"))?;
-        if ty == IQ4_NL {
-            iq4.push((name, at));
-        } else {
-            check_tensor_type(&name, ty)?;
+        match OwnType::from_id(ty) {
+            Some(t) => own.push((name, at, t)),
+            None => check_tensor_type(&name, ty)?,
         }
     }
-    Ok(iq4)
+    Ok(own)
 }
 
 /// The ggml tensor types a file may hold here: those candle-core parses (F32, F16, BF16, the
-/// 4/5/8-bit blocks and the K-quants) and IQ4_NL ([`read_content`]). The others (the other
-/// i-quants, the ternary TQ
+/// 4/5/8-bit blocks and the K-quants) and IQ4_NL and IQ4_XS ([`OwnType`]). The others (the
+/// other i-quants, the ternary TQ
 /// types, MXFP4, plain integers, F64) are refused naming the tensor and the type, which
 /// candle would only report as "unknown dtype for tensor <type id>".
 fn check_tensor_type(name: &str, ty: u32) -> Result<()> {
@@ -251,7 +313,7 @@ fn check_tensor_type(name: &str, ty: u32) -> Result<()> {
     };
     Err(EngineError::Format(format!(
         "GGUF header: tensor `{name}` has {what}; edgefit reads F32, F16, BF16, Q4_0, Q4_1, \
-         Q5_0, Q5_1, Q8_0, IQ4_NL and the K-quants Q2_K..Q6_K (re-quantize the file with llama.cpp's \
+         Q5_0, Q5_1, Q8_0, IQ4_NL, IQ4_XS and the K-quants Q2_K..Q6_K (re-quantize the file with llama.cpp's \
          llama-quantize, e.g. to Q4_K_M)"
     )))
 }
@@ -408,7 +470,7 @@ pub(super) fn byte_len(name: &str, dtype: GgmlDType, elems: u64) -> Result<u64> 
 
 /// Every tensor's bytes, computed with checked arithmetic, lie inside the file and overlap no
 /// other tensor's.
-fn check_layout(content: &Content, file_len: u64) -> Result<()> {
+fn check_layout(content: &Content, file_len: u64, own: &HashMap<String, OwnType>) -> Result<()> {
     let mut infos: Vec<_> = content.tensor_infos.iter().collect();
     infos.sort_by_key(|(name, info)| (info.offset, name.as_str()));
     let mut spans: Vec<(u64, u64, &str)> = Vec::with_capacity(infos.len());
@@ -420,7 +482,10 @@ fn check_layout(content: &Content, file_len: u64) -> Result<()> {
             .ok_or_else(|| {
                 EngineError::tensor(name, format!("dims {dims:?} multiply past 2^64"))
             })?;
-        let len = byte_len(name, info.ggml_dtype, elems)?;
+        let len = match own.get(name) {
+            Some(t) => t.byte_len(name, elems)?,
+            None => byte_len(name, info.ggml_dtype, elems)?,
+        };
         let start = content.tensor_data_offset.checked_add(info.offset);
         match start.and_then(|s| s.checked_add(len).map(|e| (s, e))) {
             Some((start, end)) if end <= file_len => spans.push((start, end, name)),

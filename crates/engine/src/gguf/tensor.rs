@@ -11,7 +11,7 @@ use crate::error::{EngineError, Result};
 use crate::weights::{RawTensor, Source};
 
 use super::candle_msg;
-use super::prescan::{byte_len, Header};
+use super::prescan::{byte_len, Header, OwnType};
 
 /// What a ggml type is to the loader.
 pub(super) fn source_of(dtype: GgmlDType) -> Source {
@@ -36,13 +36,14 @@ pub(super) fn source_of(dtype: GgmlDType) -> Source {
 }
 
 /// What the loader holds tensor `name` of `header` as: IQ4_NL blocks become Q8_0 blocks
-/// ([`iq4_nl_as_q8_0`]), every other type is [`source_of`] its type.
+/// ([`iq4_nl_as_q8_0`]), IQ4_XS values are converted like the other types the kernels do not
+/// run ([`iq4_xs_values`]), every other type is [`source_of`] its type.
 pub(super) fn source_in(header: &Header, name: &str) -> Option<Source> {
     let info = header.content.tensor_infos.get(name)?;
-    Some(if header.iq4_nl.contains(name) {
-        Source::Q8_0
-    } else {
-        source_of(info.ggml_dtype)
+    Some(match header.own.get(name) {
+        Some(OwnType::Iq4Nl) => Source::Q8_0,
+        Some(OwnType::Iq4Xs) => Source::Other("iq4_xs"),
+        None => source_of(info.ggml_dtype),
     })
 }
 
@@ -70,6 +71,34 @@ pub(crate) fn iq4_nl_as_q8_0(blocks: &[u8]) -> Vec<u8> {
     out
 }
 
+/// IQ4_XS super-blocks (f16 scale `d`, 16 bits of high scale bits, 4 bytes of low ones, then
+/// 128 bytes of indices) as values: sub-block `b` of 32 has the 6-bit scale
+/// `ls = low nibble b of scales_l | 2 bits b of scales_h << 4` and values
+/// `d · (ls − 32) · table[index]`, its 16 index bytes holding values `j` (low nibbles) and
+/// `j + 16` (high), as ggml's `dequantize_row_iq4_xs` computes them.
+pub(crate) fn iq4_xs_values(blocks: &[u8]) -> Vec<f32> {
+    let mut out = Vec::with_capacity(blocks.len() / 136 * 256);
+    for b in blocks.chunks_exact(136) {
+        let d = half::f16::from_le_bytes([b[0], b[1]]).to_f32();
+        let scales_h = u16::from_le_bytes([b[2], b[3]]);
+        let scales_l = &b[4..8];
+        for (ib, qs) in b[8..].chunks_exact(16).enumerate() {
+            let ls = ((scales_l[ib / 2] >> (4 * (ib % 2))) & 0xf) as i32
+                | ((((scales_h >> (2 * ib)) & 3) as i32) << 4);
+            let dl = d * (ls - 32) as f32;
+            out.extend(
+                qs.iter()
+                    .map(|q| dl * f32::from(IQ4_NL_VALUES[usize::from(q & 0xf)])),
+            );
+            out.extend(
+                qs.iter()
+                    .map(|q| dl * f32::from(IQ4_NL_VALUES[usize::from(q >> 4)])),
+            );
+        }
+    }
+    out
+}
+
 /// Reads one tensor, checking it is `rows × cols` (a vector when `rows == 1`) and that its
 /// bytes lie inside the file before reading them.
 pub(super) fn read_tensor<R: Read + Seek>(
@@ -80,7 +109,7 @@ pub(super) fn read_tensor<R: Read + Seek>(
     cols: usize,
 ) -> Result<RawTensor> {
     let (content, file_len) = (&header.content, header.file_len);
-    let iq4_nl = header.iq4_nl.contains(name);
+    let own = header.own.get(name).copied();
     let info = content
         .tensor_infos
         .get(name)
@@ -103,8 +132,12 @@ pub(super) fn read_tensor<R: Read + Seek>(
         source,
         Source::Float("f32") | Source::Q4_0 | Source::Q4_1 | Source::Q8_0 | Source::Ggml(_)
     );
-    if raw {
-        let len = byte_len(name, dtype, rows as u64 * cols as u64)?;
+    if raw || own.is_some() {
+        let elems = rows as u64 * cols as u64;
+        let len = match own {
+            Some(t) => t.byte_len(name, elems)?,
+            None => byte_len(name, dtype, elems)?,
+        };
         let start = content
             .tensor_data_offset
             .checked_add(info.offset)
@@ -122,9 +155,17 @@ pub(super) fn read_tensor<R: Read + Seek>(
             .seek(SeekFrom::Start(start))
             .and_then(|_| reader.read_exact(&mut bytes))
             .map_err(|e| EngineError::tensor(name, format!("reading {len} bytes: {e}")))?;
-        if iq4_nl {
-            check_block_scales(name, &bytes, 18, 1)?;
-            return Ok(RawTensor::Q8_0(iq4_nl_as_q8_0(&bytes)));
+        match own {
+            Some(OwnType::Iq4Nl) => {
+                check_block_scales(name, &bytes, 18, 1)?;
+                return Ok(RawTensor::Q8_0(iq4_nl_as_q8_0(&bytes)));
+            }
+            Some(OwnType::Iq4Xs) => {
+                let v = iq4_xs_values(&bytes);
+                check_finite(name, &v)?;
+                return Ok(RawTensor::Dequantized(Source::Other("iq4_xs"), v));
+            }
+            None => {}
         }
         return Ok(match source {
             Source::Float(_) | Source::Other(_) => {
@@ -199,37 +240,24 @@ fn check_finite(name: &str, t: &[f32]) -> Result<()> {
 mod tests {
     use super::*;
 
-    /// Three IQ4_NL blocks (scales 0.0123, −0.5 and 3.0 as f16, random index bytes) and what
-    /// gguf-py's own dequantizer makes of them (`gguf.quants.dequantize(raw,
-    /// GGMLQuantizationType.IQ4_NL)`, gguf-py of llama.cpp as vendored in llama-cpp-python
-    /// 0.3.36, numpy seed 7): the Q8_0 blocks hold exactly those values.
+    /// Blocks and the values gguf-py's own dequantizer gives for them
+    /// (`tests/golden/make_iq4_goldens.py`).
+    fn golden(kind: &str) -> (Vec<u8>, Vec<f32>) {
+        let doc: serde_json::Value =
+            serde_json::from_str(include_str!("../../../../tests/golden/ggml/iq4.json")).unwrap();
+        let e = &doc[kind];
+        (
+            serde_json::from_value(e["bytes"].clone()).unwrap(),
+            serde_json::from_value(e["values"].clone()).unwrap(),
+        )
+    }
+
+    /// Three IQ4_NL blocks (scales 0.0123, −0.5 and 3.0): the Q8_0 blocks hold exactly gguf-py's
+    /// values.
     #[test]
-    // The values as gguf-py printed them (exact: an f16 scale times a small integer).
-    #[allow(clippy::excessive_precision)]
     fn iq4_nl_blocks_become_q8_0_blocks_of_the_same_values() {
-        #[rustfmt::skip]
-        let raw: [u8; 54] = [
-            76, 34, 139, 74, 229, 241, 169, 65, 6, 160, 149, 106, 38, 175, 188, 205, 175, 229,
-            0, 184, 98, 249, 10, 148, 95, 86, 147, 198, 66, 39, 106, 213, 171, 45, 167, 57,
-            0, 66, 69, 81, 55, 14, 153, 178, 215, 76, 52, 39, 250, 72, 215, 50, 161, 223,
-        ];
-        #[rustfmt::skip]
-        let want: [f32; 96] = [
-            0.46734619140625, 0.307464599609375, -0.430450439453125, -1.279052734375,
-            0.159881591796875, -1.279052734375, -0.27056884765625, -1.561920166015625,
-            -0.430450439453125, 0.307464599609375, -0.27056884765625, 1.389739990234375,
-            0.651824951171875, 0.848602294921875, 1.389739990234375, -0.430450439453125,
-            0.012298583984375, -0.602630615234375, 1.094573974609375, 1.389739990234375,
-            0.307464599609375, -0.602630615234375, -1.561920166015625, 0.307464599609375,
-            0.159881591796875, -0.27056884765625, -1.020782470703125, 0.307464599609375,
-            0.46734619140625, 0.651824951171875, 0.307464599609375, 1.094573974609375,
-            41.5, -6.5, -12.5, 24.5, -56.5, 11.0, 32.5, 11.0, 41.5, 5.0, -12.5, 17.5, -19.0,
-            -34.5, 5.0, -6.5, 11.0, -56.5, 63.5, -6.5, 17.5, 17.5, -6.5, -26.5, 24.5, 41.5,
-            11.0, -34.5, -12.5, 41.5, -12.5, 32.5,
-            -105.0, -312.0, -30.0, 267.0, 39.0, -249.0, -30.0, 159.0, -147.0, -30.0, 75.0, 3.0,
-            -30.0, -249.0, -312.0, 339.0, -147.0, -105.0, -195.0, -381.0, 39.0, 114.0, 207.0,
-            -147.0, -195.0, -249.0, 339.0, -147.0, 207.0, -195.0, 75.0, 207.0,
-        ];
+        let (raw, want) = golden("iq4_nl");
+        assert_eq!(want.len(), 96);
         let q8 = iq4_nl_as_q8_0(&raw);
         assert_eq!(q8.len(), 3 * 34);
         let got: Vec<f32> = q8
@@ -240,5 +268,14 @@ mod tests {
             })
             .collect();
         assert_eq!(got, want);
+    }
+
+    /// Two IQ4_XS super-blocks (scales 0.0371 and −0.002, random sub-block scales and
+    /// indices): exactly gguf-py's values.
+    #[test]
+    fn iq4_xs_blocks_dequantize_as_gguf_py_does() {
+        let (raw, want) = golden("iq4_xs");
+        assert_eq!((raw.len(), want.len()), (2 * 136, 512));
+        assert_eq!(iq4_xs_values(&raw), want);
     }
 }

@@ -475,3 +475,79 @@ fn iq4_nl_tensors_load_as_q8_0_blocks_of_their_values() {
         "{err}"
     );
 }
+
+/// IQ4_XS (ggml type 23, IQ4_XS files): a crafted 256-wide file whose matrices are IQ4_XS, each
+/// super-block one of `tests/golden/ggml/iq4.json`'s (gguf-py's values), loads; read as f32
+/// every matrix holds gguf-py's values; by default the kernels have no IQ4_XS blocks, so the
+/// matrices are converted (`w4g32`, the embedding and head `q8_0`) and named, and the memory
+/// preflight counts what is held.
+#[test]
+fn iq4_xs_tensors_load_as_gguf_py_reads_them_and_convert_by_name() {
+    use crate::common::hostile_cases::{layout, set_u32};
+    let doc: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/golden/ggml/iq4.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let raw: Vec<u8> = serde_json::from_value(doc["iq4_xs"]["bytes"].clone()).unwrap();
+    let values: Vec<f32> = serde_json::from_value(doc["iq4_xs"]["values"].clone()).unwrap();
+    let mut bytes = craft(GgmlDType::Q4K);
+    let l = layout(&bytes);
+    let mut patched = Vec::new();
+    for t in &l.tensors {
+        if u32::from_le_bytes(bytes[t.dtype_at..t.dtype_at + 4].try_into().unwrap()) != 12 {
+            continue;
+        }
+        // Q4_K's 144-byte super-blocks hold IQ4_XS's 136-byte ones (the rest is a gap).
+        let n: usize = t
+            .dims_at
+            .iter()
+            .map(|&at| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize)
+            .product();
+        let start = l.data_of(&t.name);
+        for (k, block) in bytes[start..start + n / 256 * 136]
+            .chunks_exact_mut(136)
+            .enumerate()
+        {
+            block.copy_from_slice(&raw[(k % 2) * 136..(k % 2 + 1) * 136]);
+        }
+        set_u32(&mut bytes, t.dtype_at, 23);
+        patched.push((t.name.clone(), n));
+    }
+    assert_eq!(patched.len(), 2 + 7 * LAYERS);
+    let mut seen = 0;
+    read_matrices(
+        &mut Cursor::new(&bytes),
+        &weights(WeightsFormat::F32, Some(WeightsFormat::F32), false),
+        |name, m| {
+            let n = m.rows() * m.cols();
+            assert!(patched.contains(&(name.to_string(), n)), "{name}");
+            let want: Vec<f32> = values.iter().copied().cycle().take(n).collect();
+            assert_eq!(m.to_f32(), want, "{name}");
+            seen += 1;
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(seen, patched.len());
+    let model = load(&bytes, LoadOptions::default());
+    let s = model.weights.summary();
+    let conv: Vec<(&str, &str, usize)> = s
+        .converted
+        .iter()
+        .map(|c| (c.from.as_str(), c.to.as_str(), c.tensors.len()))
+        .collect();
+    assert_eq!(
+        conv,
+        [("iq4_xs", "q8_0", 2), ("iq4_xs", "w4g32", 7 * LAYERS)]
+    );
+    let options = LoadOptions::default();
+    let need = gguf_memory_need(&mut Cursor::new(&bytes), &model.config, &options).unwrap();
+    assert_eq!(
+        need.weights + need.embedding + need.norms,
+        model.weights.bytes()
+    );
+}

@@ -291,12 +291,12 @@ pub fn gguf_cases() -> Vec<GgufCase> {
             &["blk.0.attn_q.weight", "ggml type 99"],
         ),
         case(
-            "i-quant tensor (IQ4_XS)",
+            "i-quant tensor (IQ3_S)",
             patched(Q8_0, |b, l| {
-                set_u32(b, l.tensor("blk.1.ffn_down.weight").dtype_at, 23)
+                set_u32(b, l.tensor("blk.1.ffn_down.weight").dtype_at, 21)
             }),
             Format,
-            &["blk.1.ffn_down.weight", "IQ4_XS", "does not read"],
+            &["blk.1.ffn_down.weight", "IQ3_S", "does not read"],
         ),
         case(
             "tensor with 5 dims",
