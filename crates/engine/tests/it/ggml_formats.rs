@@ -144,6 +144,18 @@ fn candle_f32(bytes: &[u8], name: &str) -> Vec<f32> {
         .unwrap()
 }
 
+/// Asserts the model's conversions are `want`: (from, to, how many tensors).
+fn assert_converted(model: &Model, want: &[(&str, &str, usize)]) {
+    let s = model.weights.summary();
+    let conv: Vec<(&str, &str, usize)> = s
+        .converted
+        .iter()
+        .map(|c| (c.from.as_str(), c.to.as_str(), c.tensors.len()))
+        .collect();
+    println!("converted {conv:?}");
+    assert_eq!(conv, want);
+}
+
 fn same_bits(a: &[f32], b: &[f32]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }
@@ -286,13 +298,7 @@ fn types_without_kernels_are_converted_and_named() {
         let bytes = craft(dtype);
         let model = load(&bytes, LoadOptions::default());
         let s = model.weights.summary();
-        let conv: Vec<(&str, &str, usize)> = s
-            .converted
-            .iter()
-            .map(|c| (c.from.as_str(), c.to.as_str(), c.tensors.len()))
-            .collect();
-        println!("{name} file, default: converted {conv:?}");
-        assert_eq!(conv, [(name, "q8_0", 2), (name, "w4g32", 7 * LAYERS)]);
+        assert_converted(&model, &[(name, "q8_0", 2), (name, "w4g32", 7 * LAYERS)]);
         assert_eq!(
             s.converted[0].tensors,
             ["token_embd.weight", "output.weight"]
@@ -534,15 +540,9 @@ fn iq4_xs_tensors_load_as_gguf_py_reads_them_and_convert_by_name() {
     .unwrap();
     assert_eq!(seen, patched.len());
     let model = load(&bytes, LoadOptions::default());
-    let s = model.weights.summary();
-    let conv: Vec<(&str, &str, usize)> = s
-        .converted
-        .iter()
-        .map(|c| (c.from.as_str(), c.to.as_str(), c.tensors.len()))
-        .collect();
-    assert_eq!(
-        conv,
-        [("iq4_xs", "q8_0", 2), ("iq4_xs", "w4g32", 7 * LAYERS)]
+    assert_converted(
+        &model,
+        &[("iq4_xs", "q8_0", 2), ("iq4_xs", "w4g32", 7 * LAYERS)],
     );
     let options = LoadOptions::default();
     let need = gguf_memory_need(&mut Cursor::new(&bytes), &model.config, &options).unwrap();
