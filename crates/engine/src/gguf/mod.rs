@@ -4,7 +4,9 @@
 //! ([`crate::weights`]): Q4_0, Q4_1, Q8_0, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K tensors are read as
 //! raw blocks (kept exactly by the default `auto` format, and Q4_0/Q4_1 by `w4g32`, Q8_0 by
 //! `q8_0`), F32 directly, F16, BF16 and the other ggml types (Q2_K, Q3_K, Q8_1, Q8_K) through
-//! candle's dequantization, which the model info then names as a conversion. Peak memory while
+//! candle's dequantization, which the model info then names as a conversion. IQ4_NL and
+//! IQ4_XS, which candle does not parse, are read by the loader itself (`prescan::OwnType`):
+//! IQ4_NL blocks become the Q8_0 blocks of the same values, IQ4_XS is converted. Peak memory while
 //! loading is the converted model plus one tensor (plus, for a fused tensor, the part cut from
 //! it).
 //!
@@ -12,10 +14,10 @@
 //! `blk.N.ffn_up.weight` the gate then up rows ([`crate::config::Arch::gguf_names`]); each
 //! part is cut from the fused tensor by rows ([`RawTensor::row_range`]: bytes of whole block
 //! rows, never re-rounded). `phi3.rope.dimension_count` below the head size is partial RoPE
-//! (NEOX order: the first dims of each head rotate), `phi3.attention.sliding_window` = 0 (or at
-//! least the context) is full attention, anything narrower is refused (llama.cpp ignores it,
-//! transformers applies it), and longrope (`rope_factors_long/short.weight`,
-//! `phi3.rope.scaling.attn_factor`) is refused naming it.
+//! (NEOX order: the first dims of each head rotate), `phi3.attention.sliding_window` is read as
+//! full attention whatever its value, as llama.cpp (which disables Phi-3's window) and
+//! transformers' GGUF loader (which does not read the key) both run such a file, and LongRoPE
+//! is read from `rope_factors_long/short.weight` and `phi3.rope.scaling.*`.
 //! Shapes are checked against the metadata, and byte counts against the file's length, before a
 //! tensor's bytes are read, so a hostile header cannot make the loader allocate more than the
 //! model it claims to be.
