@@ -9,6 +9,7 @@ use candle_core::quantized::gguf_file::Content;
 use candle_core::quantized::GgmlDType;
 
 use crate::error::{EngineError, Result};
+use crate::weights::Source;
 
 use super::candle_msg;
 
@@ -78,21 +79,16 @@ impl OwnType {
     /// The bytes of `elems` values of this type in tensor `name`.
     pub(super) fn byte_len(self, name: &str, elems: u64) -> Result<u64> {
         let (block, bytes) = self.block();
-        if !elems.is_multiple_of(block) {
-            return Err(EngineError::tensor(
-                name,
-                format!(
-                    "{elems} values is not a whole number of {} blocks of {block}",
-                    self.name()
-                ),
-            ));
+        blocks_len(name, self.name(), block, bytes, elems)
+    }
+
+    /// What the loader holds a tensor of this type as: IQ4_NL as Q8_0 blocks, IQ4_XS converted
+    /// like the other types the kernels do not run.
+    pub(super) fn source(self) -> Source {
+        match self {
+            OwnType::Iq4Nl => Source::Q8_0,
+            OwnType::Iq4Xs => Source::Other(self.name()),
         }
-        (elems / block).checked_mul(bytes).ok_or_else(|| {
-            EngineError::tensor(
-                name,
-                format!("{elems} values of {}: the size overflows", self.name()),
-            )
-        })
     }
 }
 
@@ -451,21 +447,31 @@ fn scalar_size(ty: u32) -> Option<u64> {
 
 /// Bytes of `elems` values of `dtype` (whole blocks only), with checked arithmetic.
 pub(super) fn byte_len(name: &str, dtype: GgmlDType, elems: u64) -> Result<u64> {
-    let block = dtype.block_size() as u64;
+    let what = format!("{dtype:?}");
+    blocks_len(
+        name,
+        &what,
+        dtype.block_size() as u64,
+        dtype.type_size() as u64,
+        elems,
+    )
+}
+
+/// The bytes of `elems` values in blocks of `block` values of `bytes` bytes each (type `what`),
+/// with checked arithmetic.
+fn blocks_len(name: &str, what: &str, block: u64, bytes: u64, elems: u64) -> Result<u64> {
     if !elems.is_multiple_of(block) {
         return Err(EngineError::tensor(
             name,
-            format!("{elems} values is not a whole number of {dtype:?} blocks of {block}"),
+            format!("{elems} values is not a whole number of {what} blocks of {block}"),
         ));
     }
-    (elems / block)
-        .checked_mul(dtype.type_size() as u64)
-        .ok_or_else(|| {
-            EngineError::tensor(
-                name,
-                format!("{elems} values of {dtype:?}: the size overflows"),
-            )
-        })
+    (elems / block).checked_mul(bytes).ok_or_else(|| {
+        EngineError::tensor(
+            name,
+            format!("{elems} values of {what}: the size overflows"),
+        )
+    })
 }
 
 /// Every tensor's bytes, computed with checked arithmetic, lie inside the file and overlap no

@@ -41,8 +41,7 @@ pub(super) fn source_of(dtype: GgmlDType) -> Source {
 pub(super) fn source_in(header: &Header, name: &str) -> Option<Source> {
     let info = header.content.tensor_infos.get(name)?;
     Some(match header.own.get(name) {
-        Some(OwnType::Iq4Nl) => Source::Q8_0,
-        Some(OwnType::Iq4Xs) => Source::Other("iq4_xs"),
+        Some(t) => t.source(),
         None => source_of(info.ggml_dtype),
     })
 }
@@ -163,7 +162,7 @@ pub(super) fn read_tensor<R: Read + Seek>(
             Some(OwnType::Iq4Xs) => {
                 let v = iq4_xs_values(&bytes);
                 check_finite(name, &v)?;
-                return Ok(RawTensor::Dequantized(Source::Other("iq4_xs"), v));
+                return Ok(RawTensor::Dequantized(OwnType::Iq4Xs.source(), v));
             }
             None => {}
         }
