@@ -677,7 +677,7 @@ export function createEstimatePanel({ send }) {
       el.measureProgress.value = msg.done;
       el.measureProgress.hidden = !st.measuring;
       const elapsed = st.measureStartedMs === undefined ? null : performance.now() - st.measureStartedMs;
-      el.deviceNote.textContent = `measuring this tab with the engine's kernel: streaming read, f32 GEMM, cost per op, GEMV and GEMM per weight format: ${msg.done} / ${msg.total} probes${P.timeLeft(msg.done, msg.total, elapsed)}`;
+      el.deviceNote.textContent = `measuring this tab with the engine's kernel: streaming read, f32 GEMM, cost per op, norms + attention + activation, GEMV and GEMM per weight format, in two rounds (each figure keeps its better round): ${msg.done} / ${msg.total} probes${P.timeLeft(msg.done, msg.total, elapsed)}`;
     },
     onResult(msg) {
       if (msg.measurements) st.measuring = false;

@@ -219,6 +219,11 @@ test('warningTexts and describeMeasurements', () => {
     }),
     'scalar kernel · streaming read 20.0 GB/s · f32 GEMM 5.0 GFLOP/s · 1.23 µs per op · GEMV G weights/s: q4_1 3.00 · GEMM (64 rows) G weights/s: q4_1 4.50',
   );
+  // The roof of the ops between the matrix products, when measured.
+  assert.equal(
+    V.describeMeasurements({ read_bandwidth_gbs: 20, f32_gflops: 5, op_overhead_us: 1.5, vector_gflops: 4.456, weight_rate_gws: { q4_1: 3 } }),
+    'streaming read 20.0 GB/s · f32 GEMM 5.0 GFLOP/s · 1.50 µs per op · norms, attention, activation 4.46 GFLOP/s · GEMV G weights/s: q4_1 3.00',
+  );
   // On N threads: the count first, and the ratios against the 1-thread set (formats in both).
   const one = { read_bandwidth_gbs: 10, f32_gflops: 5, weight_rate_gws: { q4_1: 2, f32: 1 }, prefill_weight_rate_gws: { q4_1: 4 } };
   const two = {

@@ -99,6 +99,14 @@ pub struct UnitProfile {
     /// `weight_rate_gws` (one pass over the weights) applies.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub prefill_weight_rate_gws: BTreeMap<WeightFormat, f64>,
+    /// Optional roof of the ops other than the matrix products (norms, the MLP activation, the
+    /// attention: scores, softmax, weighted values), GFLOP/s of the FLOPs the op table counts
+    /// for them: attention over a quantized cache and code that runs one value at a time
+    /// (square roots, exponentials), far below a GEMM's rate. The tab measures it on the
+    /// engine's own ops, whose RoPE, cache writes and residual adds (not rows of the op table)
+    /// it folds in. Without it those ops run at the compute roof.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_gflops: Option<f64>,
     /// CPU clusters (CPU units only). With them, a runtime's peak is computed from the cores
     /// its threads use; without, `peak_gflops` stands for the whole unit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -285,6 +293,12 @@ pub struct BrowserMeasurements {
     /// to matter, divided by the ops the estimator counts in that step.
     #[serde(default)]
     pub op_overhead_us: Option<f64>,
+    /// The engine's ops between its matrix products (RMSNorm, RoPE, attention over an int8
+    /// KV cache, SiLU × up, residual adds) on a prompt chunk of a reference layer, GFLOP/s of
+    /// the FLOPs the estimator counts for them (norms, MLP activation, attention):
+    /// `UnitProfile::vector_gflops`.
+    #[serde(default)]
+    pub vector_gflops: Option<f64>,
     /// The wasm memory limit the tab gives (bytes), if known.
     #[serde(default)]
     pub wasm_limit_bytes: Option<u64>,
@@ -342,6 +356,9 @@ impl DeviceProfile {
         if let Some(v) = m.op_overhead_us {
             check("op_overhead_us", v)?;
         }
+        if let Some(v) = m.vector_gflops {
+            check("vector_gflops", v)?;
+        }
         let threads = m.threads.unwrap_or(1);
         if !(1..=crate::deploy::MAX_THREADS).contains(&threads) {
             return Err(EstimateError::InvalidDevice {
@@ -392,6 +409,9 @@ impl DeviceProfile {
         if let Some(us) = m.op_overhead_us {
             cpu.op_overhead_us = us;
         }
+        if let Some(v) = m.vector_gflops {
+            cpu.vector_gflops = Some(v);
+        }
         let unmeasured: Vec<WeightFormat> = cpu
             .weight_rate_gws
             .keys()
@@ -428,6 +448,12 @@ impl DeviceProfile {
             measured.push((
                 "units.cpu.op_overhead_us".to_string(),
                 format!("{MEASURED}: a decode step of a 2-layer 64-wide model (its arithmetic is negligible) / the ops the estimator counts in it"),
+            ));
+        }
+        if m.vector_gflops.is_some() {
+            measured.push((
+                "units.cpu.vector_gflops".to_string(),
+                format!("{MEASURED}: the engine's ops between its matrix products (RMSNorm, RoPE, attention over an int8 KV cache, SiLU x up, residual adds) on a 64-token chunk of a SmolLM2-135M layer (one thread) / the FLOPs the estimator counts for its norms, MLP activation and attention"),
             ));
         }
         measured.extend(m.weight_rate_gws.keys().map(|f| {
@@ -519,6 +545,9 @@ impl DeviceProfile {
             }
             for (wf, v) in &p.weight_rate_gws {
                 pos(&f(&format!("weight_rate_gws.{wf}")), *v)?;
+            }
+            if let Some(v) = p.vector_gflops {
+                pos(&f("vector_gflops"), v)?;
             }
             frac(&f("compute_efficiency"), p.compute_efficiency, 0.01)?;
             pos(&f("bandwidth_gbs"), p.bandwidth_gbs)?;
@@ -863,6 +892,7 @@ mod tests {
             prefill_weight_rate_gws: [(WeightFormat::F32, 3.0)].into(),
             kernel: Some("scalar".into()),
             op_overhead_us: Some(4.5),
+            vector_gflops: Some(1.5),
             wasm_limit_bytes: Some(4 << 30),
             threads: None,
         };
@@ -901,6 +931,11 @@ mod tests {
         assert_eq!(cpu.peak_gflops[&ComputeDtype::F32], 7.5);
         assert_eq!(cpu.prefill_weight_rate_gws[&WeightFormat::F32], 3.0);
         assert_eq!(cpu.op_overhead_us, 4.5);
+        assert_eq!(cpu.vector_gflops, Some(1.5));
+        assert_eq!(
+            bundled_cpu.vector_gflops, None,
+            "the bundled profile has no vector roof"
+        );
         assert!(p.name.contains("scalar kernel"), "{}", p.name);
         // Not measured: the bundled figures stay.
         assert_eq!(cpu.weight_rate_gws[&WeightFormat::W4g32], w4_bundled);
@@ -918,6 +953,7 @@ mod tests {
         assert!(measured("units.cpu.weight_rate_gws.f32"));
         assert!(measured("units.cpu.prefill_weight_rate_gws.f32"));
         assert!(measured("units.cpu.op_overhead_us"));
+        assert!(measured("units.cpu.vector_gflops"));
         assert!(measured("units.cpu.bandwidth_gbs"));
         assert!(measured("units.cpu.peak_gflops.f32"));
         assert!(!measured("units.cpu.weight_rate_gws.w4g32"));

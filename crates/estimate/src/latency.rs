@@ -17,6 +17,13 @@
 //! `t = max(FLOPs / (peak · efficiency · f/f_max), bytes / bandwidth, weights / (rate · f/f_max))
 //! + overhead` (on a CPU under a runtime profile the kernel term adds to the bytes' time,
 //! `max(FLOPs / …, bytes / bandwidth + weights / (rate · f/f_max))`: see [`crate::runtime`]),
+//! (`FLOPs / (peak · efficiency)` is, on a unit with a vector roof `V` — this browser tab's
+//! measured rate of the engine's ops between its matrix products —,
+//! `(FLOPs − FLOPs_vec) / (peak · efficiency) + FLOPs_vec / V`, `FLOPs_vec` being the norms',
+//! the MLP activation's and the attention's: `4·b·n·d` per norm, `5·b·n·I`,
+//! `b·H·(2·dk + 2·dv + 5)·S`; attention over a quantized cache and code that runs value by
+//! value, square roots and exponentials, are far slower than a GEMM's FLOPs, which the tab's
+//! peak stands for),
 //! where `rate` is the optional instruction-bound kernel roof of the format the matrix is held in (weights per second; a wasm int4 GEMV is bound by instructions, not memory;
 //! where the unit measured a roof per format, each matrix of a mixed file takes its own, else
 //! the layer format's or the runtime's); for a matmul of
@@ -67,6 +74,10 @@ pub(crate) struct OpCost {
     pub weight_bytes: f64,
     pub kv_bytes: f64,
     pub act_bytes: f64,
+    /// The part of `flops` outside the matrix products (norms, the MLP activation, the
+    /// attention: scores, softmax, weighted values): on a unit with a vector roof
+    /// (`vector_gflops`) it runs at that rate, the rest at the compute roof.
+    pub vector_flops: f64,
     /// Weights processed (for the kernel roof).
     pub weights: f64,
     /// Activation rows each weight multiplies (`b·n` for a matmul, 0 for other ops): picks the
@@ -84,6 +95,7 @@ impl OpCost {
     }
     fn add(&mut self, o: &OpCost) {
         self.flops += o.flops;
+        self.vector_flops += o.vector_flops;
         self.weight_bytes += o.weight_bytes;
         self.kv_bytes += o.kv_bytes;
         self.act_bytes += o.act_bytes;
@@ -179,6 +191,8 @@ pub(crate) struct Roof {
     /// its own roofs (a mixed file's q5_0 or q6_k matrices, a q8_0 output head), one not listed
     /// the two above.
     pub format_rates: FormatRates,
+    /// FLOP/s of the element-wise ops (`OpCost::vector_flops`), if the unit has that roof.
+    pub vector_flops: Option<f64>,
     /// s per op.
     pub overhead: f64,
     /// s per forward pass (decode step or prefill chunk): graph scheduling, sampling.
@@ -207,6 +221,8 @@ pub struct PhaseRoof {
     /// the engine's kernels); a matmul in a listed format takes its own (a mixed file's q5_0
     /// or q6_k matrices, a q8_0 output head under 4-bit layers), others the two above.
     pub format_rates: FormatRates,
+    /// Roof of the element-wise ops, GFLOP/s (`UnitProfile::vector_gflops`), if any.
+    pub vector_gflops: Option<f64>,
     /// Fixed cost per op, µs.
     pub op_overhead_us: f64,
     /// Fixed cost per forward pass, µs.
@@ -229,6 +245,7 @@ impl Roof {
             weight_rate: phase.weight_rate_gws.map(|r| r * 1e9 * scale),
             prefill_weight_rate: phase.gemm_rate_gws.map(|r| r * 1e9 * scale),
             format_rates: phase.format_rates.scaled(1e9 * scale),
+            vector_flops: phase.vector_gflops.map(|v| v * 1e9 * scale),
             overhead: phase.op_overhead_us * 1e-6,
             pass_overhead: phase.pass_overhead_us * 1e-6,
             kernel_adds_to_memory: phase.kernel_adds_to_memory,
@@ -236,7 +253,11 @@ impl Roof {
     }
 
     fn time(&self, c: &OpCost) -> (f64, Bound) {
-        let tc = c.flops / self.flops;
+        // Element-wise FLOPs at the vector roof where the unit has one, the rest at the peak.
+        let tc = match self.vector_flops {
+            Some(v) => (c.flops - c.vector_flops) / self.flops + c.vector_flops / v,
+            None => c.flops / self.flops,
+        };
         let tm = c.bytes() / self.bw;
         // Kernel roof: a GEMV (one row) streams each weight once, `weights / rate`; a GEMM of
         // `rows > 1` rows on a unit with a GEMM roof measured at GEMM_ROWS rows interpolates
@@ -377,6 +398,7 @@ impl<'a> TimeModel<'a> {
         OpCost {
             op,
             flops: 2.0 * bn * r * c,
+            vector_flops: 0.0,
             weight_bytes: fmt.matrix_bytes(rows, cols) as f64,
             kv_bytes: 0.0,
             act_bytes: self.a() * bn * (r + c),
@@ -409,6 +431,7 @@ impl<'a> TimeModel<'a> {
         OpCost {
             op: "attention",
             flops: b * h * (2.0 * dk + 2.0 * dv + 5.0) * s,
+            vector_flops: b * h * (2.0 * dk + 2.0 * dv + 5.0) * s,
             weight_bytes: 0.0,
             kv_bytes: b * per_tok * read + b * per_tok * nf,
             act_bytes: self.a() * b * nf * h * (dk + dv),
@@ -439,6 +462,7 @@ impl<'a> TimeModel<'a> {
             OpCost {
                 op: "norms",
                 flops: norms * 4.0 * bn * df,
+                vector_flops: norms * 4.0 * bn * df,
                 weight_bytes: norms * 4.0 * df,
                 kv_bytes: 0.0,
                 act_bytes: norms * 2.0 * self.a() * bn * df,
@@ -461,6 +485,7 @@ impl<'a> TimeModel<'a> {
             OpCost {
                 op: "mlp_act",
                 flops: 5.0 * bn * i as f64,
+                vector_flops: 5.0 * bn * i as f64,
                 weight_bytes: 0.0,
                 kv_bytes: 0.0,
                 act_bytes: 3.0 * self.a() * bn * i as f64,
@@ -485,6 +510,7 @@ impl<'a> TimeModel<'a> {
             OpCost {
                 op: "embedding",
                 flops: 0.0,
+                vector_flops: 0.0,
                 weight_bytes: b
                     * n as f64
                     * match (self.spec.tie_word_embeddings, self.plan.mix.token_embd) {
@@ -501,6 +527,7 @@ impl<'a> TimeModel<'a> {
             OpCost {
                 op: "final_norm",
                 flops: 4.0 * b * logits as f64 * df,
+                vector_flops: 4.0 * b * logits as f64 * df,
                 weight_bytes: 4.0 * df,
                 kv_bytes: 0.0,
                 act_bytes: 2.0 * self.a() * b * logits as f64 * df,
@@ -756,6 +783,11 @@ pub struct LatencyReport {
     /// Fixed cost per op, µs.
     #[serde(default)]
     pub op_overhead_us: f64,
+    /// The unit's roof of the ops other than matrix products (norms, MLP activation,
+    /// attention), GFLOP/s,
+    /// where it has one (this browser tab measures it); absent: they run at the compute roof.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_gflops: Option<f64>,
     /// Fixed cost per forward pass (decode step or prefill chunk), µs.
     #[serde(default)]
     pub token_overhead_us: f64,
@@ -855,6 +887,7 @@ mod tests {
             weight_rate: Some(20e9),
             prefill_weight_rate: None,
             format_rates: FormatRates::default(),
+            vector_flops: None,
             overhead: 1e-6,
             pass_overhead: 0.0,
             kernel_adds_to_memory: adds,
@@ -863,6 +896,7 @@ mod tests {
         let op = OpCost {
             op: "gate_proj",
             flops: 2e9,
+            vector_flops: 0.0,
             weight_bytes: 0.5e9,
             kv_bytes: 0.0,
             act_bytes: 0.0,
@@ -883,5 +917,45 @@ mod tests {
         let (t, bound) = plain.time(&op);
         assert!((t - (0.05 + 1e-6)).abs() < 1e-12, "{t}");
         assert_eq!(bound, Bound::Memory);
+    }
+
+    #[test]
+    fn a_vector_roof_times_only_the_element_wise_flops() {
+        let roof = |vector| Roof {
+            flops: 100e9,
+            bw: 1e12,
+            weight_rate: None,
+            prefill_weight_rate: None,
+            format_rates: FormatRates::default(),
+            vector_flops: vector,
+            overhead: 0.0,
+            pass_overhead: 0.0,
+            kernel_adds_to_memory: false,
+        };
+        // An op of 1 GFLOP of which 0.1 GFLOP outside matrix products.
+        let op = OpCost {
+            op: "attention",
+            flops: 1e9,
+            vector_flops: 1e8,
+            weight_bytes: 0.0,
+            kv_bytes: 0.0,
+            act_bytes: 0.0,
+            weights: 0.0,
+            rows: 0.0,
+            format: None,
+        };
+        let (t, bound) = roof(None).time(&op);
+        assert!((t - 0.01).abs() < 1e-12, "{t}");
+        assert_eq!(bound, Bound::Compute);
+        // 0.9 GFLOP at 100 GFLOP/s + 0.1 GFLOP at 2 GFLOP/s.
+        let (t, bound) = roof(Some(2e9)).time(&op);
+        assert!((t - (0.009 + 0.05)).abs() < 1e-12, "{t}");
+        assert_eq!(bound, Bound::Compute);
+        // A matmul has no element-wise FLOPs: the vector roof does not touch it.
+        let mm = OpCost {
+            vector_flops: 0.0,
+            ..op
+        };
+        assert_eq!(roof(Some(2e9)).time(&mm), roof(None).time(&mm));
     }
 }

@@ -277,6 +277,7 @@ pub fn estimate(spec: &ModelSpec, dep: &Deployment, device: &DeviceProfile) -> R
         prefill_bandwidth_gbs: exec.prefill.bandwidth_gbs,
         ridge_intensity: eff / exec.prefill.bandwidth_gbs,
         op_overhead_us: exec.decode.op_overhead_us,
+        vector_gflops: exec.prefill.vector_gflops,
         token_overhead_us: exec.decode.pass_overhead_us,
         prefill_ms: prefill_s * 1e3,
         ttft_ms: prefill_s * 1e3,
@@ -502,12 +503,21 @@ fn explanations(
         .static_context_tokens
         .map(|c| format!("; static-shape graphs: attention spans the whole context C = {c} at every step (FLOPs ∝ n·C, KV read C tokens)"))
         .unwrap_or_default();
+    let vector = l
+        .vector_gflops
+        .map(|v| {
+            format!(
+                "; norms, activation and attention at V = {} GFLOP/s",
+                fmt_num(v)
+            )
+        })
+        .unwrap_or_default();
     e.insert(
         "latency.ttft_ms".into(),
         Explanation::new(
-            "TTFT = Σ chunks [τ + Σ ops max(FLOPs/(peak·η_c), bytes/BW_prefill, weights/rate) + o], attention FLOPs ∝ n·p + n(n+1)/2 (Σ_i min(p + i, w) in a layer with a sliding window w; n·C for a static-shape graph of context C), logits for the last position",
+            "TTFT = Σ chunks [τ + Σ ops max(FLOPs/(peak·η_c), bytes/BW_prefill, weights/rate) + o] (on a unit with a vector roof V, this browser tab's measured rate of the engine's ops between its matrix products: FLOPs/(peak·η_c) → (FLOPs − FLOPs_vec)/(peak·η_c) + FLOPs_vec/V, FLOPs_vec = the norms' 4·n·d, the MLP activation's 5·n·I and the attention's H·(2·dk + 2·dv + 5)·S), attention FLOPs ∝ n·p + n(n+1)/2 (Σ_i min(p + i, w) in a layer with a sliding window w; n·C for a static-shape graph of context C), logits for the last position",
             format!(
-                "{} prompt tokens in chunks of {}; runtime {} on the {}{threads}: {} matmuls, peak {} GFLOP/s × η_c {} = {} GFLOP/s; BW {} GB/s; o = {} µs per op, τ = {} µs per pass{static_ctx}",
+                "{} prompt tokens in chunks of {}; runtime {} on the {}{threads}: {} matmuls, peak {} GFLOP/s × η_c {} = {} GFLOP/s; BW {} GB/s; o = {} µs per op, τ = {} µs per pass{vector}{static_ctx}",
                 dep.prompt_tokens,
                 dep.prefill_chunk.unwrap_or(dep.prompt_tokens).min(dep.prompt_tokens),
                 l.runtime,
@@ -554,7 +564,7 @@ fn explanations(
     e.insert(
         "latency.decode_tok_s".into(),
         Explanation::new(
-            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = τ + Σ ops [max(FLOPs/(peak·η_c), bytes/BW_decode, weights/rate) + o] with bytes = weights + KV read of L tokens (min(L, w) in a layer with a sliding window w; C, the whole context, for a static-shape graph) + logits head; on a CPU under a runtime the kernel adds to the bytes, max(FLOPs/(peak·η_c), bytes/BW_decode + weights/rate) (its loads and its unpacking share one instruction stream; a GPU overlaps them); BW_decode = BW_theoretical · η_d · min(1, threads/t_sat); rate = the decode kernel's weight rate where the runtime has one (CPU: ρ weights per cycle × Σ clock of the cores used; GPU, and an NPU with float activations: κ weights per FLOP × the f32 (NPU: activation precision) peak, for quantized formats; this browser tab: the engine's measured GEMV rate per format, bytes included)",
+            "b·(G − 1) / Σ_{L=P}^{P+G−2} t_step(L); t_step = τ + Σ ops [max(FLOPs/(peak·η_c), bytes/BW_decode, weights/rate) + o] with bytes = weights + KV read of L tokens (min(L, w) in a layer with a sliding window w; C, the whole context, for a static-shape graph) + logits head (the norms', activation's and attention's FLOPs at the vector roof V where the unit has one, as in TTFT); on a CPU under a runtime the kernel adds to the bytes, max(FLOPs/(peak·η_c), bytes/BW_decode + weights/rate) (its loads and its unpacking share one instruction stream; a GPU overlaps them); BW_decode = BW_theoretical · η_d · min(1, threads/t_sat); rate = the decode kernel's weight rate where the runtime has one (CPU: ρ weights per cycle × Σ clock of the cores used; GPU, and an NPU with float activations: κ weights per FLOP × the f32 (NPU: activation precision) peak, for quantized formats; this browser tab: the engine's measured GEMV rate per format, bytes included)",
             format!(
                 "runtime {} on the {}{threads}: first step {} ms ({} bytes moved, ~{} ms at {} GB/s; its ops by what bounds them: bytes {} ms, kernel rate {} ms, compute {} ms, fixed cost alone {} ms; fixed overhead {} ms = {}% of the step: o = {} µs × ops + τ = {} µs), last step {} ms{static_ctx}",
                 l.runtime,

@@ -786,6 +786,7 @@ fn this_browser_takes_measurements() {
         prefill_weight_rate_gws: Default::default(),
         kernel: None,
         op_overhead_us: None,
+        vector_gflops: None,
         wasm_limit_bytes: Some(2 << 30),
         threads: None,
     };
@@ -809,6 +810,41 @@ fn this_browser_takes_measurements() {
         .find(|o| o.op == "gate_proj")
         .unwrap();
     assert_eq!(q.bound, edgefit_estimate::latency::Bound::Kernel);
+    // A measured vector roof (the engine's element-wise ops) slows the norms, the MLP
+    // activation and the softmax, not the matmuls, and the report says what it was.
+    let vec_dev = DeviceProfile::this_browser(&BrowserMeasurements {
+        vector_gflops: Some(0.5),
+        ..m.clone()
+    })
+    .unwrap();
+    let vec = estimate(&spec, &Deployment::default(), &vec_dev).unwrap();
+    assert_eq!(vec.latency.vector_gflops, Some(0.5));
+    assert_eq!(slow.latency.vector_gflops, None);
+    assert!(vec.latency.ttft_ms > slow.latency.ttft_ms);
+    assert!(vec.latency.decode_tok_s < slow.latency.decode_tok_s);
+    let op = |r: &edgefit_estimate::Report, name: &str| {
+        r.layers[0]
+            .prefill
+            .iter()
+            .find(|o| o.op == name)
+            .unwrap()
+            .time_us
+    };
+    assert!(op(&vec, "mlp_act") > op(&slow, "mlp_act"));
+    assert!(op(&vec, "norms") > op(&slow, "norms"));
+    assert_eq!(op(&vec, "gate_proj"), op(&slow, "gate_proj"));
+    assert!(vec.explain["latency.ttft_ms"]
+        .values
+        .contains("norms, activation and attention at V = 0.5000 GFLOP/s"));
+    for v in [0.0, f64::NAN, -1.0] {
+        let e = DeviceProfile::this_browser(&BrowserMeasurements {
+            vector_gflops: Some(v),
+            ..m.clone()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("measurements.vector_gflops"), "{e}");
+    }
     let bad = BrowserMeasurements {
         read_bandwidth_gbs: f64::NAN,
         ..m
@@ -826,6 +862,7 @@ fn smollm2_on_rates(dep: &Deployment, rates: &[(WeightFormat, f64)]) -> edgefit_
         prefill_weight_rate_gws: Default::default(),
         kernel: None,
         op_overhead_us: None,
+        vector_gflops: None,
         wasm_limit_bytes: None,
         threads: None,
     };
