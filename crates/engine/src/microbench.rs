@@ -397,7 +397,8 @@ fn gemm_layer(format: WeightFormat) -> [Vec<(usize, usize)>; 4] {
 /// quarter of the budget. `None` for a format the engine does not run.
 ///
 /// Why a whole layer: the probe before timed one 1536×576 matrix (SmolLM2's MLP shape), and the
-/// tab's prefill estimate stayed 10–44 % optimistic on a quiet machine; the same wasm build in
+/// tab's prefill estimate stayed 10–44 % optimistic in its 4-bit and q8_0 rows on a quiet
+/// machine; the same wasm build in
 /// Node (V8's sampling profiler, SmolLM2-135M Q4_1, a 35-token prompt) spent 9.2 % of a prefill
 /// quantizing activations (`act::quantize_rows`), whose share grows with the narrow and the
 /// 1536-wide inputs (o and down: one prepared input for fewer weights), and the narrow k and v
@@ -646,7 +647,7 @@ pub const ROUNDS: usize = 2;
 /// seconds and a later run of the model does not: in four fresh pages of one headless Chromium
 /// on a 2-core machine (2026-12-07), one round read the streaming bandwidth at 15.8, 11.5, 9.4
 /// and 8.9 GB/s and the w4g32 GEMM at 24.4, 15.4, 23.9 and 24.2 G weight·rows/s, i.e. whole
-/// probes ran 20–45 % slow at random, and in one page the default model's decode estimate
+/// probes ran 20–40 % slow at random, and in one page the default model's decode estimate
 /// moved from +4 % to −13 % of the measured decode with such a round.
 #[derive(Clone, Debug)]
 pub struct MeasureRun {

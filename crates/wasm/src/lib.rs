@@ -825,8 +825,9 @@ pub fn memory_budget() -> u64 {
 }
 
 /// The `this-browser` micro-benchmarks in this tab (streaming read bandwidth, f32 GEMM
-/// throughput, the engine's fixed cost per op, and the engine's GEMV and 64-row GEMM rates in
-/// f32, f16, w4g32, w4g64, w4g128, q4_1 and q8_0; two to three seconds in all), with the kernel
+/// throughput, the engine's fixed cost per op, the roof of its ops between the matrix products,
+/// and the engine's GEMV and 64-row GEMM rates of every format it runs, each probe in two rounds;
+/// about ten seconds in all on a 2-core machine), with the kernel
 /// the engine runs, one probe per `step()` so the page can show progress: `step()` returns
 /// whether probes remain, `done()` / `total()` count them, `finish()` returns the
 /// `BrowserMeasurements` object that [`this_browser_device`] takes. Allocates a 64 MiB buffer for
