@@ -33,7 +33,7 @@
 //!     stream from memory as in a real decode step; G weights/s = copies·N·K / time
 //!     (`weight_rate_gws`);
 //!   - prefill, [`PREFILL_ROWS`] = 64 rows (the engine's prefill chunk) through every matrix
-//!     of a reference layer ([`gemm_layer`]: SmolLM2-135M's q, k, v, o, gate, up, down, in the
+//!     of a reference layer (`gemm_layer`: SmolLM2-135M's q, k, v, o, gate, up, down, in the
 //!     forward pass's groups): G weight·rows/s = 64·Σ N·K / time (`prefill_weight_rate_gws`).
 //!
 //!   These are the estimator's kernel roofs: in wasm an int4 GEMV is bound by instructions per
@@ -392,7 +392,7 @@ fn gemm_layer(format: WeightFormat) -> [Vec<(usize, usize)>; 4] {
 
 /// Weight·rows per second (10^9) of the engine's GEMM on [`PREFILL_ROWS`] activation rows (a
 /// prefill chunk) in `format` with `kernel`: one call multiplies the chunk through every
-/// matrix of [`gemm_layer`] as a forward pass does ([`Pool::linear`] per group: the input
+/// matrix of `gemm_layer` as a forward pass does ([`Pool::linear`] per group: the input
 /// quantized once per group, ranges of rows per thread), `64 · Σ N·K / time`, probed for a
 /// quarter of the budget. `None` for a format the engine does not run.
 ///
@@ -469,7 +469,7 @@ fn vector_flops_counted(n: usize) -> f64 {
 /// into a KV cache in the default format ([`edgefit_estimate::DEFAULT_KV_FORMAT`]), for every
 /// (token, head) the scores over the causal prefix, their softmax and the weighted sum of the
 /// values (the engine's attention kernels), SiLU(gate) × up and two residual adds — timed as
-/// one call, divided into [`vector_flops_counted`]. RoPE, the cache writes and the residual
+/// one call, divided into `vector_flops_counted`. RoPE, the cache writes and the residual
 /// adds are not rows of the estimator's op table, so their time is spread over the counted
 /// FLOPs. One thread (the engine splits the attention's (token, head) items across its pool;
 /// at several threads this roof is a lower bound). `None` if the reference layer cannot be
