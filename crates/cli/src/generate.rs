@@ -48,8 +48,13 @@ pub(crate) fn device_for(id: &str, engine: &Engine) -> Result<DeviceProfile> {
         microbench::MeasureRun::with_pool(MicrobenchConfig::default(), kernel, None, pool);
     while run.step(&p, &engine_platform) {}
     let m = run.finish();
-    DeviceProfile::this_browser(&m)
-        .context("building the this-browser profile from this machine's measurements")
+    let mut d = DeviceProfile::this_browser(&m)
+        .context("building the this-browser profile from this machine's measurements")?;
+    // The same profile as the page's, measured here: named as this machine's, not a tab's.
+    d.name = d
+        .name
+        .replacen("This browser tab (wasm32,", "This machine (native,", 1);
+    Ok(d)
 }
 
 /// The comparison of the engine's latest turn with its estimate on `device`.

@@ -627,7 +627,8 @@ fn higher(so_far: f64, v: f64) -> f64 {
     so_far.max(v)
 }
 
-/// Probes before the per-format ones: bandwidth, f32 GEMM, op overhead, element-wise ops.
+/// Probes before the per-format ones: bandwidth, f32 GEMM, op overhead, the ops between the
+/// matrix products.
 const FIXED_PROBES: usize = 4;
 
 /// Probes in one round: the fixed ones, then a GEMV and a GEMM per measured format.
@@ -636,9 +637,9 @@ const PROBES_PER_ROUND: usize = FIXED_PROBES + 2 * MEASURED_FORMATS.len();
 /// Rounds of every probe a run makes, keeping each probe's better round (see [`MeasureRun`]).
 pub const ROUNDS: usize = 2;
 
-/// The probes of [`measure`], one at a time (read bandwidth, f32 GEMM, the op overhead, then
-/// the GEMV and the GEMM of each format in [`MEASURED_FORMATS`]), so that a caller can report
-/// progress between them.
+/// The probes of [`measure`], one at a time (read bandwidth, f32 GEMM, the op overhead, the ops
+/// between the matrix products, then the GEMV and the GEMM of each format in
+/// [`MEASURED_FORMATS`]), so that a caller can report progress between them.
 ///
 /// Every probe runs in each of [`ROUNDS`] rounds (all probes, then all again: a few seconds
 /// apart), and each figure keeps its better round (the higher rate, the lower cost per op).

@@ -104,7 +104,9 @@ pub struct UnitProfile {
     /// for them: attention over a quantized cache and code that runs one value at a time
     /// (square roots, exponentials), far below a GEMM's rate. The tab measures it on the
     /// engine's own ops, whose RoPE, cache writes and residual adds (not rows of the op table)
-    /// it folds in. Without it those ops run at the compute roof.
+    /// it folds in. Without it those ops run at the compute roof. A figure of this engine's
+    /// ops: it applies where the device's own figures do (the `edgefit` runtime), not under
+    /// another runtime's profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector_gflops: Option<f64>,
     /// CPU clusters (CPU units only). With them, a runtime's peak is computed from the cores
