@@ -255,15 +255,18 @@ test('a frozen background tab: the generation keeps going and, thawed, the page 
   // The worker sends the first token at once, then a piece when 50 ms of decoding have passed
   // since the last (web/worker.js, PIECE_MS), and the rest with the end: not a message per token.
   // A piece's metrics date its last token (decode_tok_s = the tokens after the first, i.e.
-  // generated − 1, over the time since the first: edgefit_engine's session), so every piece but
-  // the first and the last comes ≥ 50 ms after the one before.
+  // generated − 1, over the time since the first: edgefit_engine's session). The worker counts
+  // its 50 ms on the wall clock, which also runs while it yields between steps and posts, so a
+  // piece holds a little less than 50 ms of decoding (47.1 ms in one CI run on a loaded 2-core
+  // machine): every piece but the first and the last comes ≥ 40 ms of decoding after the one
+  // before, and a message per token would come 1 / rate apart (20–30 ms here).
   const pieces = (await page.evaluate(() => window.__tap.pieces)).slice(piecesBefore);
   const at = pieces.map((p) => (p.rate > 0 ? ((p.generated - 1) / p.rate) * 1000 : 0));
   t.diagnostic(`${pieces.length} pieces for ${n} tokens over ${at.at(-1).toFixed(0)} ms of decoding`);
   assert.equal(pieces[0].generated, 1, 'the first token goes at once');
   assert.equal(pieces.reduce((s, p) => s + p.tokens, 0), n - 1, 'every decoded token is in a piece');
   for (let i = 1; i < pieces.length - 1; i++) {
-    assert.ok(at[i] - at[i - 1] >= 49, `piece ${i} came ${(at[i] - at[i - 1]).toFixed(1)} ms after the one before (at least 50 ms of decoding a piece)`);
+    assert.ok(at[i] - at[i - 1] >= 40, `piece ${i} came ${(at[i] - at[i - 1]).toFixed(1)} ms after the one before (a piece is 50 ms of the worker's time, at least 40 of them decoding)`);
   }
   await page.evaluate(() => {
     window.__tap.tokenMs.length = 0;
