@@ -48,13 +48,9 @@ pub(crate) fn device_for(id: &str, engine: &Engine) -> Result<DeviceProfile> {
         microbench::MeasureRun::with_pool(MicrobenchConfig::default(), kernel, None, pool);
     while run.step(&p, &engine_platform) {}
     let m = run.finish();
-    let mut d = DeviceProfile::this_browser(&m)
-        .context("building the this-browser profile from this machine's measurements")?;
-    // The same profile as the page's, measured here: named as this machine's, not a tab's.
-    d.name = d
-        .name
-        .replacen("This browser tab (wasm32,", "This machine (native,", 1);
-    Ok(d)
+    // The same profile as the page's, measured here: `m.native` names it as this machine's.
+    DeviceProfile::this_browser(&m)
+        .context("building the this-browser profile from this machine's measurements")
 }
 
 /// The comparison of the engine's latest turn with its estimate on `device`.

@@ -696,6 +696,7 @@ impl MeasureRun {
                 vector_gflops: None,
                 wasm_limit_bytes,
                 threads: Some(threads),
+                native: !cfg!(target_arch = "wasm32"),
             },
         }
     }

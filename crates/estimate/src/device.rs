@@ -308,6 +308,10 @@ pub struct BrowserMeasurements {
     /// run on that many threads only: the page keeps one set per thread count.
     #[serde(default)]
     pub threads: Option<u32>,
+    /// Measured by a native build of the engine (the CLI's `generate --estimate this-browser`),
+    /// not in a browser tab: the profile is then named "This machine (native, …)".
+    #[serde(default)]
+    pub native: bool,
 }
 
 impl DeviceProfile {
@@ -378,10 +382,15 @@ impl DeviceProfile {
             format!("{threads} threads")
         };
         let mut p = device("this-browser")?;
+        let place = if m.native {
+            "This machine (native"
+        } else {
+            "This browser tab (wasm32"
+        };
         if let Some(k) = &m.kernel {
-            p.name = format!("This browser tab (wasm32, {k} kernel, {on})");
-        } else if threads != 1 {
-            p.name = format!("This browser tab (wasm32, {on})");
+            p.name = format!("{place}, {k} kernel, {on})");
+        } else if threads != 1 || m.native {
+            p.name = format!("{place}, {on})");
         }
         let cpu =
             p.units
@@ -897,9 +906,27 @@ mod tests {
             vector_gflops: Some(1.5),
             wasm_limit_bytes: Some(4 << 30),
             threads: None,
+            native: false,
         };
         let p = DeviceProfile::this_browser(&m).unwrap();
         assert!(p.name.contains("one thread"), "{}", p.name);
+        assert!(p.name.starts_with("This browser tab (wasm32"), "{}", p.name);
+        // Measured by a native build: named as this machine's, with or without a kernel name.
+        for kernel in [Some("avx2".to_string()), None] {
+            let native = DeviceProfile::this_browser(&BrowserMeasurements {
+                native: true,
+                kernel: kernel.clone(),
+                ..m.clone()
+            })
+            .unwrap();
+            assert!(
+                native.name.starts_with("This machine (native, ")
+                    && native.name.contains("one thread"),
+                "{}",
+                native.name
+            );
+            assert_eq!(native.name.contains("avx2 kernel"), kernel.is_some());
+        }
         // Figures measured on 2 threads: the profile says so and runs at 2 threads by default;
         // a thread count outside 1..=256 is refused, naming the field.
         let two = DeviceProfile::this_browser(&BrowserMeasurements {

@@ -789,6 +789,7 @@ fn this_browser_takes_measurements() {
         vector_gflops: None,
         wasm_limit_bytes: Some(2 << 30),
         threads: None,
+        native: false,
     };
     let d = DeviceProfile::this_browser(&m).unwrap();
     let cpu = d.unit(ComputeUnit::Cpu).unwrap();
@@ -865,6 +866,7 @@ fn smollm2_on_rates(dep: &Deployment, rates: &[(WeightFormat, f64)]) -> edgefit_
         vector_gflops: None,
         wasm_limit_bytes: None,
         threads: None,
+        native: false,
     };
     let spec = preset("smollm2-135m").unwrap();
     estimate(&spec, dep, &DeviceProfile::this_browser(&m).unwrap()).unwrap()
