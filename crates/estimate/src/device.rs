@@ -249,6 +249,14 @@ devices!(
     "apple-a19-pro",
     "tensor-g3",
     "rockchip-rk3588",
+    "exynos-2400",
+    "dimensity-9400",
+    "dimensity-8400",
+    "snapdragon-8s-gen3",
+    "apple-a16",
+    "tensor-g2",
+    "kirin-9000e",
+    "raspberry-pi-4",
     "this-browser",
 );
 
