@@ -41,13 +41,23 @@ export const CONFIG_MODEL = '@config';
 
 /**
  * A device's name short enough for a picker at 390 px: the profile's name without its trailing
- * parenthesis ("Snapdragon 8 Gen 3 phone (Xiaomi 14 class, 16 GB LPDDR5X)" → "Snapdragon 8 Gen 3
- * phone"); the full name stays in the option's title and the note under the pickers.
+ * parenthesis, however nested ("Snapdragon 8 Gen 3 phone (Xiaomi 14 class, 16 GB LPDDR5X)" →
+ * "Snapdragon 8 Gen 3 phone"); the full name stays in the option's title and the note under the
+ * pickers.
  */
 export function shortDeviceName(name) {
   const s = String(name ?? '').trim();
-  const cut = s.replace(/\s*\([^()]*\)\s*$/, '');
-  return cut === '' ? s : cut;
+  if (!s.endsWith(')')) return s;
+  // The parenthesis that the last ')' closes, nested ones included ("(… MatePad Pro 12.6 (2021) …)").
+  let depth = 0;
+  for (let i = s.length - 1; i >= 0; i -= 1) {
+    if (s[i] === ')') depth += 1;
+    else if (s[i] === '(' && --depth === 0) {
+      const cut = s.slice(0, i).trim();
+      return cut === '' ? s : cut;
+    }
+  }
+  return s;
 }
 
 /**

@@ -288,6 +288,10 @@ test('shortDeviceName drops the trailing parenthesis (the picker fits 390 px), k
   assert.equal(V.shortDeviceName('Raspberry Pi 5 (4x Cortex-A76 @2.4 GHz, 8 GB LPDDR4X, active cooler)'), 'Raspberry Pi 5');
   assert.equal(V.shortDeviceName('Some board'), 'Some board');
   assert.equal(V.shortDeviceName('(only a parenthesis)'), '(only a parenthesis)');
+  // A parenthesis inside the trailing one goes with it; an unbalanced name is kept whole.
+  assert.equal(V.shortDeviceName('HiSilicon Kirin 9000E (Huawei Mate 40 / MatePad Pro 12.6 (2021) class, 8 GB LPDDR5)'), 'HiSilicon Kirin 9000E');
+  assert.equal(V.shortDeviceName('Board (rev (2)) x (a)'), 'Board (rev (2)) x');
+  assert.equal(V.shortDeviceName('Board rev 2)'), 'Board rev 2)');
 });
 
 test('every bundled device keeps a distinct short name', async () => {
