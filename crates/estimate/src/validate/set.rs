@@ -64,6 +64,7 @@ validation_files!(
     "pocketpal-pr-740",
     "t-mac-profiling-data",
     "yardstick-results",
+    "pocketpal-baseline-poco-x7-klee",
 );
 
 pub(crate) const MAP: &str = include_str!("../../../../models/validation/map.json");
