@@ -256,7 +256,6 @@ devices!(
     "apple-a16",
     "tensor-g2",
     "kirin-9000e",
-    "raspberry-pi-4",
     "this-browser",
 );
 
