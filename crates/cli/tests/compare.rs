@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::edgefit;
+use common::{assert_ok, edgefit};
 use edgefit_engine::synthetic::{gguf_bytes, SyntheticDType};
 use serde_json::Value;
 
@@ -28,11 +28,7 @@ fn this_browser_natively_measures_this_machine_and_says_so() {
         "--estimate",
         "this-browser",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let v: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
     let c = &v["estimate_comparison"];
     let name = c["device_name"].as_str().unwrap();

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_one_line_error, edgefit};
+use common::{assert_ok, assert_one_line_error, edgefit};
 use edgefit_estimate::fit::{fit, FitModel, FitRequest, FitResult};
 use edgefit_estimate::{device, preset, WeightFormat};
 
@@ -23,11 +23,7 @@ fn json_is_the_library_answer_for_one_preset() {
         "q8_0,w4g32",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let got: FitResult = serde_json::from_slice(&out.stdout).unwrap();
     let req = FitRequest {
         models: vec![FitModel {
@@ -57,11 +53,7 @@ fn the_table_lists_ranked_rows_and_the_counts() {
         "--top",
         "3",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("configurations pass the golden four"),

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{assert_one_line_error, edgefit, repo};
+use common::{assert_ok, assert_one_line_error, edgefit, repo};
 use std::path::PathBuf;
 
 fn model_path() -> PathBuf {
@@ -30,11 +30,7 @@ fn json_has_the_perplexity_and_what_produced_it() {
         "--json",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 1, "one JSON object on one line: {stdout}");
     let v: serde_json::Value = serde_json::from_str(lines[0]).expect("valid JSON");

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_one_line_error, edgefit};
+use common::{assert_ok, assert_one_line_error, edgefit};
 use edgefit_engine::synthetic::{gguf_bytes, SyntheticDType};
 use serde_json::Value;
 
@@ -104,11 +104,7 @@ fn estimate_refuses_a_hostile_thread_count_with_the_same_line() {
     // cores) and are reported.
     for good in ["1", "8"] {
         let out = estimate(good, true);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_ok(&out);
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["deployment"]["threads"], good.parse::<u64>().unwrap());
     }
@@ -177,11 +173,7 @@ fn the_default_is_the_available_cores_at_most_8() {
         "2",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let v: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     assert_eq!(v["threads"], cores.min(8) as u64);

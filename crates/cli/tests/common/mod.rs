@@ -1,5 +1,5 @@
 //! Shared by the CLI's integration tests: the built binary run from the repository root, and
-//! the one-line error check.
+//! the success and one-line error checks.
 #![allow(dead_code)] // each test file uses its own subset
 
 use std::path::PathBuf;
@@ -15,6 +15,15 @@ pub fn edgefit(args: &[&str]) -> Output {
         .current_dir(repo())
         .output()
         .expect("the edgefit binary runs")
+}
+
+/// A successful run: exit status zero, else the test fails showing the run's stderr.
+pub fn assert_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A failed run: non-zero exit, nothing on stdout, exactly one line on stderr starting with
