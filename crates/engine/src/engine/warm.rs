@@ -24,7 +24,7 @@ use crate::sampler::argmax;
 /// Prompt tokens of a warm-up pass: enough rows for the batched (multi-row) matrix products and
 /// attention over a prompt, short enough that a pass of the default model takes a few hundred
 /// milliseconds of baseline code in a browser.
-pub const WARM_PROMPT_TOKENS: usize = 16;
+pub const WARM_PROMPT_TOKENS: usize = 19;
 
 /// Decode steps of a warm-up pass: one-token forward passes (one-token products, attention over
 /// the cache, the head) after the prefill.
