@@ -4,7 +4,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use edgefit_estimate::{
-    device, device_ids, estimate, preset, preset_ids, Deployment, DeviceProfile, ModelSpec,
+    device, device_ids, estimate, preset, preset_ids, Deployment, DeviceProfile, GgufFileType,
+    ModelSpec, WeightFormat,
 };
 
 #[derive(clap::Args)]
@@ -61,6 +62,11 @@ pub struct EstimateArgs {
 }
 
 pub(crate) fn load_spec(model: &str) -> Result<ModelSpec> {
+    Ok(load_model(model)?.0)
+}
+
+/// The model's shape, and for a GGUF file what its `general.file_type` says of its weights.
+fn load_model(model: &str) -> Result<(ModelSpec, Option<GgufFileType>)> {
     let path = Path::new(model);
     if path.is_file() && model.ends_with(".gguf") {
         let file = std::fs::File::open(path).with_context(|| format!("opening {model}"))?;
@@ -70,7 +76,7 @@ pub(crate) fn load_spec(model: &str) -> Result<ModelSpec> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        return Ok(md.to_spec(&name)?);
+        return Ok((md.to_spec(&name)?, md.file_type()));
     }
     let config = if path.is_dir() {
         path.join("config.json")
@@ -89,14 +95,36 @@ pub(crate) fn load_spec(model: &str) -> Result<ModelSpec> {
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| model.to_string());
-        return Ok(ModelSpec::from_hf_config(&name, &text)?);
+        return Ok((ModelSpec::from_hf_config(&name, &text)?, None));
     }
-    preset(model).with_context(|| {
+    let spec = preset(model).with_context(|| {
         format!(
             "`{model}` is neither a file nor a preset (presets: {})",
             preset_ids().join(", ")
         )
-    })
+    })?;
+    Ok((spec, None))
+}
+
+/// A warning when the deployment's weights are not the GGUF file's own and no `--weights` was
+/// given: the estimate is for the deployment's default format, not the file's.
+fn file_weights_warning(file: &GgufFileType, deployed: WeightFormat) -> Option<String> {
+    let what = format!(
+        "the file's weights are {} (general.file_type {})",
+        file.name, file.code
+    );
+    match file.weights {
+        Some(w) if w == deployed => None,
+        Some(w) => Some(format!(
+            "{what}, `{w}` to the estimator; this estimate is for `{deployed}`, the \
+             deployment's default: `--weights {w}` estimates the file's own weights (with \
+             `--runtime llamacpp --unit cpu` as llama.cpp runs them on the CPU)"
+        )),
+        None => Some(format!(
+            "{what}, a recipe the estimator has no layout for; this estimate is for \
+             `{deployed}`, the deployment's default (`--weights` picks another)"
+        )),
+    }
 }
 
 pub(crate) fn load_device(id: &str) -> Result<DeviceProfile> {
@@ -114,7 +142,7 @@ pub(crate) fn load_device(id: &str) -> Result<DeviceProfile> {
 }
 
 pub fn run(args: EstimateArgs) -> Result<()> {
-    let spec = load_spec(&args.model)?;
+    let (spec, file_type) = load_model(&args.model)?;
     let dev = load_device(&args.device)?;
     let mut dep = Deployment::default();
     if let Some(w) = &args.weights {
@@ -154,7 +182,12 @@ pub fn run(args: EstimateArgs) -> Result<()> {
         }
         dep.minutes = m;
     }
-    let r = estimate(&spec, &dep, &dev)?;
+    let mut r = estimate(&spec, &dep, &dev)?;
+    if args.weights.is_none() {
+        if let Some(w) = file_type.and_then(|f| file_weights_warning(&f, dep.weights)) {
+            r.warnings.push(w);
+        }
+    }
     if args.json {
         println!("{}", serde_json::to_string(&r)?);
         return Ok(());
@@ -287,5 +320,21 @@ mod erased {
                 Err(_) => "?".to_string(),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_weights_warning_speaks_only_when_the_formats_differ() {
+        let q41 = GgufFileType::from_code(3);
+        assert_eq!(file_weights_warning(&q41, WeightFormat::Q4_1), None);
+        let w = file_weights_warning(&q41, WeightFormat::W4g32).expect("a warning");
+        assert!(w.contains("Q4_1") && w.contains("`w4g32`") && w.contains("--weights q4_1"));
+        let q3km = GgufFileType::from_code(12);
+        let w = file_weights_warning(&q3km, WeightFormat::W4g32).expect("a warning");
+        assert!(w.contains("Q3_K_M") && w.contains("no layout"), "{w}");
     }
 }

@@ -171,3 +171,50 @@ fn estimate_help_names_every_weight_and_kv_format() {
         );
     }
 }
+
+/// `edgefit estimate --model file.gguf` without `--weights` estimates the deployment's default
+/// format and says so when the file's own (`general.file_type`) is another: the default model
+/// is Q4_1, the default deployment w4g32. With `--weights q4_1` nothing is said.
+#[test]
+fn estimate_of_a_gguf_file_names_the_files_own_weights() {
+    let model = common::repo().join("models/smollm2-135m-instruct-q4_1.gguf");
+    let model = model.to_str().expect("a UTF-8 path");
+    let warnings = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec![
+            "estimate",
+            "--model",
+            model,
+            "--device",
+            "snapdragon-8-gen3",
+        ];
+        args.extend_from_slice(extra);
+        args.push("--json");
+        let out = edgefit(&args);
+        assert_ok(&out);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(
+            v["deployment"]["weights"],
+            extra.get(1).copied().unwrap_or("w4g32")
+        );
+        v["warnings"]
+            .as_array()
+            .expect("a warnings array")
+            .iter()
+            .map(|w| w.as_str().expect("a string").to_string())
+            .collect()
+    };
+    let default = warnings(&[]);
+    let about: Vec<&String> = default.iter().filter(|w| w.contains("file_type")).collect();
+    assert_eq!(about.len(), 1, "{default:?}");
+    for needle in ["Q4_1", "general.file_type 3", "`w4g32`", "--weights q4_1"] {
+        assert!(
+            about[0].contains(needle),
+            "`{needle}` missing from {about:?}"
+        );
+    }
+    let chosen = warnings(&["--weights", "q4_1"]);
+    assert!(
+        !chosen.iter().any(|w| w.contains("file_type")),
+        "{chosen:?}"
+    );
+}

@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{EstimateError, Result};
+use crate::format::WeightFormat;
 use crate::spec::{Family, LayerSpec, ModelSpec, RopeScaling};
 
 const SRC: &str = "GGUF metadata";
@@ -420,11 +421,121 @@ impl GgufMetadata {
         spec.validate()?;
         Ok(spec)
     }
+
+    /// What `general.file_type` (llama.cpp's `llama_ftype`, the recipe `llama-quantize` wrote
+    /// the file with) says of the file's weights: its name and the layer format the estimator
+    /// sizes it as, if any. `None` when the key is absent or not an integer.
+    pub fn file_type(&self) -> Option<GgufFileType> {
+        let code = match self.kv.get("general.file_type")? {
+            GgufValue::Uint(v) => u32::try_from(*v).ok()?,
+            GgufValue::Int(v) => u32::try_from(*v).ok()?,
+            _ => return None,
+        };
+        Some(GgufFileType::from_code(code))
+    }
+}
+
+/// A GGUF file's `general.file_type`: llama.cpp's `llama_ftype` code, its `llama-quantize`
+/// name, and the layer format the estimator sizes such a file as (`None` for the recipes whose
+/// types it has no layout for: Q2_K, Q3_K, the IQ and ternary types).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GgufFileType {
+    /// The `llama_ftype` value.
+    pub code: u32,
+    /// llama.cpp's name of the recipe (`Q4_K_M`, `Q8_0`, `F16`, ...), or `type N`.
+    pub name: String,
+    /// The weight format of the file's layers as the estimator names it (`q4_k` for Q4_K_S and
+    /// Q4_K_M: the estimator's llama.cpp runtime sizes `q4_k` as the Q4_K_M recipe).
+    pub weights: Option<WeightFormat>,
+}
+
+impl GgufFileType {
+    /// The values of `enum llama_ftype` (llama.cpp `include/llama.h`; 4–6 are retired, 1024 is
+    /// "guessed": not written to files).
+    pub fn from_code(code: u32) -> GgufFileType {
+        use WeightFormat as W;
+        let (name, weights) = match code {
+            0 => ("F32", Some(W::F32)),
+            1 => ("F16", Some(W::F16)),
+            2 => ("Q4_0", Some(W::Q4_0)),
+            3 => ("Q4_1", Some(W::Q4_1)),
+            7 => ("Q8_0", Some(W::Q8_0)),
+            8 => ("Q5_0", Some(W::Q5_0)),
+            9 => ("Q5_1", Some(W::Q5_1)),
+            10 => ("Q2_K", None),
+            11 => ("Q3_K_S", None),
+            12 => ("Q3_K_M", None),
+            13 => ("Q3_K_L", None),
+            14 => ("Q4_K_S", Some(W::Q4K)),
+            15 => ("Q4_K_M", Some(W::Q4K)),
+            16 => ("Q5_K_S", Some(W::Q5K)),
+            17 => ("Q5_K_M", Some(W::Q5K)),
+            18 => ("Q6_K", Some(W::Q6K)),
+            19 => ("IQ2_XXS", None),
+            20 => ("IQ2_XS", None),
+            21 => ("Q2_K_S", None),
+            22 => ("IQ3_XS", None),
+            23 => ("IQ3_XXS", None),
+            24 => ("IQ1_S", None),
+            25 => ("IQ4_NL", None),
+            26 => ("IQ3_S", None),
+            27 => ("IQ3_M", None),
+            28 => ("IQ2_S", None),
+            29 => ("IQ2_M", None),
+            30 => ("IQ4_XS", None),
+            31 => ("IQ1_M", None),
+            32 => ("BF16", Some(W::Bf16)),
+            36 => ("TQ1_0", None),
+            37 => ("TQ2_0", None),
+            38 => ("MXFP4_MOE", None),
+            _ => ("", None),
+        };
+        GgufFileType {
+            code,
+            name: if name.is_empty() {
+                format!("type {code}")
+            } else {
+                name.to_string()
+            },
+            weights,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_type_names_llama_cpp_recipes_and_the_format_the_estimator_sizes() {
+        let with = |v: GgufValue| GgufMetadata {
+            kv: BTreeMap::from([("general.file_type".to_string(), v)]),
+            tensors: Vec::new(),
+        };
+        let q4km = with(GgufValue::Uint(15)).file_type().unwrap();
+        assert_eq!(
+            (q4km.name.as_str(), q4km.weights),
+            ("Q4_K_M", Some(WeightFormat::Q4K))
+        );
+        let q41 = with(GgufValue::Int(3)).file_type().unwrap();
+        assert_eq!(
+            (q41.name.as_str(), q41.weights),
+            ("Q4_1", Some(WeightFormat::Q4_1))
+        );
+        let q3km = with(GgufValue::Uint(12)).file_type().unwrap();
+        assert_eq!((q3km.name.as_str(), q3km.weights), ("Q3_K_M", None));
+        assert_eq!(
+            with(GgufValue::Uint(99)).file_type().unwrap().name,
+            "type 99"
+        );
+        assert_eq!(with(GgufValue::String("15".into())).file_type(), None);
+        assert_eq!(with(GgufValue::Int(-1)).file_type(), None);
+        let none = GgufMetadata {
+            kv: BTreeMap::new(),
+            tensors: Vec::new(),
+        };
+        assert_eq!(none.file_type(), None);
+    }
 
     /// A Phi-3 header as llama.cpp's converter writes it (the tiny `phi3_gguf` fixture's shape:
     /// hidden 32, 4 heads of 8, 2 KV heads, RoPE on 4 dims of each head, MLP 32, untied).

@@ -85,7 +85,7 @@ pub use format::{
     kv_bytes, kv_bytes_per_token, BlockMatrix, ComputeDtype, ComputeUnit, KvFormat, LayerMix,
     WeightFormat, DEFAULT_KV_FORMAT, KIVI_BLOCK,
 };
-pub use gguf::{GgufMetadata, GgufTensorInfo, GgufValue};
+pub use gguf::{GgufFileType, GgufMetadata, GgufTensorInfo, GgufValue};
 pub use governor::GovernorParams;
 pub use hf::{preset, preset_ids, preset_info, rope_from_hf_config, HfRope, PresetInfo};
 pub use memory::{weight_bytes, weight_bytes_mixed, ComponentBytes, MemoryReport};
