@@ -23,7 +23,9 @@ use crate::sampler::argmax;
 
 /// Prompt tokens of a warm-up pass: enough rows for the batched (multi-row) matrix products and
 /// attention over a prompt, short enough that a pass of the default model takes a few hundred
-/// milliseconds of baseline code in a browser.
+/// milliseconds of baseline code in a browser. 19 = four tiles of the simd128 GEMM's 4 tokens
+/// and a remainder of 3, which runs the one-token tile a prompt of any length not a multiple of
+/// 4 takes (a separate function, `#[inline(never)]`, compiled in its own tier; 16 never ran it).
 pub const WARM_PROMPT_TOKENS: usize = 19;
 
 /// Decode steps of a warm-up pass: one-token forward passes (one-token products, attention over
