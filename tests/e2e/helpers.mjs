@@ -18,7 +18,7 @@ export async function launchBrowser() {
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run', ...(process.env.XARGS ? process.env.XARGS.split(' ') : [])],
+      '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
   await mkdir(SHOT_DIR, { recursive: true });
   return browser;
