@@ -5,11 +5,12 @@
 /**
  * The estimator's weight formats (the estimate panel's knob), in the order of the wasm's
  * estimateWeightFormats() (tests/web/estimator-tables.test.mjs checks the two agree). Under
- * llama.cpp, q4_k and q5_k are sized as the Q4_K_M / Q5_K_M files its quantizer writes.
+ * llama.cpp, q4_k and q5_k are sized as the Q4_K_M / Q5_K_M files its quantizer writes, q3_k
+ * and q2_k as its Q3_K_M and Q2_K.
  */
 export const WEIGHT_FORMATS = Object.freeze([
   'f32', 'f16', 'bf16', 'int8', 'w4g32', 'w4g64', 'w4g128',
-  'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q4_k', 'q5_k', 'q6_k',
+  'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k',
 ]);
 /**
  * The estimator's KV formats before the worker's catalog arrives; the panel then uses the

@@ -17,9 +17,10 @@ pub struct EstimateArgs {
     /// A device profile id, or a path to a device profile JSON.
     #[arg(long, default_value = "snapdragon-8-gen3")]
     device: String,
-    /// Weight format: f32 f16 bf16 int8 w4g32 w4g64 w4g128 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k
-    /// q6_k (under llamacpp, q4_k and q5_k are sized as the Q4_K_M / Q5_K_M files its
-    /// quantizer writes: attn_v and ffn_down of about half the layers in q6_k).
+    /// Weight format: f32 f16 bf16 int8 w4g32 w4g64 w4g128 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k
+    /// q4_k q5_k q6_k (under llamacpp, q4_k and q5_k are sized as the Q4_K_M / Q5_K_M files
+    /// its quantizer writes: attn_v and ffn_down of about half the layers in q6_k; q3_k and
+    /// q2_k as its Q3_K_M and Q2_K files).
     #[arg(long)]
     weights: Option<String>,
     /// Precision of the activations the matrix products run in: f32 f16 bf16 int8 (default: the
@@ -333,8 +334,8 @@ mod tests {
         assert_eq!(file_weights_warning(&q41, WeightFormat::Q4_1), None);
         let w = file_weights_warning(&q41, WeightFormat::W4g32).expect("a warning");
         assert!(w.contains("Q4_1") && w.contains("`w4g32`") && w.contains("--weights q4_1"));
-        let q3km = GgufFileType::from_code(12);
-        let w = file_weights_warning(&q3km, WeightFormat::W4g32).expect("a warning");
-        assert!(w.contains("Q3_K_M") && w.contains("no layout"), "{w}");
+        let iq4 = GgufFileType::from_code(30);
+        let w = file_weights_warning(&iq4, WeightFormat::W4g32).expect("a warning");
+        assert!(w.contains("IQ4_XS") && w.contains("no layout"), "{w}");
     }
 }

@@ -20,13 +20,17 @@
 //! | `q5_0` | `r·⌈c/32⌉·22` (fp16 d, 4 bytes of high bits + 16 bytes of nibbles) | 5.5 |
 //! | `q5_1` | `r·⌈c/32⌉·24` (fp16 d, fp16 m, 4 bytes of high bits + 16 bytes of nibbles) | 6.0 |
 //! | `q8_0` | `r·⌈c/32⌉·34` (fp16 d + 32 int8) | 8.5 |
+//! | `q2_k` | `r·⌈c/256⌉·84` (16 bytes of 4-bit scales/mins, 64 bytes of 2-bit values, fp16 d, fp16 dmin) | 2.625 |
+//! | `q3_k` | `r·⌈c/256⌉·110` (32 bytes of high bits, 64 bytes of 2-bit values, 12 bytes of 6-bit scales, fp16 d) | 3.4375 |
 //! | `q4_k` | `r·⌈c/256⌉·144` (super-block: fp16 d, fp16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles) | 4.5 |
 //! | `q5_k` | `r·⌈c/256⌉·176` (q4_k plus 32 bytes of high bits) | 5.5 |
 //! | `q6_k` | `r·⌈c/256⌉·210` (128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, fp16 d) | 6.5625 |
 //!
 //! The GGUF block sizes are ggml's (`block_q4_0` = 18 bytes, `block_q4_1` = 20, `block_q5_0` =
-//! 22, `block_q5_1` = 24, `block_q8_0` = 34, `block_q4_K` = 144, `block_q5_K` = 176,
-//! `block_q6_K` = 210), and the engine holds those formats as these exact bytes.
+//! 22, `block_q5_1` = 24, `block_q8_0` = 34, `block_q2_K` = 84, `block_q3_K` = 110,
+//! `block_q4_K` = 144, `block_q5_K` = 176, `block_q6_K` = 210), and the engine holds those
+//! formats as these exact bytes (except Q2_K and Q3_K, which it converts at load: they are
+//! sized here for estimates of the files llama.cpp runs).
 //!
 //! # KV-cache layouts (per layer, per token, per sequence)
 //! With `h` KV heads, `dk` the per-head K dimension and `dv` the per-head V dimension:
@@ -66,7 +70,17 @@
 //!   `i < n/8 || i >= 7n/8 || (i − n/8) % 3 == 2` (integer division), about half of them — in
 //!   Q6_K;
 //! - **a fallback for rows that do not fill a super-block**: a Q4_K / Q5_K / Q6_K matrix whose
-//!   input width is not a multiple of 256 is stored as Q5_0 / Q5_1 / Q8_0 (32-wide blocks).
+//!   input width is not a multiple of 256 is stored as Q5_0 / Q5_1 / Q8_0 (32-wide blocks), a
+//!   Q2_K / Q3_K one as Q4_0;
+//! - **the low-bit recipes** ([`KQuantRecipe`]; files published as "Q3_K_M" and "Q2_K", which
+//!   the estimator names by their layer format `q3_k` / `q2_k`): Q3_K_M keeps `attn_v` in Q5_K
+//!   in the first two layers and Q4_K in the others, `ffn_down` in Q5_K in the first sixteenth
+//!   of the layers and Q4_K in the others, and `attn_output` in Q4_K; Q2_K keeps `ffn_down` and
+//!   `attn_output` in Q3_K and `attn_v` in Q4_K when a KV head serves at least 4 query heads,
+//!   else Q3_K (`llama_tensor_get_type_impl` in `src/llama-quant.cpp`, its branches for models
+//!   that are not Falcon, not mixtures of experts and quantized without an importance matrix).
+//!   Phi-3's fused `attn_qkv` takes the `attn_v` rule whole in llama.cpp; the estimator sizes
+//!   its q and k rows in the layer format.
 //!
 //! [`LayerMix`] carries both; the runtime profile says when they apply
 //! ([`crate::runtime::RuntimeProfile::layer_mix`]), and weight bytes and the decode's bytes
@@ -104,6 +118,10 @@ named_enum! {
         Q5_1 = "q5_1",
         /// ggml Q8_0.
         Q8_0 = "q8_0",
+        /// ggml Q2_K (as llama.cpp's Q2_K recipe under its runtime).
+        Q2K = "q2_k",
+        /// ggml Q3_K (as llama.cpp's Q3_K_M recipe under its runtime).
+        Q3K = "q3_k",
         /// ggml Q4_K.
         Q4K = "q4_k",
         /// ggml Q5_K.
@@ -130,6 +148,8 @@ impl WeightFormat {
             WeightFormat::Q5_0 => (32, 22),
             WeightFormat::Q5_1 => (32, 24),
             WeightFormat::Q8_0 => (32, 34),
+            WeightFormat::Q2K => (256, 84),
+            WeightFormat::Q3K => (256, 110),
             WeightFormat::Q4K => (256, 144),
             WeightFormat::Q5K => (256, 176),
             WeightFormat::Q6K => (256, 210),
@@ -162,8 +182,8 @@ impl WeightFormat {
     }
 
     /// Nominal bits per weight when `cols` is a multiple of the block and large (the per-row
-    /// `int8` scale is ignored): 32, 16, 16, 8, 4.5, 4.25, 4.125, 4.5, 5, 5.5, 6, 8.5, 4.5, 5.5,
-    /// 6.5625.
+    /// `int8` scale is ignored): 32, 16, 16, 8, 4.5, 4.25, 4.125, 4.5, 5, 5.5, 6, 8.5, 2.625,
+    /// 3.4375, 4.5, 5.5, 6.5625.
     pub fn bits_per_weight(self) -> f64 {
         let (b, bytes) = self.block();
         bytes as f64 * 8.0 / b as f64
@@ -175,10 +195,11 @@ impl WeightFormat {
     }
 
     /// The 32-wide format a 256-wide K-quant falls back to for rows its block does not fill
-    /// (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0; see [`WeightFormat::ggml_fallback`]); none for
-    /// every other format.
+    /// (Q2_K, Q3_K → Q4_0, Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0; see
+    /// [`WeightFormat::ggml_fallback`]); none for every other format.
     pub fn ggml_block_fallback(self) -> Option<WeightFormat> {
         match self {
+            WeightFormat::Q2K | WeightFormat::Q3K => Some(WeightFormat::Q4_0),
             WeightFormat::Q4K => Some(WeightFormat::Q5_0),
             WeightFormat::Q5K => Some(WeightFormat::Q5_1),
             WeightFormat::Q6K => Some(WeightFormat::Q8_0),
@@ -188,8 +209,9 @@ impl WeightFormat {
 
     /// The format ggml's quantizer stores a row of `cols` weights in when this one cannot hold
     /// it (`tensor_type_fallback` in llama.cpp's `src/llama-quant.cpp`): a 256-wide K-quant
-    /// block needs `cols` to be a multiple of 256, else Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0
-    /// (and f16 where even a 32-wide block does not fit). Every other format: itself.
+    /// block needs `cols` to be a multiple of 256, else Q2_K, Q3_K → Q4_0, Q4_K → Q5_0, Q5_K →
+    /// Q5_1, Q6_K → Q8_0 (and f16 where even a 32-wide block does not fit). Every other format:
+    /// itself.
     pub fn ggml_fallback(self, cols: u64) -> WeightFormat {
         let Some(fallback) = self.ggml_block_fallback() else {
             return self;
@@ -218,15 +240,63 @@ pub struct LayerMix {
     /// An untied token embedding's format where the file keeps it apart from the output head
     /// (llama.cpp: `token_embd` in the layers' format, `output` in Q6_K); `None`: the head's.
     pub token_embd: Option<WeightFormat>,
+    /// The low-bit recipe of the file's layer format, if it has one (llama.cpp's Q3_K_M, Q2_K).
+    pub recipe: Option<KQuantRecipe>,
+}
+
+/// llama.cpp's `llama-quantize` recipes for the low-bit K-quant files (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KQuantRecipe {
+    /// Q3_K_M: layers in Q3_K, `attn_v` Q5_K (first two layers) / Q4_K, `ffn_down` Q5_K (first
+    /// sixteenth) / Q4_K, `attn_output` Q4_K.
+    Q3KM,
+    /// Q2_K: layers in Q2_K, `ffn_down` and `attn_output` Q3_K, `attn_v` Q4_K when `gqa4` else
+    /// Q3_K.
+    Q2K {
+        /// A KV head of the first layer serves at least 4 query heads (llama.cpp's
+        /// `n_gqa() >= 4`).
+        gqa4: bool,
+    },
+}
+
+impl KQuantRecipe {
+    /// The recipe of the files published in layer format `weights` (`q3_k`: Q3_K_M, `q2_k`:
+    /// Q2_K), for a model with `heads` query heads over `kv_heads` KV heads in its first layer.
+    pub fn for_format(weights: WeightFormat, heads: u32, kv_heads: u32) -> Option<KQuantRecipe> {
+        match weights {
+            WeightFormat::Q3K => Some(KQuantRecipe::Q3KM),
+            WeightFormat::Q2K => Some(KQuantRecipe::Q2K {
+                gqa4: kv_heads > 0 && heads / kv_heads >= 4,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The format of `matrix` in layer `layer` of `n_layers`; `None`: the layer format.
+    fn format(self, matrix: BlockMatrix, layer: usize, n_layers: usize) -> Option<WeightFormat> {
+        use WeightFormat::{Q3K, Q4K, Q5K};
+        match (self, matrix) {
+            (KQuantRecipe::Q3KM, BlockMatrix::V) => Some(if layer < 2 { Q5K } else { Q4K }),
+            (KQuantRecipe::Q3KM, BlockMatrix::Down) => {
+                Some(if layer < n_layers / 16 { Q5K } else { Q4K })
+            }
+            (KQuantRecipe::Q3KM, BlockMatrix::O) => Some(Q4K),
+            (KQuantRecipe::Q2K { gqa4 }, BlockMatrix::V) => Some(if gqa4 { Q4K } else { Q3K }),
+            (KQuantRecipe::Q2K { .. }, BlockMatrix::Down | BlockMatrix::O) => Some(Q3K),
+            (_, BlockMatrix::Plain) => None,
+        }
+    }
 }
 
 /// A matrix of a transformer block, as a quantizer's recipe tells them apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockMatrix {
-    /// `q_proj`, `k_proj`, `o_proj`, `gate_proj`, `up_proj`: the layer format.
+    /// `q_proj`, `k_proj`, `gate_proj`, `up_proj`: the layer format.
     Plain,
     /// `v_proj` (`attn_v`).
     V,
+    /// `o_proj` (`attn_output`).
+    O,
     /// `down_proj` (`ffn_down`).
     Down,
 }
@@ -240,6 +310,16 @@ impl LayerMix {
         i < n / 8 || i >= 7 * n / 8 || (i - n / 8).rem_euclid(3) == 2
     }
 
+    /// Layers of the same shape and class hold every matrix in the same format: the
+    /// `use_more_bits` choice, and under a low-bit recipe whether the layer is one of the first
+    /// two and one of the first sixteenth.
+    pub fn class(&self, layer: usize, n_layers: usize) -> u8 {
+        let more = self.more_bits.is_some() && Self::use_more_bits(layer, n_layers);
+        let first = self.recipe.is_some() && layer < 2;
+        let sixteenth = self.recipe.is_some() && layer < n_layers / 16;
+        u8::from(more) | (u8::from(first) << 1) | (u8::from(sixteenth) << 2)
+    }
+
     /// The format `matrix` of layer `layer` (of `n_layers`) with `cols` inputs is stored in,
     /// for layers in `base`.
     pub fn format(
@@ -250,8 +330,10 @@ impl LayerMix {
         n_layers: usize,
         cols: u64,
     ) -> WeightFormat {
-        let f = match (matrix, self.more_bits) {
-            (BlockMatrix::V | BlockMatrix::Down, Some(more))
+        let recipe = self.recipe.and_then(|r| r.format(matrix, layer, n_layers));
+        let f = match (recipe, matrix, self.more_bits) {
+            (Some(f), _, _) => f,
+            (None, BlockMatrix::V | BlockMatrix::Down, Some(more))
                 if Self::use_more_bits(layer, n_layers) =>
             {
                 more
@@ -463,6 +545,8 @@ mod tests {
             (WeightFormat::Q5_0, 32, 2 + 4 + 16),
             (WeightFormat::Q5_1, 32, 2 + 2 + 4 + 16),
             (WeightFormat::Q8_0, 32, 2 + 32),
+            (WeightFormat::Q2K, 256, 16 + 64 + 2 + 2),
+            (WeightFormat::Q3K, 256, 32 + 64 + 12 + 2),
             (WeightFormat::Q4K, 256, 2 + 2 + 12 + 128),
             (WeightFormat::Q5K, 256, 2 + 2 + 12 + 32 + 128),
             (WeightFormat::Q6K, 256, 128 + 64 + 16 + 2),

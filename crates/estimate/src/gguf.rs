@@ -437,7 +437,7 @@ impl GgufMetadata {
 
 /// A GGUF file's `general.file_type`: llama.cpp's `llama_ftype` code, its `llama-quantize`
 /// name, and the layer format the estimator sizes such a file as (`None` for the recipes whose
-/// types it has no layout for: Q2_K, Q3_K, the IQ and ternary types).
+/// types it has no layout for: the IQ, ternary and MXFP4 types).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GgufFileType {
     /// The `llama_ftype` value.
@@ -445,7 +445,8 @@ pub struct GgufFileType {
     /// llama.cpp's name of the recipe (`Q4_K_M`, `Q8_0`, `F16`, ...), or `type N`.
     pub name: String,
     /// The weight format of the file's layers as the estimator names it (`q4_k` for Q4_K_S and
-    /// Q4_K_M: the estimator's llama.cpp runtime sizes `q4_k` as the Q4_K_M recipe).
+    /// Q4_K_M, `q3_k` for Q3_K_S/M/L, `q2_k` for Q2_K and Q2_K_S: the estimator's llama.cpp
+    /// runtime sizes them as the Q4_K_M, Q3_K_M and Q2_K recipes).
     pub weights: Option<WeightFormat>,
 }
 
@@ -462,10 +463,10 @@ impl GgufFileType {
             7 => ("Q8_0", Some(W::Q8_0)),
             8 => ("Q5_0", Some(W::Q5_0)),
             9 => ("Q5_1", Some(W::Q5_1)),
-            10 => ("Q2_K", None),
-            11 => ("Q3_K_S", None),
-            12 => ("Q3_K_M", None),
-            13 => ("Q3_K_L", None),
+            10 => ("Q2_K", Some(W::Q2K)),
+            11 => ("Q3_K_S", Some(W::Q3K)),
+            12 => ("Q3_K_M", Some(W::Q3K)),
+            13 => ("Q3_K_L", Some(W::Q3K)),
             14 => ("Q4_K_S", Some(W::Q4K)),
             15 => ("Q4_K_M", Some(W::Q4K)),
             16 => ("Q5_K_S", Some(W::Q5K)),
@@ -473,7 +474,7 @@ impl GgufFileType {
             18 => ("Q6_K", Some(W::Q6K)),
             19 => ("IQ2_XXS", None),
             20 => ("IQ2_XS", None),
-            21 => ("Q2_K_S", None),
+            21 => ("Q2_K_S", Some(W::Q2K)),
             22 => ("IQ3_XS", None),
             23 => ("IQ3_XXS", None),
             24 => ("IQ1_S", None),
@@ -523,7 +524,12 @@ mod tests {
             ("Q4_1", Some(WeightFormat::Q4_1))
         );
         let q3km = with(GgufValue::Uint(12)).file_type().unwrap();
-        assert_eq!((q3km.name.as_str(), q3km.weights), ("Q3_K_M", None));
+        assert_eq!(
+            (q3km.name.as_str(), q3km.weights),
+            ("Q3_K_M", Some(WeightFormat::Q3K))
+        );
+        let iq4 = with(GgufValue::Uint(30)).file_type().unwrap();
+        assert_eq!((iq4.name.as_str(), iq4.weights), ("IQ4_XS", None));
         assert_eq!(
             with(GgufValue::Uint(99)).file_type().unwrap().name,
             "type 99"

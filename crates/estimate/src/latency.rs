@@ -344,29 +344,29 @@ pub(crate) struct Plan {
     pub mix: LayerMix,
 }
 
-/// A run of identical consecutive layers (same shape, and with a [`LayerMix`] the same choice
-/// of [`LayerMix::use_more_bits`]).
+/// A run of identical consecutive layers (same shape, and with a [`LayerMix`] the same
+/// [`LayerMix::class`], so every matrix in the same format).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Group {
     pub first: usize,
     pub count: usize,
     pub layer: LayerSpec,
-    /// Its `attn_v` and `ffn_down` are in the mix's `more_bits` format.
-    pub more_bits: bool,
+    /// The mix's [`LayerMix::class`] of its layers.
+    pub class: u8,
 }
 
 pub(crate) fn groups(spec: &ModelSpec, mix: LayerMix) -> Vec<Group> {
     let n = spec.layers.len();
     let mut out: Vec<Group> = Vec::new();
     for (i, l) in spec.layers.iter().enumerate() {
-        let more = mix.more_bits.is_some() && LayerMix::use_more_bits(i, n);
+        let class = mix.class(i, n);
         match out.last_mut() {
-            Some(g) if g.layer == *l && g.more_bits == more => g.count += 1,
+            Some(g) if g.layer == *l && g.class == class => g.count += 1,
             _ => out.push(Group {
                 first: i,
                 count: 1,
                 layer: *l,
-                more_bits: more,
+                class,
             }),
         }
     }
@@ -475,7 +475,7 @@ impl<'a> TimeModel<'a> {
             self.matmul("v_proj", w(BlockMatrix::V, d), l.v_dim(), d, n),
             self.matmul(
                 "o_proj",
-                w(BlockMatrix::Plain, l.o_in_dim()),
+                w(BlockMatrix::O, l.o_in_dim()),
                 d,
                 l.o_in_dim(),
                 n,

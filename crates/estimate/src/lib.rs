@@ -82,8 +82,8 @@ pub use error::{EstimateError, Result};
 pub use explain::Explanation;
 pub use fit::{fit, FailCounts, FitModel, FitRequest, FitResult, FitRow, FitSearch};
 pub use format::{
-    kv_bytes, kv_bytes_per_token, BlockMatrix, ComputeDtype, ComputeUnit, KvFormat, LayerMix,
-    WeightFormat, DEFAULT_KV_FORMAT, KIVI_BLOCK,
+    kv_bytes, kv_bytes_per_token, BlockMatrix, ComputeDtype, ComputeUnit, KQuantRecipe, KvFormat,
+    LayerMix, WeightFormat, DEFAULT_KV_FORMAT, KIVI_BLOCK,
 };
 pub use gguf::{GgufFileType, GgufMetadata, GgufTensorInfo, GgufValue};
 pub use governor::GovernorParams;

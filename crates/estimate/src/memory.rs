@@ -79,7 +79,7 @@ pub fn weight_bytes_mixed(
         attention += fmt(BlockMatrix::Plain, d).matrix_bytes(l.q_dim(), d)
             + fmt(BlockMatrix::Plain, d).matrix_bytes(l.k_dim(), d)
             + fmt(BlockMatrix::V, d).matrix_bytes(l.v_dim(), d)
-            + fmt(BlockMatrix::Plain, l.o_in_dim()).matrix_bytes(d, l.o_in_dim());
+            + fmt(BlockMatrix::O, l.o_in_dim()).matrix_bytes(d, l.o_in_dim());
         if spec.qkv_bias {
             attention += 4 * (l.q_dim() + l.k_dim() + l.v_dim());
         }

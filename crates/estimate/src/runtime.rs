@@ -204,8 +204,10 @@ pub struct RuntimeProfile {
 
 /// How a runtime's quantizer lays out the layers of its files (llama.cpp's `llama-quantize`,
 /// see [`crate::format::LayerMix`]): per layer format, the format of `attn_v` and `ffn_down` in
-/// the layers `use_more_bits` picks (`q4_k` → `q6_k`: the Q4_K_M files published as "q4_k"), and
-/// whether K-quant rows that do not fill a 256-wide block fall back to a 32-wide format.
+/// the layers `use_more_bits` picks (`q4_k` → `q6_k`: the Q4_K_M files published as "q4_k"),
+/// whether K-quant rows that do not fill a 256-wide block fall back to a 32-wide format, and the
+/// layer formats whose files follow a low-bit recipe ([`crate::format::KQuantRecipe`]: `q3_k`
+/// as Q3_K_M, `q2_k` as Q2_K).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileLayers {
@@ -213,6 +215,8 @@ pub struct FileLayers {
     pub more_bits: BTreeMap<WeightFormat, WeightFormat>,
     #[serde(default)]
     pub block_fallback: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recipes: Vec<WeightFormat>,
 }
 
 /// How a runtime's quantizer stores the output head of a model whose layers are in one of
@@ -261,10 +265,17 @@ pub(crate) fn layer_mix(
         _ => None,
     };
     let file = rt.file_layers.as_ref();
+    let recipe = match (file, spec.layers.first()) {
+        (Some(f), Some(l)) if f.recipes.contains(&dep.weights) => {
+            crate::format::KQuantRecipe::for_format(dep.weights, l.num_heads, l.num_kv_heads)
+        }
+        _ => None,
+    };
     crate::format::LayerMix {
         more_bits: file.and_then(|f| f.more_bits.get(&dep.weights).copied()),
         block_fallback: file.is_some_and(|f| f.block_fallback),
         token_embd,
+        recipe,
     }
 }
 

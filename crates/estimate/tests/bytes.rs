@@ -57,7 +57,7 @@ fn format_names_round_trip_and_reject_unknowns() {
         names,
         [
             "f32", "f16", "bf16", "int8", "w4g32", "w4g64", "w4g128", "q4_0", "q4_1", "q5_0",
-            "q5_1", "q8_0", "q4_k", "q5_k", "q6_k"
+            "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"
         ]
     );
     let kv: Vec<&str> = KvFormat::ALL.iter().map(|f| f.as_str()).collect();
@@ -284,6 +284,7 @@ fn q4_k_m_files_hold_v_and_down_of_half_the_layers_in_q6_k() {
         more_bits: Some(Q6K),
         block_fallback: true,
         token_embd: None,
+        recipe: None,
     };
     assert_eq!(mix.format(Q4K, BlockMatrix::Down, 6, 32, 14336), Q6K);
     assert_eq!(mix.format(Q4K, BlockMatrix::Down, 7, 32, 14336), Q4K);

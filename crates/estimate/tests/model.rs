@@ -1086,6 +1086,58 @@ fn the_first_decode_step_splits_by_what_bounds_each_op() {
     }
 }
 
+/// llama.cpp's low-bit recipes (`KQuantRecipe`): a llamacpp deployment in q3_k is sized as the
+/// Q3_K_M file (attn_v Q5_K in layers 0–1 and Q4_K after, ffn_down Q5_K in the first sixteenth
+/// and Q4_K after, attn_output Q4_K), one in q2_k as the Q2_K file (ffn_down and attn_output
+/// Q3_K, attn_v Q4_K for Llama 3.2 1B's 4 query heads per KV head), the tied head Q6_K; the
+/// sums below are written out matrix by matrix, and the decode step moves the same bytes.
+#[test]
+fn llamacpp_q3_k_and_q2_k_are_sized_as_their_q3_k_m_and_q2_k_files() {
+    use WeightFormat::{Q2K, Q3K, Q4K, Q5K, Q6K};
+    let spec = preset("llama-3.2-1b").unwrap();
+    let dev = device("snapdragon-8-gen3").unwrap();
+    // 16 layers, d 2048, 32 query heads and 8 KV heads of 64, I 8192, tied embeddings.
+    let (n, d, kv, i, vocab) = (16usize, 2048u64, 512u64, 8192u64, 128_256u64);
+    assert_eq!(spec.layers.len(), n);
+    let norms = 4 * spec.norm_params();
+    let head = Q6K.matrix_bytes(vocab, d);
+    for (weights, v, o, down, plain) in [
+        (
+            Q3K,
+            (|l: usize| if l < 2 { Q5K } else { Q4K }) as fn(usize) -> WeightFormat,
+            Q4K,
+            (|l: usize| if l < 1 { Q5K } else { Q4K }) as fn(usize) -> WeightFormat,
+            Q3K,
+        ),
+        (Q2K, |_| Q4K, Q3K, |_| Q3K, Q2K),
+    ] {
+        let layers: u64 = (0..n)
+            .map(|l| {
+                plain.matrix_bytes(d, d)
+                    + plain.matrix_bytes(kv, d)
+                    + v(l).matrix_bytes(kv, d)
+                    + o.matrix_bytes(d, d)
+                    + 2 * plain.matrix_bytes(i, d)
+                    + down(l).matrix_bytes(d, i)
+            })
+            .sum();
+        let dep = Deployment {
+            weights,
+            unit: Some(ComputeUnit::Cpu),
+            runtime: Some(Runtime::Llamacpp),
+            ..Deployment::default()
+        };
+        let r = estimate(&spec, &dep, &dev).unwrap();
+        assert_eq!(r.memory.weights_bytes, layers + head + norms, "{weights}");
+        let moved: f64 = r
+            .layers
+            .iter()
+            .map(|g| g.count as f64 * g.decode.iter().map(|r| r.weight_bytes).sum::<f64>())
+            .sum();
+        assert_eq!(moved, (layers + norms - 4 * d) as f64, "{weights}");
+    }
+}
+
 /// A llama.cpp deployment in q4_k is sized as the Q4_K_M file its quantizer writes (the
 /// runtime profile's `file_layers`): memory and the decode's bytes include the Q6_K `attn_v`
 /// and `ffn_down` of half the layers, the untied `token_embd` stays Q4_K beside the Q6_K
@@ -1108,6 +1160,7 @@ fn llamacpp_q4_k_is_sized_as_its_q4_k_m_file() {
         more_bits: Some(WeightFormat::Q6K),
         block_fallback: true,
         token_embd: Some(WeightFormat::Q4K),
+        recipe: None,
     };
     let mixed = weight_bytes_mixed(&spec, WeightFormat::Q4K, mix, WeightFormat::Q6K).total();
     let l = at(Runtime::Llamacpp);
