@@ -108,7 +108,7 @@ test('every field: a bad value is refused with the field and the value named', (
   const bad = {
     device: ['Snapdragon', 'a b', '', '../etc', 'x'.repeat(65)],
     model: ['@evil', 'Llama', ''],
-    weights: ['q3_k', 'W4G32', ''],
+    weights: ['iq4_xs', 'W4G32', ''],
     compute: ['fp16', 'F16', 'int4'],
     kv: ['int3', ''],
     context: ['0', '2097153', '-1', '1.5', '1e3', '0x10', ' 2048', ''],
