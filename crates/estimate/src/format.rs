@@ -311,12 +311,13 @@ impl LayerMix {
     }
 
     /// Layers of the same shape and class hold every matrix in the same format: the
-    /// `use_more_bits` choice, and under a low-bit recipe whether the layer is one of the first
-    /// two and one of the first sixteenth.
+    /// `use_more_bits` choice, and under Q3_K_M whether the layer is one of the first two and
+    /// one of the first sixteenth (Q2_K's choices do not depend on the layer).
     pub fn class(&self, layer: usize, n_layers: usize) -> u8 {
         let more = self.more_bits.is_some() && Self::use_more_bits(layer, n_layers);
-        let first = self.recipe.is_some() && layer < 2;
-        let sixteenth = self.recipe.is_some() && layer < n_layers / 16;
+        let q3km = self.recipe == Some(KQuantRecipe::Q3KM);
+        let first = q3km && layer < 2;
+        let sixteenth = q3km && layer < n_layers / 16;
         u8::from(more) | (u8::from(first) << 1) | (u8::from(sixteenth) << 2)
     }
 
