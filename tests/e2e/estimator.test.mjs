@@ -18,10 +18,13 @@ const num = async (page, id) => Number(await text(page, id));
 async function changeAndWait(page, action, id) {
   const before = await text(page, id);
   await action();
+  // Changed, and no estimate in flight: the panel shows the answer to its latest request (a
+  // change seen while a newer request was pending was read as the new knob's value once).
   await page.waitForFunction(
     ([tid, b]) => {
       const e = document.querySelector(`[data-testid="${tid}"]`);
       const err = document.querySelector('[data-testid="est-error"]');
+      if (document.querySelector('[data-testid="est-body"]')?.dataset.pending === 'true') return false;
       return (e && e.textContent.trim() !== b && e.textContent.trim() !== '') || (err && !err.hidden);
     },
     [id, before],
