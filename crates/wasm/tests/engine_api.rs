@@ -271,8 +271,9 @@ fn measures_this_browser_and_builds_its_profile() {
             "threads {bad} is refused"
         );
     }
-    let mut bench =
-        edgefit_wasm::BrowserBench::new("scalar", 1.0).unwrap_or_else(|_| panic!("scalar bench"));
+    // The build's fastest kernel ("" = best): the scalar one's 64-row probes ran this test past
+    // ChromeDriver's 30 s renderer timeout on a slow machine.
+    let mut bench = edgefit_wasm::BrowserBench::new("", 1.0).unwrap_or_else(|_| panic!("bench"));
     let total = bench.total();
     let mut steps = 0;
     while bench.step() {
@@ -295,7 +296,11 @@ fn measures_this_browser_and_builds_its_profile() {
     ] {
         assert!(v.is_finite() && v > 0.0, "{m}");
     }
-    assert_eq!(m["kernel"], "scalar");
+    let kernel = m["kernel"].as_str().unwrap_or_default();
+    assert!(
+        edgefit_wasm::BrowserBench::new(kernel, 1.0).is_ok(),
+        "the figures name the kernel that ran: {kernel:?}"
+    );
     assert_eq!(
         m["threads"].as_u64(),
         Some(1),
