@@ -513,23 +513,15 @@ mod tests {
             kv: BTreeMap::from([("general.file_type".to_string(), v)]),
             tensors: Vec::new(),
         };
-        let q4km = with(GgufValue::Uint(15)).file_type().unwrap();
-        assert_eq!(
-            (q4km.name.as_str(), q4km.weights),
-            ("Q4_K_M", Some(WeightFormat::Q4K))
-        );
-        let q41 = with(GgufValue::Int(3)).file_type().unwrap();
-        assert_eq!(
-            (q41.name.as_str(), q41.weights),
-            ("Q4_1", Some(WeightFormat::Q4_1))
-        );
-        let q3km = with(GgufValue::Uint(12)).file_type().unwrap();
-        assert_eq!(
-            (q3km.name.as_str(), q3km.weights),
-            ("Q3_K_M", Some(WeightFormat::Q3K))
-        );
-        let iq4 = with(GgufValue::Uint(30)).file_type().unwrap();
-        assert_eq!((iq4.name.as_str(), iq4.weights), ("IQ4_XS", None));
+        for (v, name, weights) in [
+            (GgufValue::Uint(15), "Q4_K_M", Some(WeightFormat::Q4K)),
+            (GgufValue::Int(3), "Q4_1", Some(WeightFormat::Q4_1)),
+            (GgufValue::Uint(12), "Q3_K_M", Some(WeightFormat::Q3K)),
+            (GgufValue::Uint(30), "IQ4_XS", None),
+        ] {
+            let f = with(v).file_type().unwrap();
+            assert_eq!((f.name.as_str(), f.weights), (name, weights));
+        }
         assert_eq!(
             with(GgufValue::Uint(99)).file_type().unwrap().name,
             "type 99"
